@@ -1,0 +1,42 @@
+"""workingset: lossless, deterministic, versioned prompt contexts for investigation agents."""
+
+from .encoders import DEFAULT_ENCODER, ENCODERS, RenderedContext, get_encoder, render
+from .errors import (
+    DecisionRejected,
+    HashMismatch,
+    InvalidFile,
+    SessionError,
+    StoreCorrupt,
+    UnknownEncoder,
+    UsageError,
+    WorkingsetError,
+)
+from .hashing import content_hash
+from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
+from .runs import make_stored_context, read_run, verify_context, write_run
+
+__all__ = [
+    "DEFAULT_ENCODER",
+    "ENCODERS",
+    "DecisionRejected",
+    "HashMismatch",
+    "InvalidFile",
+    "RenderedContext",
+    "SessionError",
+    "State",
+    "StoredContext",
+    "StoreCorrupt",
+    "UnknownEncoder",
+    "UsageError",
+    "WorkingsetError",
+    "content_hash",
+    "get_encoder",
+    "load_state",
+    "load_state_or_context",
+    "load_stored_context",
+    "make_stored_context",
+    "read_run",
+    "render",
+    "verify_context",
+    "write_run",
+]

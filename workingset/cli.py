@@ -1,0 +1,135 @@
+"""The `workingset` command line: a thin typer layer over the library, and its one error boundary.
+
+Every command is a few lines over the library. A `WorkingsetError` becomes one line
+`error: <code>: <message>` on stderr (and with `--json` the object `{"error": {...}}` on
+stdout) and exit code 2; a usage error does the same with code `usage_error`. Exit 1 is
+left for bugs.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Annotated, Any, Callable, Optional
+
+import msgspec
+import typer
+
+try:  # typer >= 0.29 vendors click
+    from typer._click.exceptions import UsageError as ClickUsageError
+except ImportError:  # pragma: no cover - older typer on top of click
+    from click.exceptions import UsageError as ClickUsageError
+
+from .errors import UsageError, WorkingsetError
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Lossless, deterministic, versioned prompt contexts for investigation agents.",
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
+
+
+def emit_json(value: Any) -> None:
+    """Print a JSON document on stdout (the machine-readable form of every command)."""
+    sys.stdout.write(msgspec.json.encode(value).decode("utf-8") + "\n")
+
+
+def report_error(err: WorkingsetError, as_json: bool) -> None:
+    """Print an error in the CLI contract's form (SPEC §8)."""
+    message = " ".join(err.message.split("\n"))
+    sys.stderr.write(f"error: {err.code}: {message}\n")
+    if as_json:
+        emit_json({"error": err.to_dict()})
+
+
+def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The error boundary: library errors become exit 2 with one line, never a traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except WorkingsetError as err:
+            report_error(err, bool(kwargs.get("as_json")))
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+@app.command()
+@guarded
+def render(
+    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4).")],
+    encoder: Annotated[Optional[str], typer.Option(help="Encoder version (default: the file's own).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
+    from .encoders import get_encoder
+    from .runs import load_context_file
+
+    ctx = load_context_file(file)
+    out = get_encoder(encoder or ctx.encoder).render(ctx.state, ctx.hypothesis)
+    if as_json:
+        emit_json({
+            "encoder": out.encoder, "hypothesis": out.hypothesis, "text": out.text,
+            "shown": list(out.shown), "indexed": list(out.indexed), "chars": out.chars, "hash": out.hash,
+        })  # fmt: skip
+    else:
+        sys.stdout.write(out.text)
+
+
+@app.command()
+@guarded
+def verify(
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Re-render every stored context with its frozen encoder and check its recorded hash."""
+    from .errors import HashMismatch
+    from .runs import read_run, verify_context
+
+    verdicts = [verify_context(str(path), ctx) for path, ctx in read_run(directory)]
+    failed = [v for v in verdicts if v.status in ("mismatch", "error")]
+    if as_json:
+        emit_json({"ok": not failed, "contexts": [dict(v.__dict__, diff=list(v.diff)) for v in verdicts]})
+    else:
+        for v in verdicts:
+            sys.stdout.write(f"{v.status:<10} {v.file}  {v.encoder}  {v.chars if v.chars is not None else '-'} chars\n")
+            for line in v.diff:
+                sys.stdout.write(f"    {line}\n")
+        sys.stdout.write(f"{len(verdicts) - len(failed)} of {len(verdicts)} stored contexts verified\n")
+    if failed:
+        names = ", ".join(v.request_id for v in failed)
+        err = HashMismatch(f"{len(failed)} of {len(verdicts)} stored contexts do not reproduce their hash: {names}",
+                           details={"failed": [v.file for v in failed]})
+        report_error(err, as_json=False)
+        raise typer.Exit(2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: run the app, turning usage errors into the error contract."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        result = app(args=args, prog_name="workingset", standalone_mode=False)
+    except typer.Exit as exc:
+        return exc.exit_code
+    except typer.Abort:
+        sys.stderr.write("error: aborted\n")
+        return 1
+    except ClickUsageError as exc:
+        message = exc.format_message() or "no command given; see `workingset --help`"
+        report_error(UsageError(message), as_json="--json" in args)
+        return 2
+    return result if isinstance(result, int) else 0
+
+
+def run() -> None:
+    """The `workingset` console script."""
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    run()

@@ -1,0 +1,49 @@
+"""The frozen encoder versions and their one registry.
+
+`ENCODERS` maps the version number — the value persisted in stored contexts as
+`investigation_project_v<N>` — to its encoder. Nothing else maps names to classes.
+"""
+
+from __future__ import annotations
+
+from ..errors import UnknownEncoder
+from ..model import State
+from ._api import RenderedContext, View
+from .v01 import V1
+from .v02 import V2
+from .v03 import V3
+from .v04 import V4
+from .v05 import V5
+from .v06 import V6
+from .v07 import V7
+from .v08 import V8
+from .v09 import V9
+from .v10 import V10
+
+ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10()}
+PREFIX = "investigation_project_v"
+DEFAULT_ENCODER = f"{PREFIX}10"
+
+
+def get_encoder(name: str) -> V1:
+    """Look an encoder up by full name (`investigation_project_v8`) or alias (`v8`)."""
+    number = None
+    for prefix in (PREFIX, "v"):
+        tail = name[len(prefix):] if name.startswith(prefix) else None
+        if tail and tail.isascii() and tail.isdigit() and not tail.startswith("0"):
+            number = int(tail)
+            break
+    if number not in ENCODERS:
+        raise UnknownEncoder(
+            f"no encoder {name!r}; available: v1–v10 ({PREFIX}1 … {PREFIX}10)",
+            details={"valid": [f"{PREFIX}{n}" for n in ENCODERS] + [f"v{n}" for n in ENCODERS]},
+        )
+    return ENCODERS[number]
+
+
+def render(state: State, hypothesis: str, encoder: str = DEFAULT_ENCODER) -> RenderedContext:
+    """Render the context for `hypothesis` with the named encoder (pure, deterministic)."""
+    return get_encoder(encoder).render(state, hypothesis)
+
+
+__all__ = ["ENCODERS", "DEFAULT_ENCODER", "RenderedContext", "View", "get_encoder", "render"]

@@ -1,0 +1,146 @@
+"""Shared rendering primitives: JSON records, code fences, columns/rows tables, schemas.
+
+Everything here is pure and byte-deterministic: msgspec writes floats in their shortest
+round-trip form on every platform, Struct fields keep their declared order, and nothing
+reads the clock, the locale or the hash seed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Iterable
+
+import msgspec
+
+_BACKTICKS = re.compile(r"`+")
+_SAFE_INFO = re.compile(r"^[A-Za-z0-9_+.#-]{1,40}$")
+_encode = msgspec.json.encode
+
+
+def compact(value: Any) -> str:
+    """Compact single-line JSON (no newlines: strings escape theirs)."""
+    return _encode(value).decode("utf-8")
+
+
+def indented(value: Any) -> str:
+    """Indented JSON, two spaces."""
+    return msgspec.json.format(_encode(value), indent=2).decode("utf-8")
+
+
+def fence(body: str, info: str | None = None) -> str:
+    """A fenced code block whose fence is longer than any backtick run inside `body`.
+
+    The body is kept byte-exact: it is everything between the newline after the opening
+    fence and the newline before the closing fence. An info string that could break the
+    fence (spaces, backticks) is left out; the record beside the block carries it anyway.
+    """
+    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
+    ticks = "`" * max(3, longest + 1)
+    tag = info if info is not None and _SAFE_INFO.match(info) else ""
+    return f"{ticks}{tag}\n{body}\n{ticks}"
+
+
+def table(columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> str:
+    """A lossless columns/rows table: the column names once, then one JSON array per row."""
+    lines = [compact(list(columns))]
+    lines.extend(compact(list(row)) for row in rows)
+    return fence("\n".join(lines), "jsonl")
+
+
+def rows_caption(count: int, what: str = "rows") -> str:
+    """The line above a table, so an empty table reads as an empty result, not as missing."""
+    noun = "row" if count == 1 else "rows"
+    return f"{what}: {count} {noun}"
+
+
+TABLE_CONVENTION = (
+    "Tables are jsonl code blocks: the first line holds the column names, "
+    "each further line one row as a JSON array."
+)
+
+
+UNKNOWN_PAYLOAD = "payload: UNKNOWN — the content was not retained. This is not an empty result and not evidence of absence."
+
+
+def heading(level: int, title: str) -> str:
+    return f"{'#' * level} {title}"
+
+
+def join_blocks(blocks: Iterable[str]) -> str:
+    """Blocks separated by one blank line."""
+    return "\n\n".join(b for b in blocks if b)
+
+
+# Decision JSON Schemas (SPEC §6). Hand-written and frozen with the versions that render
+# them: generating them from Structs would tie released prompts to a library's output.
+_EID = {"type": "string", "pattern": "^E[0-9]{6}$"}
+
+_ASSESSMENT = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["evidence_ref", "verdict", "confidence", "rationale"],
+    "properties": {
+        "evidence_ref": _EID,
+        "verdict": {"enum": ["supports", "refutes", "neutral", "inconclusive"]},
+        "confidence": {"type": "number", "minimum": 0, "maximum": 1},
+        "rationale": {"type": "string"},
+    },
+}
+
+_NOTES = {
+    "type": "array",
+    "maxItems": 8,
+    "items": {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["kind", "text"],
+        "properties": {"kind": {"enum": ["note", "question"]}, "text": {"type": "string"}},
+    },
+}
+
+_QUERY = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind", "source", "query", "purpose"],
+    "properties": {
+        "kind": {"const": "query"},
+        "source": {"type": "string"},
+        "query": {"type": "string"},
+        "purpose": {"type": "string"},
+    },
+}
+
+_RECALL = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind", "evidence_refs"],
+    "properties": {
+        "kind": {"const": "recall"},
+        "evidence_refs": {"type": "array", "minItems": 1, "maxItems": 4, "uniqueItems": True, "items": _EID},
+    },
+}
+
+_CONCLUDE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["kind", "disposition", "diagnosis", "evidence_refs"],
+    "properties": {
+        "kind": {"const": "conclude"},
+        "disposition": {"enum": ["supported", "refuted", "inconclusive"]},
+        "diagnosis": {"type": "string"},
+        "evidence_refs": {"type": "array", "minItems": 1, "items": _EID},
+    },
+}
+
+
+def decision_schema(name: str, recall: bool) -> dict[str, Any]:
+    """The JSON Schema of a decision answering a request rendered by encoder `name`."""
+    variants = [_QUERY, _RECALL, _CONCLUDE] if recall else [_QUERY, _CONCLUDE]
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": f"{name} decision",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["next"],
+        "properties": {"assessment": _ASSESSMENT, "notes": _NOTES, "next": {"oneOf": variants}},
+    }

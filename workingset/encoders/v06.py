@@ -1,0 +1,61 @@
+"""v6: hypothesis histories, notes and capture descriptors as columns/rows tables too."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..model import Evidence, Hypothesis, Note
+from ._api import View
+from ._render import heading, join_blocks, rows_caption, table
+from .v05 import V5
+
+HISTORY_COLUMNS = ("iteration", "kind", "evidence_refs", "verdict", "confidence", "text")
+NOTE_COLUMNS = ("id", "hypothesis", "kind", "status", "iteration", "text")
+CAPTURE_COLUMNS = (
+    "query", "predicate", "origin", "snapshot", "coverage",
+    "truncated", "page", "next_cursor", "eof", "item_count",
+)  # fmt: skip
+
+
+def history_table(h: Hypothesis) -> str:
+    rows = [[getattr(e, c) for c in HISTORY_COLUMNS] for e in h.history]
+    return rows_caption(len(rows), "history") + "\n" + table(HISTORY_COLUMNS, rows)
+
+
+def notes_table(notes: list[Note]) -> str:
+    rows = [[getattr(n, c) for c in NOTE_COLUMNS] for n in notes]
+    return rows_caption(len(rows), "notes") + "\n" + table(NOTE_COLUMNS, rows)
+
+
+def captures_table(items: list[Evidence]) -> str:
+    rows = [[ev.id, *(getattr(ev.capture, c) for c in CAPTURE_COLUMNS)] for ev in items]
+    return rows_caption(len(rows), "captures") + "\n" + table(("id", *CAPTURE_COLUMNS), rows)
+
+
+class V6(V5):
+    """v6: hypothesis histories, notes and capture descriptors as columns/rows tables too."""
+
+    version = 6
+
+    def hypothesis_record(self, h: Hypothesis, view: View) -> dict[str, Any]:
+        rec = super().hypothesis_record(h, view)
+        del rec["history"]
+        return rec
+
+    def hypothesis_block(self, h: Hypothesis, view: View) -> str:
+        return super().hypothesis_block(h, view) + "\n" + history_table(h)
+
+    def notes_section(self, view: View) -> str:
+        return heading(2, "Notes") + "\n" + notes_table(self.shown_notes(view))
+
+    def evidence_section(self, view: View) -> str:
+        if not view.shown:
+            return super().evidence_section(view)
+        blocks = [heading(2, self.evidence_heading), captures_table(view.shown)]
+        blocks.extend(self.evidence_block(ev, view) for ev in view.shown)
+        return join_blocks(blocks)
+
+    def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:
+        rec = super().evidence_record(ev, view)
+        del rec["capture"]  # in the captures table
+        return rec

@@ -1,0 +1,41 @@
+"""v10: full history again — every payload and every note in full; no index, no recall.
+
+Evidence renders as in v7 (tables, code blocks, v5 references) with v8's role tags;
+other hypotheses stay compact as in v8. Nothing is hidden, so there is nothing to recall.
+The default for new requests.
+"""
+
+from __future__ import annotations
+
+from ..model import Hypothesis, State
+from ._api import View
+from ._render import heading
+from .v06 import notes_table
+from .v09 import V9
+
+
+class V10(V9):
+    """v10: every payload and every note in full; no evidence_index, no recall decision."""
+
+    version = 10
+    supports_recall = False
+
+    def select(self, state: State, selected: Hypothesis) -> View:
+        view = super().select(state, selected)
+        view.shown = sorted(state.evidence, key=lambda ev: ev.id)
+        view.indexed = []
+        return view
+
+    def index_section(self, view: View) -> str:
+        return ""
+
+    def shown_notes(self, view: View) -> list:
+        return list(view.state.notes)
+
+    def notes_section(self, view: View) -> str:
+        return heading(2, "Notes") + "\n" + notes_table(self.shown_notes(view))
+
+    def evidence_title(self, ev, view: View) -> str:
+        roles = view.roles.get(ev.id)
+        title = heading(3, f"Evidence {ev.id}")
+        return title + f" [{', '.join(roles)}]" if roles else title

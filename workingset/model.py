@@ -1,0 +1,354 @@
+"""The investigation state and stored-context formats (SPEC §3–4) as strict msgspec Structs.
+
+Decoding is strict: unknown keys, malformed IDs, naive timestamps and out-of-range numbers
+fail with the JSON path. `validate_state` then checks what a schema cannot express:
+unique IDs, dangling references, recall selections, 64-bit integers, finite floats and
+content hashes. Every failure is an `InvalidFile` with code `invalid_file`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import datetime
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+from msgspec import Meta, Struct
+
+from .errors import InvalidFile
+from .hashing import content_hash
+
+STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
+
+AnalysisId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+HypothesisId = Annotated[str, Meta(pattern=r"^H[0-9]{1,4}$")]
+EvidenceId = Annotated[str, Meta(pattern=r"^E[0-9]{6}$")]
+NoteId = Annotated[str, Meta(pattern=r"^N[0-9]{6}$")]
+ActionId = Annotated[str, Meta(pattern=r"^B[0-9]{6}$")]
+RequestId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}-r[0-9]{4,}$")]
+# RFC 3339 with an explicit offset; the calendar itself is checked in validate_state.
+Timestamp = Annotated[
+    str,
+    Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"),
+]
+Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
+NonNegFloat = Annotated[float, Meta(ge=0.0)]
+NonNegInt = Annotated[int, Meta(ge=0)]
+Hash = Annotated[str, Meta(pattern=r"^xxh3-128:[0-9a-f]{32}$")]
+Scalar = Union[None, bool, int, float, str]
+
+Disposition = Literal["open", "supported", "refuted", "inconclusive", "parked"]
+Scope = Literal["query_result", "log", "code", "metric", "document", "feedback"]
+
+
+class _Strict(Struct, forbid_unknown_fields=True, kw_only=True):
+    """Base for every record: unknown keys are an error, never silently dropped."""
+
+
+class Budget(_Strict, kw_only=True):
+    max_iterations: Annotated[int, Meta(ge=1)]
+    max_cost: NonNegFloat | None = None
+    cost_used: NonNegFloat = 0.0
+
+
+class Entity(_Strict, kw_only=True):
+    id: str
+    kind: str
+    name: str
+    source: str | None = None
+
+
+class Case(_Strict, kw_only=True):
+    title: str
+    statement: str
+    opened_at: Timestamp
+    entities: list[Entity] = []
+
+
+class Control(_Strict, kw_only=True):
+    iterations_used: NonNegInt
+    iteration_limit: NonNegInt
+    previous_result: EvidenceId | None = None
+    plan: str | None = None
+    next_checks: list[str] = []
+
+
+class HistoryEntry(_Strict, kw_only=True):
+    iteration: NonNegInt
+    kind: Literal["query", "recall", "assessment", "conclude"]
+    evidence_refs: list[EvidenceId] = []
+    verdict: str | None = None
+    confidence: Unit | None = None
+    text: str | None = None
+
+
+class Hypothesis(_Strict, kw_only=True):
+    id: HypothesisId
+    title: str
+    mechanism: str
+    confidence: Unit
+    disposition: Disposition
+    control: Control
+    history: list[HistoryEntry] = []
+
+
+class Capture(_Strict, kw_only=True):
+    """The capture descriptor, kept verbatim: what was asked, where, and what came back."""
+
+    query: str | None = None
+    predicate: str | None = None
+    origin: str
+    snapshot: str | None = None
+    coverage: str | None = None
+    truncated: bool | None = None
+    page: int | None = None
+    next_cursor: str | None = None
+    eof: bool | None = None
+    item_count: int | None = None
+
+
+class RowsPayload(Struct, tag_field="kind", tag="rows", forbid_unknown_fields=True, kw_only=True):
+    columns: list[str]
+    rows: list[list[Scalar]]
+
+
+class TextPayload(Struct, tag_field="kind", tag="text", forbid_unknown_fields=True, kw_only=True):
+    language: str | None
+    text: str
+
+
+Payload = Union[RowsPayload, TextPayload]
+
+
+class EvidenceBudget(_Strict, kw_only=True):
+    action: ActionId | None = None
+    status: Literal["none", "unsettled", "settled"]
+    cost: NonNegFloat = 0.0
+
+
+class Evidence(_Strict, kw_only=True):
+    id: EvidenceId
+    collector: HypothesisId
+    scope: Scope
+    capture: Capture
+    payload: Payload | None
+    content_hash: Hash | None
+    budget: EvidenceBudget
+    iteration: NonNegInt
+    captured_at: Timestamp
+
+
+class Note(_Strict, kw_only=True):
+    id: NoteId
+    hypothesis: HypothesisId | None
+    kind: Literal["note", "question"]
+    text: str
+    status: Literal["open", "answered"] | None = None
+    iteration: NonNegInt
+
+
+class RecallSelection(_Strict, kw_only=True):
+    evidence_refs: list[EvidenceId]
+    iteration: NonNegInt
+
+
+class State(_Strict, kw_only=True):
+    analysis_id: AnalysisId
+    iteration: NonNegInt
+    budget: Budget
+    case: Case
+    hypotheses: list[Hypothesis]
+    evidence: list[Evidence] = []
+    notes: list[Note] = []
+    recall: dict[HypothesisId, RecallSelection] = {}
+
+    def hypothesis(self, hid: str) -> Hypothesis | None:
+        """Return the hypothesis with this ID, or None."""
+        for h in self.hypotheses:
+            if h.id == hid:
+                return h
+        return None
+
+
+class Rendered(_Strict, kw_only=True):
+    """The recorded size and hash of a stored context's rendered text."""
+
+    chars: NonNegInt
+    hash: Hash
+
+
+class StoredContext(_Strict, kw_only=True):
+    format: Literal["workingset/stored-context@1"]
+    request_id: RequestId
+    encoder: str
+    hypothesis: HypothesisId
+    rendered: Rendered | None
+    state: State
+
+
+_STATE_DECODER = msgspec.json.Decoder(State)
+_CONTEXT_DECODER = msgspec.json.Decoder(StoredContext)
+_PATH_RE = re.compile(r" - at `(\$[^`]*)`$")
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
+
+
+def _fail(source: str, path: str, message: str) -> InvalidFile:
+    return InvalidFile(f"{source}: {message} at {path}", details={"file": source, "path": path})
+
+
+def _decode(data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$") -> Any:
+    try:
+        return decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        match = _PATH_RE.search(text)
+        path = match.group(1) if match else "$"
+        message = _PATH_RE.sub("", text)
+        raise _fail(source, prefix + path[1:], message) from None
+    except msgspec.DecodeError as exc:
+        raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None
+
+
+def _raw_object(data: bytes, source: str) -> dict:
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None
+    if not isinstance(raw, dict):
+        raise _fail(source, "$", "expected a JSON object")
+    return raw
+
+
+def load_state(data: bytes, source: str = "<state>") -> State:
+    """Decode and fully validate a bare state (SPEC §3)."""
+    state = _decode(data, _STATE_DECODER, source)
+    validate_state(state, source)
+    return state
+
+
+def load_stored_context(data: bytes, source: str = "<stored context>") -> StoredContext:
+    """Decode and fully validate one stored context (SPEC §4)."""
+    ctx = _decode(data, _CONTEXT_DECODER, source)
+    validate_state(ctx.state, source, "$.state")
+    if ctx.state.hypothesis(ctx.hypothesis) is None:
+        raise _fail(source, "$.hypothesis", f"hypothesis {ctx.hypothesis} is not in the state")
+    return ctx
+
+
+def load_state_or_context(data: bytes, source: str = "<input>") -> State:
+    """Take a bare state, or the state of a stored context (told apart by its `format` key)."""
+    raw = _raw_object(data, source)
+    if "format" in raw:
+        return load_stored_context(data, source).state
+    return load_state(data, source)
+
+
+def read_file(path: str) -> bytes:
+    """Read a file's bytes, turning OS errors into `invalid_file`."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise InvalidFile(f"{path}: cannot read ({exc.strerror})", details={"file": path, "path": "$"}) from None
+
+
+def dump_json(value: object) -> bytes:
+    """Encode a Struct as indented JSON with a trailing newline (the on-disk form)."""
+    return msgspec.json.format(msgspec.json.encode(value), indent=2) + b"\n"
+
+
+def copy_state(state: State) -> State:
+    """Return a deep copy of a state (through its JSON form, so nothing is shared)."""
+    return _STATE_DECODER.decode(msgspec.json.encode(state))
+
+
+def _check_scalar(value: Any, source: str, path: str) -> None:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return
+    if isinstance(value, int):
+        if not _INT_MIN <= value <= _INT_MAX:
+            raise _fail(source, path, "integer does not fit in 64 bits")
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise _fail(source, path, "NaN and infinities are not allowed")
+
+
+def _check_timestamp(value: str, source: str, path: str) -> None:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise _fail(source, path, f"not a valid RFC 3339 timestamp: {value!r}") from None
+
+
+def _check_unique(ids: list[str], source: str, path: str) -> None:
+    seen: set[str] = set()
+    for i, ident in enumerate(ids):
+        if ident in seen:
+            raise _fail(source, f"{path}[{i}].id", f"duplicate ID {ident}")
+        seen.add(ident)
+
+
+def validate_state(state: State, source: str = "<state>", root: str = "$") -> None:
+    """Check everything a schema cannot: uniqueness, references, hashes, number ranges."""
+    hids = {h.id for h in state.hypotheses}
+    eids = {e.id for e in state.evidence}
+    _check_unique([h.id for h in state.hypotheses], source, f"{root}.hypotheses")
+    _check_unique([e.id for e in state.evidence], source, f"{root}.evidence")
+    _check_unique([n.id for n in state.notes], source, f"{root}.notes")
+    if not state.hypotheses:
+        raise _fail(source, f"{root}.hypotheses", "a state needs at least one hypothesis")
+    for name in ("max_cost", "cost_used"):
+        _check_scalar(getattr(state.budget, name), source, f"{root}.budget.{name}")
+    _check_timestamp(state.case.opened_at, source, f"{root}.case.opened_at")
+
+    for i, h in enumerate(state.hypotheses):
+        hp = f"{root}.hypotheses[{i}]"
+        prev = h.control.previous_result
+        if prev is not None and prev not in eids:
+            raise _fail(source, f"{hp}.control.previous_result", f"unknown evidence {prev}")
+        for j, entry in enumerate(h.history):
+            for k, ref in enumerate(entry.evidence_refs):
+                if ref not in eids:
+                    raise _fail(source, f"{hp}.history[{j}].evidence_refs[{k}]", f"unknown evidence {ref}")
+
+    for i, e in enumerate(state.evidence):
+        ep = f"{root}.evidence[{i}]"
+        if e.collector not in hids:
+            raise _fail(source, f"{ep}.collector", f"unknown hypothesis {e.collector}")
+        _check_timestamp(e.captured_at, source, f"{ep}.captured_at")
+        for name in ("page", "item_count"):
+            _check_scalar(getattr(e.capture, name), source, f"{ep}.capture.{name}")
+        _check_scalar(e.budget.cost, source, f"{ep}.budget.cost")
+        if e.payload is None:
+            if e.content_hash is not None:
+                raise _fail(source, f"{ep}.content_hash", "must be null when the payload is null")
+            continue
+        if isinstance(e.payload, RowsPayload):
+            width = len(e.payload.columns)
+            for r, row in enumerate(e.payload.rows):
+                if len(row) != width:
+                    raise _fail(source, f"{ep}.payload.rows[{r}]", f"row has {len(row)} cells for {width} columns")
+                for c, cell in enumerate(row):
+                    _check_scalar(cell, source, f"{ep}.payload.rows[{r}][{c}]")
+        expected = content_hash(e.payload)
+        if e.content_hash != expected:
+            raise _fail(source, f"{ep}.content_hash", f"content hash {e.content_hash} does not match the payload ({expected})")
+
+    for i, n in enumerate(state.notes):
+        if n.hypothesis is not None and n.hypothesis not in hids:
+            raise _fail(source, f"{root}.notes[{i}].hypothesis", f"unknown hypothesis {n.hypothesis}")
+
+    for hid in sorted(state.recall):
+        sel = state.recall[hid]
+        rp = f"{root}.recall.{hid}"
+        if hid not in hids:
+            raise _fail(source, rp, f"unknown hypothesis {hid}")
+        if not 1 <= len(sel.evidence_refs) <= 4:
+            raise _fail(source, f"{rp}.evidence_refs", f"a recall selection holds 1 to 4 IDs, not {len(sel.evidence_refs)}")
+        seen: set[str] = set()
+        for k, ref in enumerate(sel.evidence_refs):
+            if ref not in eids:
+                raise _fail(source, f"{rp}.evidence_refs[{k}]", f"unknown evidence {ref}")
+            if ref in seen:
+                raise _fail(source, f"{rp}.evidence_refs[{k}]", f"repeated evidence {ref}")
+            seen.add(ref)
