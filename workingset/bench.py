@@ -1,0 +1,238 @@
+"""The offline comparison (SPEC §9): sizes, tokens and prompt-cache accounting of a run.
+
+A *strategy* is anything that turns a stored context into the text of a user message: an
+encoder version (`v7`) or, for `compare --baselines`, a named baseline. Each context of a
+run is rendered by every strategy; for each text we count characters and tokens and the
+tokens a provider's prefix cache could serve: the longest common token prefix with the
+previous context of the same run rendered by the same strategy (see
+`tokens.common_prefix_tokens`). The first context of a run has nothing cached.
+
+Effective cost is in full-price token units: `uncached + cached_price * cached`.
+Nothing here calls a model or the network.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+import msgspec
+
+from .errors import UnknownEncoder, UsageError
+from .model import State, StoredContext
+from .tokens import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, get_encoding
+
+DEFAULT_BASE, DEFAULT_CANDIDATE = "v7", "v8"
+DEFAULT_CACHED_PRICE = 0.1
+SECTION_ORDER = (
+    "header", "case", "evidence", "evidence_index", "selected_hypothesis",
+    "other_hypotheses", "notes", "budget", "task", "output_schema",
+)  # fmt: skip
+UNASSIGNED = "unassigned"  # characters a renderer did not attribute to a section
+
+# A renderer returns the text and its (category, chars) sections, which may be empty.
+Renderer = Callable[[State, str], tuple[str, tuple[tuple[str, int], ...]]]
+
+
+@dataclass(frozen=True)
+class Size:
+    """One context rendered by one strategy."""
+
+    chars: int
+    tokens: int
+    cached: int  # leading tokens shared with the previous context under the same strategy
+    sections: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def uncached(self) -> int:
+        """Tokens billed at the full price."""
+        return self.tokens - self.cached
+
+    def cost(self, cached_price: float) -> float:
+        """Effective cost in full-price token units."""
+        return self.uncached + cached_price * self.cached
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The sums of one strategy's sizes over a run."""
+
+    chars: int
+    tokens: int
+    cached: int
+    uncached: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Every context of a run measured under every strategy, in run order."""
+
+    strategies: tuple[str, ...]
+    labels: tuple[str, ...]
+    hypotheses: tuple[str, ...]
+    sizes: Mapping[str, tuple[Size, ...]]
+    encoding: str
+    cached_price: float
+
+    def total(self, strategy: str) -> Totals:
+        """Return the sums over the run for one strategy."""
+        sizes = self.sizes[strategy]
+        tokens, cached = sum(s.tokens for s in sizes), sum(s.cached for s in sizes)
+        return Totals(
+            chars=sum(s.chars for s in sizes), tokens=tokens, cached=cached,
+            uncached=tokens - cached, cost=sum(s.cost(self.cached_price) for s in sizes),
+        )  # fmt: skip
+
+    def last(self, strategy: str) -> Size:
+        """Return the size of the run's last context under one strategy."""
+        return self.sizes[strategy][-1]
+
+    def sections(self, strategy: str, index: int | None = None) -> dict[str, int]:
+        """Characters per section category, for one context or (index None) summed over the run."""
+        sizes = self.sizes[strategy] if index is None else (self.sizes[strategy][index],)
+        out: dict[str, int] = {}
+        for size in sizes:
+            for category, chars in size.sections:
+                out[category] = out.get(category, 0) + chars
+            if size.sections:
+                rest = size.chars - sum(c for _, c in size.sections)
+                if rest:
+                    out[UNASSIGNED] = out.get(UNASSIGNED, 0) + rest
+        return out
+
+
+def change_percent(base: float, value: float) -> float | None:
+    """Return the change from `base` to `value` in percent, or None when `base` is 0."""
+    if base == 0:
+        return None
+    return (value - base) / base * 100.0
+
+
+def measure_one(text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = ()) -> Size:
+    """Measure one text sent after `prev` (the previous context of its run, "" for the first)."""
+    return Size(chars=len(text), tokens=count_tokens(text, encoding),
+                cached=common_prefix_tokens(prev, text, encoding), sections=tuple(sections))  # fmt: skip
+
+
+def measure(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> tuple[Size, ...]:
+    """Measure the texts of one strategy, given in run order."""
+    return tuple(measure_one(text, texts[i - 1] if i else "", encoding) for i, text in enumerate(texts))
+
+
+def compare_texts(
+    texts: Mapping[str, Sequence[str]],
+    *,
+    labels: Sequence[str] | None = None,
+    hypotheses: Sequence[str] | None = None,
+    encoding: str = DEFAULT_ENCODING,
+    cached_price: float = DEFAULT_CACHED_PRICE,
+) -> Comparison:
+    """Compare runs of texts per strategy: `{"v7": [text of turn 1, turn 2, ...], ...}`.
+
+    Every strategy must have the same number of texts, in run order. This is the entry
+    point for callers that render their own texts (e.g. trajectory benchmarks).
+    """
+    get_encoding(encoding)
+    counts = {len(t) for t in texts.values()}
+    if len(counts) > 1:
+        raise UsageError(f"every strategy needs the same number of texts, got {sorted(counts)}")
+    n = counts.pop() if counts else 0
+    return Comparison(
+        strategies=tuple(texts), labels=tuple(labels or (str(i + 1) for i in range(n))),
+        hypotheses=tuple(hypotheses or ("",) * n),
+        sizes={name: measure(run, encoding) for name, run in texts.items()},
+        encoding=encoding, cached_price=cached_price,
+    )  # fmt: skip
+
+
+_VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)$")
+
+
+def version_label(name: str) -> str:
+    """Return the short label (`v7`) of an encoder name or alias; unknown names list the valid ones."""
+    from .encoders import get_encoder
+
+    get_encoder(name)  # raises UnknownEncoder with the valid choices
+    match = _VERSION.match(name)
+    if match is None:
+        raise UnknownEncoder(f"no encoder {name}")
+    return f"v{int(match.group(1))}"
+
+
+def version_renderer(label: str) -> Renderer:
+    """Return the renderer of an encoder version given its label (`v8`)."""
+    from .encoders import render
+
+    name = "investigation_project_" + label
+
+    def run(state: State, hypothesis: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+        rendered = render(state, hypothesis, name)
+        return rendered.text, tuple(rendered.sections)
+
+    return run
+
+
+def baseline_renderers() -> dict[str, Renderer]:
+    """Return the baselines of `workingset.baselines`, or raise if that module is absent."""
+    try:
+        from .baselines import BASELINES
+    except ImportError:
+        raise UsageError("--baselines needs workingset.baselines, which is not installed in this version") from None
+    return {name: (lambda fn: lambda s, h: (fn(s, h), ()))(fn) for name, fn in BASELINES.items()}
+
+
+def strategies(base: str, candidate: str, all_versions: bool, baselines: bool) -> dict[str, Renderer]:
+    """Resolve the command line's choice of strategies to renderers, in column order."""
+    from .encoders import ENCODERS
+
+    base_label = version_label(base)
+    if all_versions:
+        labels = [f"v{n}" for n in sorted(ENCODERS)]
+        labels.remove(base_label)
+        labels.insert(0, base_label)
+    else:
+        labels = [base_label, version_label(candidate)]
+        if labels[0] == labels[1]:
+            raise UsageError(f"base and candidate are both {labels[0]}")
+    out = {label: version_renderer(label) for label in labels}
+    if baselines:
+        for name, fn in baseline_renderers().items():
+            out[name if name not in out else f"baseline:{name}"] = fn
+    return out
+
+
+def compare_contexts(
+    contexts: Sequence[StoredContext],
+    renderers: Mapping[str, Renderer],
+    *,
+    recall: bool = True,
+    labels: Sequence[str] | None = None,
+    encoding: str = DEFAULT_ENCODING,
+    cached_price: float = DEFAULT_CACHED_PRICE,
+    step: Callable[[int], None] | None = None,
+) -> Comparison:
+    """Render each stored context (for its own hypothesis) with every renderer and measure it.
+
+    With `recall=False` each state is rendered with its recall selections emptied. `step`
+    is called with 1 after each context is rendered and counted, for a progress bar.
+    """
+    get_encoding(encoding)
+    prev = {name: "" for name in renderers}
+    sizes: dict[str, list[Size]] = {name: [] for name in renderers}
+    for ctx in contexts:
+        state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
+        for name, renderer in renderers.items():
+            text, sections = renderer(state, ctx.hypothesis)
+            sizes[name].append(measure_one(text, prev[name], encoding, sections))
+            prev[name] = text
+            if step is not None:
+                step(1)
+    return Comparison(
+        strategies=tuple(renderers),
+        labels=tuple(labels or (c.request_id for c in contexts)),
+        hypotheses=tuple(c.hypothesis for c in contexts),
+        sizes={name: tuple(sizes[name]) for name in renderers},
+        encoding=encoding, cached_price=cached_price,
+    )  # fmt: skip

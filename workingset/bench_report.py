@@ -1,0 +1,186 @@
+"""A `Comparison` as tables (tabulate) or as JSON-ready data, with the same numbers in both.
+
+Percentages are the change from the base strategy (the first one), rounded to one decimal;
+effective cost is rounded to one decimal; counts are exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabulate import SEPARATING_LINE, tabulate
+
+from .bench import SECTION_ORDER, UNASSIGNED, Comparison, Size, change_percent
+
+
+def _pct(base: float, value: float) -> float | None:
+    change = change_percent(base, value)
+    return None if change is None else round(change, 1)
+
+
+def _size_dict(size: Size, cached_price: float) -> dict[str, Any]:
+    return {
+        "chars": size.chars, "tokens": size.tokens, "cached_tokens": size.cached,
+        "uncached_tokens": size.uncached, "effective_cost": round(size.cost(cached_price), 1),
+    }  # fmt: skip
+
+
+def _changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, float | None]:
+    keys = ("chars", "tokens", "uncached_tokens", "effective_cost")
+    return {k: _pct(base[k], other[k]) for k in keys}
+
+
+def to_data(cmp: Comparison, *, sections: bool = False) -> dict[str, Any]:
+    """Return the comparison as plain data (the `--json` output, minus what the CLI adds)."""
+    base = cmp.strategies[0]
+    contexts = []
+    for i, label in enumerate(cmp.labels):
+        sizes = {s: _size_dict(cmp.sizes[s][i], cmp.cached_price) for s in cmp.strategies}
+        if sections:
+            for s in cmp.strategies:
+                sizes[s]["sections"] = cmp.sections(s, i)
+        contexts.append({
+            "request_id": label, "hypothesis": cmp.hypotheses[i], "sizes": sizes,
+            "change_percent": {s: _changes(sizes[base], sizes[s]) for s in cmp.strategies[1:]},
+        })  # fmt: skip
+    total, last = {}, {}
+    for s in cmp.strategies:
+        t = cmp.total(s)
+        total[s] = {"chars": t.chars, "tokens": t.tokens, "cached_tokens": t.cached,
+                    "uncached_tokens": t.uncached, "effective_cost": round(t.cost, 1)}  # fmt: skip
+        last[s] = _size_dict(cmp.last(s), cmp.cached_price) if cmp.labels else None
+    for block in (total, last):
+        for s in cmp.strategies[1:]:
+            if block[s] is not None:
+                block[s]["change_percent"] = _changes(block[base], block[s])
+    data: dict[str, Any] = {
+        "encoding": cmp.encoding, "cached_price": cmp.cached_price, "base": base,
+        "strategies": list(cmp.strategies), "contexts": contexts, "total": total, "last": last,
+    }  # fmt: skip
+    if sections:
+        data["sections"] = {
+            "total": {s: cmp.sections(s) for s in cmp.strategies},
+            "last": {s: cmp.sections(s, len(cmp.labels) - 1) if cmp.labels else {} for s in cmp.strategies},
+        }
+    return data
+
+
+def _n(value: int | float) -> str:
+    return f"{value:,.1f}" if isinstance(value, float) else f"{value:,}"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.1f}%"
+
+
+def _table(headers: list[str], rows: list, left: int = 1) -> str:
+    align = ["left"] * left + ["right"] * (len(headers) - left)
+    return tabulate(rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True)
+
+
+def _summary_rows(cmp: Comparison, field: str) -> list:
+    """Per-context rows then total and last, of one Size field, one column per strategy."""
+    rows: list = []
+    for i, label in enumerate(cmp.labels):
+        rows.append([label, cmp.hypotheses[i]] + [_n(getattr(cmp.sizes[s][i], field)) for s in cmp.strategies])
+    rows.append(SEPARATING_LINE)
+    rows.append(["total", ""] + [_n(getattr(cmp.total(s), field)) for s in cmp.strategies])
+    if cmp.labels:
+        rows.append(["last", cmp.hypotheses[-1]] + [_n(getattr(cmp.last(s), field)) for s in cmp.strategies])
+    return rows
+
+
+def _pair_table(cmp: Comparison) -> str:
+    b, c = cmp.strategies
+    rows: list = []
+
+    def row(label: str, hyp: str, x: Any, y: Any) -> list:
+        return [label, hyp, _n(x.chars), _n(y.chars), _p(_pct(x.chars, y.chars)),
+                _n(x.tokens), _n(y.tokens), _p(_pct(x.tokens, y.tokens))]  # fmt: skip
+
+    for i, label in enumerate(cmp.labels):
+        rows.append(row(label, cmp.hypotheses[i], cmp.sizes[b][i], cmp.sizes[c][i]))
+    rows.append(SEPARATING_LINE)
+    rows.append(row("total", "", cmp.total(b), cmp.total(c)))
+    if cmp.labels:
+        rows.append(row("last", cmp.hypotheses[-1], cmp.last(b), cmp.last(c)))
+    headers = ["context", "hyp", f"{b} chars", f"{c} chars", "change", f"{b} tokens", f"{c} tokens", "change"]
+    return _table(headers, rows, left=2)
+
+
+def _cache_table(cmp: Comparison) -> str:
+    headers = ["context", "hyp"] + [f"{s} {k}" for s in cmp.strategies for k in ("cached", "new")]
+    rows: list = []
+    for i, label in enumerate(cmp.labels):
+        cells = [x for s in cmp.strategies for x in (_n(cmp.sizes[s][i].cached), _n(cmp.sizes[s][i].uncached))]
+        rows.append([label, cmp.hypotheses[i]] + cells)
+    rows.append(SEPARATING_LINE)
+    rows.append(["total", ""] + [_n(x) for s in cmp.strategies for x in (cmp.total(s).cached, cmp.total(s).uncached)])
+    if cmp.labels:
+        last = [_n(x) for s in cmp.strategies for x in (cmp.last(s).cached, cmp.last(s).uncached)]
+        rows.append(["last", cmp.hypotheses[-1]] + last)
+    return _table(headers, rows, left=2)
+
+
+def _overview(cmp: Comparison) -> str:
+    base = cmp.strategies[0]
+    tb = cmp.total(base)
+    lb = cmp.last(base) if cmp.labels else None
+    rows = []
+    for s in cmp.strategies:
+        t = cmp.total(s)
+        hit = f"{100.0 * t.cached / t.tokens:.1f}%" if t.tokens else "n/a"
+        last = [_n(cmp.last(s).tokens), _p(_pct(lb.tokens, cmp.last(s).tokens))] if lb else ["", ""]
+        row = [s, _n(t.chars), _p(_pct(tb.chars, t.chars)), _n(t.tokens), _p(_pct(tb.tokens, t.tokens)),
+               _n(t.cached), _n(t.uncached), hit, _n(round(t.cost, 1)), _p(_pct(tb.cost, t.cost))] + last  # fmt: skip
+        if s == base:  # the base is what the changes are relative to
+            row[2] = row[4] = row[9] = row[11] = ""
+        rows.append(row)
+    headers = ["strategy", "chars", "change", "tokens", "change", "cached", "new", "cached share",
+               "effective cost", "change", "last tokens", "change"]  # fmt: skip
+    return _table(headers, rows)
+
+
+def _sections_table(cmp: Comparison, index: int | None) -> str:
+    per = {s: cmp.sections(s, index) for s in cmp.strategies}
+    seen = {c for d in per.values() for c in d}
+    order = [c for c in SECTION_ORDER if c in seen] + sorted(seen - set(SECTION_ORDER) - {UNASSIGNED})
+    order += [UNASSIGNED] if UNASSIGNED in seen else []
+    rows = []
+    for category in order:
+        cells = []
+        for s in cmp.strategies:
+            chars, whole = per[s].get(category), sum(per[s].values())
+            cells.append("" if chars is None else f"{chars:,} ({100.0 * chars / whole:.0f}%)")
+        rows.append([category] + cells)
+    return _table(["section"] + list(cmp.strategies), rows)
+
+
+def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True) -> str:
+    """Render the comparison as the tables `workingset compare` prints."""
+    base = cmp.strategies[0]
+    n = len(cmp.labels)
+    head = (f"{n} contexts; tokens: {cmp.encoding}; recall selections "
+            f"{'kept' if recall else 'removed (--no-recall)'}; changes relative to {base}")  # fmt: skip
+    parts = [head, ""]
+    if len(cmp.strategies) == 2:
+        parts += ["Size per context", _pair_table(cmp), ""]
+    else:
+        for title, field in (("Characters per context", "chars"), ("Tokens per context", "tokens")):
+            rows = _summary_rows(cmp, field)
+            parts += [title, _table(["context", "hyp"] + list(cmp.strategies), rows, left=2), ""]
+    cache_title = "Prompt cache per context (cached: leading tokens shared with the previous context; new: the rest)"
+    if len(cmp.strategies) == 2:
+        parts += [cache_title, _cache_table(cmp), ""]
+    else:
+        rows = _summary_rows(cmp, "uncached")
+        parts += ["New tokens per context (not served by a prefix cache)",
+                  _table(["context", "hyp"] + list(cmp.strategies), rows, left=2), ""]  # fmt: skip
+    parts += [
+        f"Totals (effective cost in full-price tokens, cached tokens at {cmp.cached_price:g}x the price)",
+        _overview(cmp),
+    ]  # fmt: skip
+    if sections and n:
+        parts += ["", "Characters per section, whole run", _sections_table(cmp, None)]
+        parts += ["", "Characters per section, last context", _sections_table(cmp, n - 1)]
+    return "\n".join(parts) + "\n"

