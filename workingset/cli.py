@@ -109,6 +109,45 @@ def verify(
         raise typer.Exit(2)
 
 
+@app.command()
+@guarded
+def compare(
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    base: Annotated[str, typer.Option(help="Base encoder version; changes are relative to it.")] = "v7",
+    candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = "v8",
+    all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
+    baselines: Annotated[bool, typer.Option("--baselines", help="Add the baselines of workingset.baselines.")] = False,
+    recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
+    sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
+    encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = "cl100k_base",
+    cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = 0.1,
+    as_json: JsonFlag = False,
+) -> None:
+    """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
+    from .bench import compare_contexts, strategies
+    from .bench_report import to_data, to_text
+    from .runs import read_run
+    from .tokens import get_encoding
+
+    get_encoding(encoding)  # fail before rendering anything
+    renderers = strategies(base, candidate, all_versions, baselines)
+    run = read_run(directory)
+    contexts = [ctx for _, ctx in run]
+    options = dict(recall=recall, encoding=encoding, cached_price=cached_price)
+    if sys.stderr.isatty():
+        with typer.progressbar(length=len(contexts) * len(renderers), label="comparing", file=sys.stderr) as bar:
+            result = compare_contexts(contexts, renderers, step=bar.update, **options)
+    else:
+        result = compare_contexts(contexts, renderers, **options)
+    if as_json:
+        data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
+        for (path, _), entry in zip(run, data["contexts"]):
+            entry["file"] = path.name
+        emit_json(data)
+    else:
+        sys.stdout.write(to_text(result, sections=sections, recall=recall))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
     args = list(sys.argv[1:] if argv is None else argv)

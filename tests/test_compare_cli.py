@@ -1,0 +1,149 @@
+"""`workingset compare` through typer's CliRunner, with a fixed terminal width."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from workingset.cli import app
+from workingset.hashing import content_hash
+from workingset.model import (
+    Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, RecallSelection,
+    State, TextPayload,
+)  # fmt: skip
+from workingset.runs import make_stored_context, write_run
+
+BUG17 = Path(__file__).resolve().parent.parent / "fixtures" / "bug17"
+ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(app, list(args), env=ENV, terminal_width=200)
+
+
+def _state(n: int) -> State:
+    payloads = [TextPayload(language="log", text=f"line {i}: worker {i} lease lost\n" * 30) for i in range(n)]
+    evidence = [
+        Evidence(id=f"E{i:06d}", collector="H1" if i % 2 else "H2", scope="log",
+                 capture=Capture(query=f"{{app=\"w\"}} |= \"{i}\"", origin="loki:prod-eu"),
+                 payload=p, content_hash=content_hash(p),
+                 budget=EvidenceBudget(action=f"B{i:06d}", status="settled", cost=0.0),
+                 iteration=i, captured_at="2026-06-10T20:15:00Z")
+        for i, p in enumerate(payloads)
+    ]  # fmt: skip
+    hyps = [
+        Hypothesis(id=h, title=f"{h} title", mechanism="a mechanism", confidence=0.5, disposition="open",
+                   control=Control(iterations_used=1, iteration_limit=10))
+        for h in ("H1", "H2")
+    ]  # fmt: skip
+    return State(
+        analysis_id="tiny", iteration=n, budget=Budget(max_iterations=50),
+        case=Case(title="Tiny case", statement="Workers lose leases.", opened_at="2026-06-10T20:00:00Z"),
+        hypotheses=hyps, evidence=evidence,
+        recall={"H1": RecallSelection(evidence_refs=["E000000"], iteration=n)} if n else {},
+    )  # fmt: skip
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    contexts = [
+        make_stored_context(f"tiny-r{i:04d}", "v7", "H1" if i % 2 else "H2", _state(i + 1)) for i in range(4)
+    ]
+    write_run(tmp_path / "run", contexts)
+    return tmp_path / "run"
+
+
+def test_default_compares_v7_with_v8(run_dir: Path):
+    result = invoke("compare", str(run_dir))
+    assert result.exit_code == 0, result.output
+    assert "v7 chars" in result.stdout and "v8 chars" in result.stdout
+    assert "\ntotal " in result.stdout and "\nlast " in result.stdout
+    assert "comparing" not in result.stdout  # no progress bar off a terminal
+
+
+def test_json_has_the_table_numbers(run_dir: Path):
+    data = json.loads(invoke("compare", str(run_dir), "--json").stdout)
+    assert data["strategies"] == ["v7", "v8"] and data["base"] == "v7"
+    assert [c["file"] for c in data["contexts"]] == [f"tiny-r{i:04d}.json" for i in range(4)]
+    for s in data["strategies"]:
+        total = data["total"][s]
+        assert total["chars"] == sum(c["sizes"][s]["chars"] for c in data["contexts"])
+        assert total["tokens"] == sum(c["sizes"][s]["tokens"] for c in data["contexts"])
+        assert total["tokens"] == total["cached_tokens"] + total["uncached_tokens"]
+        last = dict(data["last"][s])
+        last.pop("change_percent", None)
+        assert last == data["contexts"][-1]["sizes"][s]
+    assert data["contexts"][0]["sizes"]["v7"]["cached_tokens"] == 0
+    text = invoke("compare", str(run_dir)).stdout
+    assert f"{data['total']['v8']['chars']:,}" in text
+    assert f"{data['total']['v8']['change_percent']['chars']:+.1f}%" in text
+
+
+def test_all_base_and_candidate(run_dir: Path):
+    data = json.loads(invoke("compare", str(run_dir), "--all", "--base", "v10", "--json").stdout)
+    assert data["strategies"][0] == "v10" and len(data["strategies"]) == 10
+    pair = json.loads(invoke("compare", str(run_dir), "--base", "v9", "--candidate", "v10", "--json").stdout)
+    assert pair["strategies"] == ["v9", "v10"]
+    assert pair["total"]["v10"] == {**data["total"]["v10"], "change_percent": pair["total"]["v10"]["change_percent"]}
+    text = invoke("compare", str(run_dir), "--all").stdout
+    assert "Tokens per context" in text and "New tokens per context" in text
+
+
+def test_no_recall_shrinks_v8_only(run_dir: Path):
+    kept = json.loads(invoke("compare", str(run_dir), "--json").stdout)
+    dropped = json.loads(invoke("compare", str(run_dir), "--no-recall", "--json").stdout)
+    assert dropped["recall"] is False
+    assert dropped["total"]["v7"]["chars"] == kept["total"]["v7"]["chars"]
+    assert dropped["total"]["v8"]["chars"] < kept["total"]["v8"]["chars"]
+
+
+def test_sections_add_up(run_dir: Path):
+    data = json.loads(invoke("compare", str(run_dir), "--sections", "--json").stdout)
+    for s in ("v7", "v8"):
+        assert sum(data["sections"]["total"][s].values()) == data["total"][s]["chars"]
+        assert sum(data["contexts"][0]["sizes"][s]["sections"].values()) == data["contexts"][0]["sizes"][s]["chars"]
+    text = invoke("compare", str(run_dir), "--sections").stdout
+    assert "Characters per section, whole run" in text and "output_schema" in text
+
+
+def test_cached_price_changes_only_the_cost(run_dir: Path):
+    full = json.loads(invoke("compare", str(run_dir), "--cached-price", "1", "--json").stdout)
+    assert full["total"]["v7"]["effective_cost"] == full["total"]["v7"]["tokens"]
+    free = json.loads(invoke("compare", str(run_dir), "--cached-price", "0", "--json").stdout)
+    assert free["total"]["v7"]["effective_cost"] == free["total"]["v7"]["uncached_tokens"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["--encoding", "o200k_base"], "tokenizer_unavailable"),
+        (["--base", "v11"], "unknown_encoder"),
+        (["--candidate", "v7"], "usage_error"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(run_dir: Path, args: list[str], code: str):
+    result = invoke("compare", str(run_dir), *args)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {code}: ") and result.stderr.count("\n") == 1
+    as_json = invoke("compare", str(run_dir), *args, "--json")
+    assert json.loads(as_json.stdout)["error"]["code"] == code
+
+
+def test_empty_or_missing_directory_is_invalid_file(tmp_path: Path):
+    result = invoke("compare", str(tmp_path))
+    assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
+
+
+def test_baselines_flag(run_dir: Path):
+    try:
+        import workingset.baselines  # noqa: F401
+    except ImportError:
+        result = invoke("compare", str(run_dir), "--baselines")
+        assert result.exit_code == 2 and "workingset.baselines" in result.stderr
+    else:
+        result = invoke("compare", str(run_dir), "--all", "--baselines", "--json")
+        assert result.exit_code == 0, result.output
+        assert len(json.loads(result.stdout)["strategies"]) > 10
