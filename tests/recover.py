@@ -1,0 +1,81 @@
+"""Recover values from rendered text, to prove losslessness rather than assume it.
+
+The parser knows only the documented conventions (encodings/): a fence is a run of 3+
+backticks, closed by a line of exactly the same run; a text body is everything between the
+newline after the opening fence and the newline before the closing one; jsonl tables have
+the column names on their first line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+_OPEN = re.compile(r"^(`{3,})([^`]*)$")
+
+
+def blocks(text: str) -> list[tuple[int, str, str]]:
+    """Every fenced block as (line number of its opening fence, info string, body)."""
+    return [(start, info, body) for start, _end, info, body in _spans(text)]
+
+
+def _spans(text: str) -> list[tuple[int, int, str, str]]:
+    lines = text.split("\n")
+    out, i = [], 0
+    while i < len(lines):
+        m = _OPEN.match(lines[i])
+        if m:
+            ticks, info = m.group(1), m.group(2)
+            j = i + 1
+            while lines[j] != ticks:
+                j += 1
+            out.append((i, j, info, "\n".join(lines[i + 1 : j])))
+            i = j + 1
+        else:
+            i += 1
+    return out
+
+
+def parse_table(body: str) -> tuple[list, list[list]]:
+    lines = body.split("\n")
+    return json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+
+
+def evidence_payloads(text: str) -> dict[str, object]:
+    """Evidence ID -> its payload as plain JSON (None when rendered as unknown)."""
+    lines = text.split("\n")
+    spans = _spans(text)
+    inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}
+    by_line = {start: (info, body) for start, _end, info, body in spans}
+    starts = sorted(by_line)
+    payloads: dict[str, object] = {}
+    for n, line in enumerate(lines):
+        m = None if n in inside else re.match(r"^### Evidence (E[0-9]{6})", line)
+        if not m:
+            continue
+        eid = m.group(1)
+        following = [s for s in starts if s > n]
+        record = json.loads(by_line[following[0]][1])
+        payload = record["payload"]
+        if payload is None:
+            payloads[eid] = None
+        elif "same_as" in payload:
+            payloads[eid] = payloads[payload["same_as"]]
+        elif payload["kind"] == "text" and "text" not in payload:
+            payloads[eid] = {"kind": "text", "language": payload["language"], "text": by_line[following[1]][1]}
+        elif payload["kind"] == "rows" and "rows" not in payload:
+            columns, rows = parse_table(by_line[following[1]][1])
+            payloads[eid] = {"kind": "rows", "columns": columns, "rows": rows}
+        else:
+            payloads[eid] = payload
+    return payloads
+
+
+def table_after(text: str, heading: str) -> tuple[list, list[list]]:
+    """The first jsonl table after a line starting with `heading`."""
+    lines = text.split("\n")
+    start = next(i for i, line in enumerate(lines) if line.startswith(heading))
+    for line_no, info, body in blocks(text):
+        if line_no > start and info == "jsonl":
+            return parse_table(body)
+    raise AssertionError(f"no table after {heading!r}")
