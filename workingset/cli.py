@@ -148,6 +148,32 @@ def compare(
         sys.stdout.write(to_text(result, sections=sections, recall=recall))
 
 
+@app.command("import")
+@guarded
+def import_(
+    fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="swe-agent, mini-swe-agent or openhands.")],
+    source: Annotated[str, typer.Argument(help="A .traj/.traj.json file, or an OpenHands conversation directory.")],
+    out: Annotated[str, typer.Option("--out", help="The run directory to write (new or empty).")],
+    analysis: Annotated[Optional[str], typer.Option(help="Analysis ID (default: from the instance ID or file name).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
+    from .importers import ENCODER, import_trajectory, write_import
+
+    imported = import_trajectory(fmt, source, analysis)
+    paths = write_import(imported, out)
+    remarks = list(imported.trajectory.remarks)
+    if as_json:
+        emit_json({
+            "format": fmt, "source": source, "out": out, "analysis": imported.analysis, "encoder": ENCODER,
+            "steps": len(paths), "files": [p.name for p in paths], "remarks": remarks,
+        })  # fmt: skip
+        return
+    sys.stdout.write(f"imported {len(paths)} steps of {source} as analysis {imported.analysis} into {out} ({ENCODER})\n")
+    for remark in remarks:
+        sys.stdout.write(f"note: {remark}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
     args = list(sys.argv[1:] if argv is None else argv)

@@ -1,0 +1,198 @@
+"""mini-swe-agent `.traj.json` files: v1 text actions and v2 tool calls, told apart by the file.
+
+`trajectory_format` `mini-swe-agent-1` is text actions (one ```bash block per reply, parsed
+with the config's `action_regex`, else mini-swe-agent's default); `mini-swe-agent-1.1` is
+tool calls (`extra.actions` gives each parsed command). Any other file is judged by its
+messages: tool calls or `tool` messages mean v2. An action's output is the next message
+as the model saw it (`<returncode>…<output>…`); its exit code goes to the capture's
+coverage (`exit_code=N`), and head/tail elision by the observation template marks it
+truncated. A reply with no single action is a note, and the reply to it is feedback
+(origin `mini-swe-agent:format_error`). The final submit command is answered by the
+submission itself (v1: the last user message; v2: the `exit` message).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from msgspec import Struct
+
+from ._trajectory import (
+    Action, Feedback, Item, Thought, Trajectory, decode, fail, first_line, from_epoch, number,
+    read_source, text_of,
+)  # fmt: skip
+
+DEFAULT_REGEX = r"```bash\s*\n(.*?)\n```"
+_ELIDED = re.compile(r"<elided_chars>\s*\d+ characters elided\s*</elided_chars>")
+_RETURNCODE = re.compile(r"^(?:<exception>.*?</exception>\s*)?<returncode>(-?\d+)</returncode>", re.DOTALL)
+_TASK = re.compile(r"\{\{-?\s*task\s*-?\}\}")
+_JINJA = re.compile(r"\{\{|\{%|\{#")
+
+
+class _Function(Struct):
+    name: str = "bash"
+    arguments: str = ""
+
+
+class _Call(Struct):
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _Message(Struct):
+    role: str
+    content: Any = None
+    tool_calls: list[_Call] | None = None
+    tool_call_id: str | None = None
+    extra: dict[str, Any] = {}
+
+
+class _Traj(Struct):
+    messages: list[_Message]
+    info: dict[str, Any] = {}
+    trajectory_format: str | None = None
+    instance_id: str | None = None
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _statement(message: str, template: Any) -> str:
+    """The `{{task}}` part of the rendered instance template, or the whole message."""
+    if not isinstance(template, str) or not _TASK.search(template):
+        return message
+    before, after = _TASK.split(template, maxsplit=1)
+    prefix = _JINJA.split(before)[-1]  # the literal text right before {{task}}
+    suffix = _JINJA.split(after)[0]  # the literal text right after it
+    start = message.find(prefix) + len(prefix) if prefix else 0
+    if prefix and start < len(prefix):
+        return message
+    for tail in (suffix, suffix.rstrip("\n")):
+        end = message.find(tail, start) if tail else len(message)
+        if end >= 0:
+            return message[start:end]
+    return message
+
+
+def _output_facts(text: str | None, returncode: Any = None) -> tuple[str | None, bool | None]:
+    """(coverage, truncated) of a rendered observation."""
+    if text is None:
+        return None, None
+    match = _RETURNCODE.match(text)
+    code = returncode if isinstance(returncode, int) and not isinstance(returncode, bool) else None
+    if code is None and match:
+        code = int(match.group(1))
+    coverage = None if code is None else f"exit_code={code}"
+    if _ELIDED.search(text):
+        return coverage, True
+    return coverage, (False if match and "<output>" in text else None)
+
+
+def _timestamp(extra: dict[str, Any]) -> str | None:
+    for value in (extra.get("timestamp"), _get(extra, "response", "created")):
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return from_epoch(value)
+    return None
+
+
+def _cost(extra: dict[str, Any]) -> float:
+    return number(extra["cost"]) if "cost" in extra else number(_get(extra, "response", "usage", "cost"))
+
+
+def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str, source: Path) -> tuple[list[tuple[str, str | None, str]], str]:
+    """(command, tool_call_id, tool name) for each action of an assistant reply, and its thought."""
+    content = text_of(msg.content) or ""
+    if text_mode:
+        found = list(regex.finditer(content))
+        if len(found) != 1:
+            return [], content
+        m = found[0]
+        return [(m.group(1).strip(), None, "bash")], (content[: m.start()] + content[m.end() :]).strip()
+    parsed = _get(msg.extra, "actions")
+    out = []
+    for k, call in enumerate(msg.tool_calls or []):
+        command = parsed[k].get("command") if isinstance(parsed, list) and k < len(parsed) and isinstance(parsed[k], dict) else None
+        if not isinstance(command, str):
+            raw = call.function.arguments if call.function else ""
+            try:
+                command = json.loads(raw)["command"]
+            except (ValueError, TypeError, KeyError):
+                command = raw  # kept exactly as the model wrote it
+            if not isinstance(command, str):
+                raise fail(source, f"{path}.tool_calls[{k}].function.arguments", "the command is not a string")
+        out.append((command, call.id, call.function.name if call.function else "bash"))
+    return out, content
+
+
+def parse(source: Path) -> Trajectory:
+    """Parse a mini-swe-agent trajectory file (v1 or v2)."""
+    traj = decode(read_source(source), _Traj, source)
+    fmt = traj.trajectory_format
+    if fmt is not None and not fmt.startswith("mini-swe-agent"):
+        raise fail(source, "$.trajectory_format", f"not a mini-swe-agent trajectory ({fmt!r})")
+    msgs = traj.messages
+    task_at = next((i for i, m in enumerate(msgs) if m.role == "user"), None)
+    if task_at is None or text_of(msgs[task_at].content) is None:
+        raise fail(source, "$.messages", "no task message (the first user message)")
+    tool_shaped = any(m.tool_calls or m.role == "tool" for m in msgs)
+    text_mode = fmt == "mini-swe-agent-1" or (fmt != "mini-swe-agent-1.1" and not tool_shaped)
+    config = _get(traj.info, "config") or {}
+    regex = re.compile(_get(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
+    by_call = {m.tool_call_id: i for i, m in enumerate(msgs) if m.role == "tool" and m.tool_call_id}
+
+    items: list[Item] = []
+    used: set[int] = set()
+    pending: int | None = None  # index in `items` of the last action while it lacks an output
+    after_bad_reply = False
+    for i in range(task_at + 1, len(msgs)):
+        msg, path = msgs[i], f"$.messages[{i}]"
+        if i in used or msg.role == "system":
+            continue
+        when = _timestamp(msg.extra)
+        if msg.role == "assistant":
+            commands, thought = _commands(msg, text_mode, regex, path, source)
+            cost = _cost(msg.extra)
+            items.append(Thought(thought, 0.0 if commands else cost, when))
+            after_bad_reply = not commands
+            for k, (command, call_id, tool) in enumerate(commands):
+                at = by_call.get(call_id) if not text_mode else (i + 1 if i + 1 < len(msgs) and msgs[i + 1].role == "user" else None)
+                out_msg = msgs[at] if at is not None else None
+                output = text_of(out_msg.content) if out_msg else None
+                if at is not None:
+                    used.add(at)
+                coverage, truncated = _output_facts(output, _get(out_msg.extra, "returncode") if out_msg else None)
+                action = Action(
+                    query=command, origin=f"mini-swe-agent:{tool}", output=output, coverage=coverage,
+                    truncated=truncated, cost=cost if k == 0 else 0.0,
+                    timestamp=(_timestamp(out_msg.extra) if out_msg else None) or when,
+                )  # fmt: skip
+                items.append(action)
+                pending = len(items) - 1 if output is None else None
+        elif msg.role == "exit" and pending is not None and text_of(msg.content) is not None:
+            # The submit command's output is the submission, which v2 stores here.
+            items[pending] = replace(items[pending], output=text_of(msg.content))
+            pending = None
+        elif text_of(msg.content):
+            origin = "format_error" if after_bad_reply and msg.role == "user" else msg.role
+            items.append(Feedback(text_of(msg.content) or "", f"mini-swe-agent:{origin}", when))
+    statement = _statement(text_of(msgs[task_at].content) or "", _get(config, "agent", "instance_template"))
+    step_limit, cost_limit = _get(config, "agent", "step_limit"), _get(config, "agent", "cost_limit")
+    version = _get(traj.info, "mini_version")
+    name = traj.instance_id or source.name.removesuffix(".json").removesuffix(".traj")
+    return Trajectory(
+        source=str(source), name=name, title=traj.instance_id or first_line(statement), statement=statement,
+        opened_at=next((_timestamp(m.extra) for m in msgs if _timestamp(m.extra)), None),
+        agent=f"mini-swe-agent {version}" if isinstance(version, str) else "mini-swe-agent",
+        model=_get(config, "model", "model_name") if isinstance(_get(config, "model", "model_name"), str) else None,
+        items=tuple(items),
+        max_iterations=step_limit if isinstance(step_limit, int) and step_limit > 0 else None,
+        max_cost=number(cost_limit) or None,
+        remarks=() if any(_timestamp(m.extra) for m in msgs) else ("no timestamps in the source: opened_at is the fixed epoch",),
+    )  # fmt: skip
