@@ -234,3 +234,15 @@ def test_encoder_names_and_aliases():
         with pytest.raises(UnknownEncoder) as err:
             get_encoder(bad)
         assert "v1–v10" in err.value.message
+
+
+def test_v7_new_evidence_keeps_earlier_payloads_in_the_prefix():
+    from factory import LOG, evidence
+
+    state = sample_state()
+    later = copy_state(state)
+    later.evidence.append(evidence(10, "H2", LOG, status="unsettled"))
+    a, b = render(state, "H1", "v7").text, render(later, "H1", "v7").text
+    common = len(a[: min(len(a), len(b))])
+    prefix = next((i for i in range(common) if a[i] != b[i]), common)
+    assert a.index("payload: identical to E000003's") < prefix  # every earlier item is shared

@@ -1,8 +1,10 @@
 """v7: stable section order — immutable material (case, entities, evidence in ID order) first.
 
 Mutable state (hypotheses, notes, budget, the turn) follows, so consecutive contexts of a
-run share a long common prefix. An evidence item's budget status changes when it is
-assessed, so it moves out of the evidence record into the budget section's table.
+run share a long common prefix. Within the evidence section the captures table follows
+the items, so a new item does not shift the payloads before it. An evidence item's budget
+status changes when it is assessed, so it moves out of the evidence record into the
+budget section's table.
 The last full-history lossless format.
 """
 
@@ -12,9 +14,9 @@ from typing import Any
 
 from ..model import Evidence, Hypothesis, State
 from ._api import View
-from ._render import heading, rows_caption, table
+from ._render import heading, join_blocks, rows_caption, table
 from .v01 import Chunk, to_plain
-from .v06 import V6
+from .v06 import V6, captures_table
 
 EVIDENCE_BUDGET_COLUMNS = ("id", "action", "status", "cost")
 
@@ -40,6 +42,14 @@ class V7(V6):
             ("task", self.task_section(view)),
             ("output_schema", self.schema_section()),
         ]
+
+    def evidence_section(self, view: View) -> str:
+        if not view.shown:
+            return super().evidence_section(view)
+        blocks = [heading(2, self.evidence_heading)]
+        blocks.extend(self.evidence_block(ev, view) for ev in view.shown)
+        blocks.append(captures_table(view.shown))
+        return join_blocks(blocks)
 
     def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:
         rec = super().evidence_record(ev, view)
