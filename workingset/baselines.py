@@ -1,0 +1,111 @@
+"""Baseline context strategies, for comparison only: how transcript-based agents resend a state.
+
+These are not encoders: they have no version, no output schema and no decision protocol,
+and are never used for requests. Each renders a state (for a hypothesis) purely and
+deterministically, as a chat transcript would carry it: the task, then every step in
+order — the agent's notes, its action (the exact query, with its origin) and the output.
+
+- `full-transcript`: every action and output verbatim.
+- `masking-10`: outputs of the last 10 steps verbatim; older ones become `<MASKED>`, as
+  OpenHands' ObservationMaskingCondenser does (the observation masking that JetBrains'
+  "The Complexity Trap" found as effective as LLM summarization).
+- `last-5`: SWE-agent's `LastNObservations(n=5)`: older outputs become
+  `Old environment output: (N lines omitted)`, N the output's line count.
+
+A masked output is gone from the agent's context for good: `unrecoverable` counts them.
+(workingset hides nothing it cannot give back: every archived payload is one recall away.)
+A step is an evidence item, in ID order; notes come before the evidence of their iteration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import msgspec
+
+from .errors import SessionError, UsageError
+from .model import Evidence, RowsPayload, State
+
+MASKED = "<MASKED>"
+
+
+def _old_output(text: str) -> str:
+    return f"Old environment output: ({len(text.splitlines())} lines omitted)"
+
+
+def _output_text(ev: Evidence) -> str | None:
+    """The output as the agent was shown it: text verbatim, rows as JSON lines."""
+    payload = ev.payload
+    if payload is None:
+        return None
+    if isinstance(payload, RowsPayload):
+        lines = [msgspec.json.encode(payload.columns).decode()]
+        lines += [msgspec.json.encode(row).decode() for row in payload.rows]
+        return "\n".join(lines)
+    return payload.text
+
+
+def _check(state: State, hypothesis: str) -> None:
+    if state.hypothesis(hypothesis) is None:
+        known = ", ".join(h.id for h in state.hypotheses)
+        raise SessionError(f"no hypothesis {hypothesis} in analysis {state.analysis_id}; known: {known}", code="unknown_hypothesis")
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """A transcript strategy: keep the last `keep` outputs verbatim (None: all), mask the rest."""
+
+    name: str
+    keep: int | None = None
+    placeholder: Callable[[str], str] = lambda text: MASKED
+
+    def masked(self, state: State) -> set[str]:
+        """IDs of the evidence items whose retained output this strategy replaces."""
+        if self.keep is None:
+            return set()
+        older = state.evidence[: max(0, len(state.evidence) - self.keep)]
+        return {ev.id for ev in older if ev.payload is not None}
+
+    def unrecoverable(self, state: State, hypothesis: str) -> int:
+        """How many earlier outputs this rendering replaced by a placeholder (gone for good)."""
+        _check(state, hypothesis)
+        return len(self.masked(state))
+
+    def __call__(self, state: State, hypothesis: str) -> str:
+        """Render the transcript of `state` (pure, deterministic, never mutates the state)."""
+        _check(state, hypothesis)
+        masked = self.masked(state)
+        blocks = [f"TASK: {state.case.title}\n{state.case.statement}"]
+        iterations = sorted({n.iteration for n in state.notes} | {e.iteration for e in state.evidence})
+        for it in iterations:
+            for note in (n for n in state.notes if n.iteration == it):
+                blocks.append(f"{note.kind.upper()}:\n{note.text}")
+            for ev in (e for e in state.evidence if e.iteration == it):
+                if ev.capture.query is not None:
+                    blocks.append(f"ACTION ({ev.capture.origin}):\n{ev.capture.query}")
+                    label = "OUTPUT"
+                else:
+                    label = f"MESSAGE ({ev.capture.origin})"
+                text = _output_text(ev)
+                if text is None:
+                    blocks.append(f"{label}: (not kept)")
+                else:
+                    blocks.append(f"{label}:\n{self.placeholder(text) if ev.id in masked else text}")
+        return "\n\n".join(blocks) + "\n"
+
+
+_ALL = (
+    Baseline("full-transcript"),
+    Baseline("masking-10", keep=10),
+    Baseline("last-5", keep=5, placeholder=_old_output),
+)
+BASELINES: dict[str, Callable[[State, str], str]] = {b.name: b for b in _ALL}
+
+
+def unrecoverable(name: str, state: State, hypothesis: str) -> int:
+    """How many earlier outputs the named baseline's rendering of `state` made unrecoverable."""
+    baseline = BASELINES.get(name)
+    if not isinstance(baseline, Baseline):
+        raise UsageError(f"no baseline {name!r}; available: {', '.join(BASELINES)}", details={"valid": list(BASELINES)})
+    return baseline.unrecoverable(state, hypothesis)

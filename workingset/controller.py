@@ -1,0 +1,197 @@
+"""Turn application, scheduling and termination (SPEC §6–7), as pure functions over a `State`.
+
+Nothing here touches a store, the clock or an encoder: the session layer loads a state,
+calls these, and persists what they return. The same functions replay the event log, so the
+state a request was rendered from can always be rebuilt exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass
+
+from .decisions import AnyDecision, Conclude, Query, Recall, assessment_of
+from .errors import SessionError
+from .model import Evidence, HistoryEntry, Note, RecallSelection, State
+
+ACTIVE, PAUSED, COMPLETED, FAILED, CANCELLED = "active", "paused", "completed", "failed", "cancelled"
+TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
+ROOT_CAUSE_FOUND = "root_cause_found"
+BUDGET_EXHAUSTED = "budget_exhausted"
+INCONCLUSIVE_HUMAN_REVIEW = "inconclusive_human_review"
+
+
+@dataclass(frozen=True)
+class Allocated:
+    """The IDs an accepted decision creates, allocated before applying so a replay reuses them."""
+
+    notes: tuple[str, ...] = ()
+    action: str | None = None
+
+
+def _max_number(ids: Iterable[str | None]) -> int:
+    return max((int(i[1:]) for i in ids if i), default=0)
+
+
+def next_evidence_id(state: State) -> str:
+    """The next sequential evidence ID of this analysis."""
+    return f"E{_max_number(e.id for e in state.evidence) + 1:06d}"
+
+
+def allocate(state: State, decision: AnyDecision, known_actions: Iterable[str]) -> Allocated:
+    """Allocate note IDs and, for a query, a budget action ID not used in the state or the store."""
+    first = _max_number(n.id for n in state.notes) + 1
+    notes = tuple(f"N{first + i:06d}" for i in range(len(decision.notes)))
+    action = None
+    if isinstance(decision.next, Query):
+        used = [e.budget.action for e in state.evidence] + list(known_actions)
+        action = f"B{_max_number(used) + 1:06d}"
+    return Allocated(notes=notes, action=action)
+
+
+def apply_decision(state: State, hypothesis_id: str, decision: AnyDecision, ids: Allocated) -> int:
+    """Apply an accepted decision in place in the §6 order; return the iteration it consumed."""
+    hyp = state.hypothesis(hypothesis_id)
+    if hyp is None:  # validated before; a replay of a damaged log could still get here
+        raise SessionError(f"unknown hypothesis {hypothesis_id}", code="unknown_hypothesis")
+    iteration = state.iteration + 1
+
+    # 1. The assessment settles the previous result's budget action exactly once.
+    a = assessment_of(decision)
+    if a is not None:
+        for ev in state.evidence:
+            if ev.id == a.evidence_ref:
+                ev.budget.status = "settled"
+        hyp.confidence = a.confidence
+        hyp.history.append(
+            HistoryEntry(
+                iteration=iteration,
+                kind="assessment",
+                evidence_refs=[a.evidence_ref],
+                verdict=a.verdict,
+                confidence=a.confidence,
+                text=a.rationale,
+            )
+        )
+
+    # 2. Notes go to the selected hypothesis.
+    for nid, note in zip(ids.notes, decision.notes, strict=True):
+        state.notes.append(
+            Note(
+                id=nid,
+                hypothesis=hypothesis_id,
+                kind=note.kind,
+                text=note.text,
+                status="open" if note.kind == "question" else None,
+                iteration=iteration,
+            )
+        )
+
+    # 3–4. A recall replaces the selection; a query or a conclusion clears it.
+    nxt = decision.next
+    if isinstance(nxt, Recall):
+        state.recall[hypothesis_id] = RecallSelection(evidence_refs=list(nxt.evidence_refs), iteration=iteration)
+        hyp.history.append(HistoryEntry(iteration=iteration, kind="recall", evidence_refs=list(nxt.evidence_refs)))
+    else:
+        state.recall.pop(hypothesis_id, None)
+    if isinstance(nxt, Query):
+        text = f"source: {nxt.source}\nquery: {nxt.query}\npurpose: {nxt.purpose}"
+        hyp.history.append(HistoryEntry(iteration=iteration, kind="query", text=text))
+    elif isinstance(nxt, Conclude):
+        hyp.disposition = nxt.disposition
+        hyp.history.append(
+            HistoryEntry(
+                iteration=iteration,
+                kind="conclude",
+                evidence_refs=list(nxt.evidence_refs),
+                verdict=nxt.disposition,
+                text=nxt.diagnosis,
+            )
+        )
+
+    # 5. Every accepted decision consumes one iteration, globally and for the hypothesis.
+    state.iteration = iteration
+    hyp.control.iterations_used += 1
+    return iteration
+
+
+def apply_record(state: State, evidence: Evidence) -> None:
+    """Append a recorded query result in place: new unsettled evidence, the collector's previous result."""
+    state.evidence.append(evidence)
+    hyp = state.hypothesis(evidence.collector)
+    if hyp is not None:
+        hyp.control.previous_result = evidence.id
+    state.budget.cost_used += evidence.budget.cost
+
+
+def unavailable_reason(state: State, hypothesis_id: str) -> str | None:
+    """Why a hypothesis can take no further turn (concluded, parked, out of iterations), or None."""
+    hyp = state.hypothesis(hypothesis_id)
+    if hyp is None:
+        return "unknown"
+    if hyp.disposition == "parked":
+        return "parked"
+    if hyp.disposition != "open":
+        return f"concluded {hyp.disposition}"
+    if hyp.control.iterations_used >= hyp.control.iteration_limit:
+        return f"out of iterations ({hyp.control.iterations_used}/{hyp.control.iteration_limit})"
+    return None
+
+
+def _last_served(state: State, hypothesis_id: str) -> int:
+    hyp = state.hypothesis(hypothesis_id)
+    return max((h.iteration for h in hyp.history), default=-1) if hyp else -1
+
+
+def _id_key(hid: str) -> tuple[int, str]:
+    return (int(hid[1:]), hid)
+
+
+def schedule(state: State, busy: Collection[str]) -> str:
+    """Pick the next hypothesis: open, iterations left, no query pending; least recently served, then ID."""
+    ready = [h.id for h in state.hypotheses if unavailable_reason(state, h.id) is None and h.id not in busy]
+    if not ready:
+        raise SessionError(
+            "every hypothesis that can take a turn has a query pending; record its result first",
+            code="hypothesis_busy",
+            details={"busy": sorted(busy, key=_id_key)},
+        )
+    return min(ready, key=lambda hid: (_last_served(state, hid), _id_key(hid)))
+
+
+def check_choice(state: State, hypothesis_id: str, busy: Collection[str]) -> None:
+    """Check that the caller's chosen hypothesis can take a turn now."""
+    reason = unavailable_reason(state, hypothesis_id)
+    if reason == "unknown":
+        known = ", ".join(h.id for h in state.hypotheses)
+        raise SessionError(
+            f"no hypothesis {hypothesis_id} in analysis {state.analysis_id}; known: {known}",
+            code="unknown_hypothesis",
+            details={"hypothesis": hypothesis_id},
+        )
+    if reason is not None:
+        raise SessionError(
+            f"{hypothesis_id} cannot take another turn: {reason}",
+            code="hypothesis_unavailable",
+            details={"hypothesis": hypothesis_id, "reason": reason},
+        )
+    if hypothesis_id in busy:
+        raise SessionError(
+            f"{hypothesis_id} has a query pending; record its result first",
+            code="hypothesis_busy",
+            details={"hypothesis": hypothesis_id},
+        )
+
+
+def termination(state: State, status: str, busy: Collection[str]) -> tuple[str, str | None]:
+    """Evaluate the §7 termination policy for an active analysis: (status, reason), first match wins."""
+    if status != ACTIVE:
+        return status, None
+    if any(h.disposition == "supported" for h in state.hypotheses):
+        return COMPLETED, ROOT_CAUSE_FOUND
+    b = state.budget
+    if state.iteration >= b.max_iterations or (b.max_cost is not None and b.cost_used >= b.max_cost):
+        return COMPLETED, BUDGET_EXHAUSTED
+    if not busy and all(unavailable_reason(state, h.id) is not None for h in state.hypotheses):
+        return COMPLETED, INCONCLUSIVE_HUMAN_REVIEW
+    return ACTIVE, None

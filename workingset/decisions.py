@@ -1,0 +1,245 @@
+"""The decision a model returns for one request (SPEC §6), as a strict tagged union, and its validation.
+
+A decision is checked in two stages, both before anything changes. `parse_decision` turns
+bytes into a `Decision` for one version's schema (malformed_json, recall_unsupported,
+schema_violation with the JSON path, recall_count, recall_duplicate). `check_decision` then
+checks it against the analysis: unknown_evidence, rule A (assessment_missing /
+assessment_mismatch) and rule G (ungrounded_reference). The order is chosen so that the most
+specific code wins: a recall under a version without it is `recall_unsupported`, not a schema
+violation, and five recall IDs are `recall_count`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal, Union
+
+import msgspec
+from msgspec import UNSET, Meta, Struct, UnsetType
+
+from .errors import DecisionRejected
+from .model import EvidenceId, State, Unit
+
+MAX_NOTES = 8
+MAX_RECALL = 4
+
+
+class _Strict(Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    """Base of every decision record: a typo in a field name is an error, never dropped."""
+
+
+class Assessment(_Strict):
+    evidence_ref: EvidenceId
+    verdict: Literal["supports", "refutes", "neutral", "inconclusive"]
+    confidence: Unit
+    rationale: str
+
+
+class NewNote(_Strict):
+    kind: Literal["note", "question"]
+    text: str
+
+
+class Query(_Strict, tag_field="kind", tag="query"):
+    source: str
+    query: str
+    purpose: str
+
+
+class Recall(_Strict, tag_field="kind", tag="recall"):
+    # The 1..4 bound is checked after decoding so that it reports `recall_count`.
+    evidence_refs: list[EvidenceId]
+
+
+class Conclude(_Strict, tag_field="kind", tag="conclude"):
+    disposition: Literal["supported", "refuted", "inconclusive"]
+    diagnosis: str
+    evidence_refs: Annotated[list[EvidenceId], Meta(min_length=1)]
+
+
+class Decision(_Strict, kw_only=True):
+    """A decision of a version without recall (v1–v7, v10)."""
+
+    assessment: Assessment | UnsetType = UNSET
+    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+    next: Union[Query, Conclude]
+
+
+class RecallDecision(_Strict, kw_only=True):
+    """A decision of a version with recall (v8, v9)."""
+
+    assessment: Assessment | UnsetType = UNSET
+    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+    next: Union[Query, Recall, Conclude]
+
+
+AnyDecision = Union[Decision, RecallDecision]
+
+# One decoder per version schema, built once.
+_DECODERS = {False: msgspec.json.Decoder(Decision), True: msgspec.json.Decoder(RecallDecision)}
+_PATH_RE = re.compile(r" - at `(\$[^`]*)`$")
+
+
+def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
+    return DecisionRejected(message, code=code, details=details)
+
+
+def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
+    """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc})", path="$") from None
+    if not isinstance(raw, dict):
+        raise _reject("malformed_json", f"the decision must be a JSON object, not {_json_type(raw)}", path="$")
+    nxt = raw.get("next")
+    if not supports_recall and isinstance(nxt, dict) and nxt.get("kind") == "recall":
+        raise _reject(
+            "recall_unsupported",
+            "this request was rendered by a version without recall; answer with a query or a conclusion",
+            path="$.next.kind",
+        )
+    try:
+        decision = _DECODERS[supports_recall].decode(data)
+    except msgspec.ValidationError as exc:
+        text = str(exc)
+        match = _PATH_RE.search(text)
+        path = match.group(1) if match else "$"
+        raise _reject("schema_violation", f"{_PATH_RE.sub('', text)} at {path}", path=path) from None
+    if isinstance(decision.next, Recall):
+        refs = decision.next.evidence_refs
+        if not 1 <= len(refs) <= MAX_RECALL:
+            raise _reject(
+                "recall_count",
+                f"a recall names 1 to {MAX_RECALL} evidence IDs, not {len(refs)}",
+                path="$.next.evidence_refs",
+                count=len(refs),
+            )
+        repeated = _repeated(refs)
+        if repeated:
+            raise _reject(
+                "recall_duplicate",
+                f"a recall names each evidence ID once; repeated: {', '.join(repeated)}",
+                path="$.next.evidence_refs",
+                ids=repeated,
+            )
+    return decision
+
+
+def assessment_of(decision: AnyDecision) -> Assessment | None:
+    """The decision's assessment, or None when it has none."""
+    return None if decision.assessment is UNSET else decision.assessment
+
+
+def cited_ids(decision: AnyDecision) -> list[str]:
+    """Every evidence ID the decision cites (assessment, recall, conclusion), in order, once each."""
+    ids: list[str] = []
+    if decision.assessment is not UNSET:
+        ids.append(decision.assessment.evidence_ref)
+    if isinstance(decision.next, (Recall, Conclude)):
+        ids.extend(decision.next.evidence_refs)
+    return list(dict.fromkeys(ids))
+
+
+def grounded_ids(decision: AnyDecision) -> list[str]:
+    """The IDs rule G covers: those an assessment or a conclusion makes claims about."""
+    ids: list[str] = []
+    if decision.assessment is not UNSET:
+        ids.append(decision.assessment.evidence_ref)
+    if isinstance(decision.next, Conclude):
+        ids.extend(decision.next.evidence_refs)
+    return list(dict.fromkeys(ids))
+
+
+def pending_result(state: State, hypothesis_id: str) -> str | None:
+    """The hypothesis's previous result if its budget action is unsettled (rule A), else None."""
+    hyp = state.hypothesis(hypothesis_id)
+    if hyp is None or hyp.control.previous_result is None:
+        return None
+    for ev in state.evidence:
+        if ev.id == hyp.control.previous_result:
+            return ev.id if ev.budget.status == "unsettled" else None
+    return None
+
+
+def check_decision(
+    decision: AnyDecision,
+    state: State,
+    *,
+    hypothesis_id: str,
+    request_id: str,
+    shown: tuple[str, ...] | list[str],
+    supports_recall: bool,
+) -> None:
+    """Check a decoded decision against the analysis: unknown IDs, rule A, rule G."""
+    known = {ev.id for ev in state.evidence}
+    unknown = [eid for eid in cited_ids(decision) if eid not in known]
+    if unknown:
+        raise _reject(
+            "unknown_evidence",
+            f"not evidence of analysis {state.analysis_id}: {', '.join(unknown)}",
+            ids=unknown,
+        )
+
+    pending = pending_result(state, hypothesis_id)
+    assessment = assessment_of(decision)
+    if pending is not None and assessment is None:
+        raise _reject(
+            "assessment_missing",
+            f"{hypothesis_id}'s previous result {pending} is unsettled: assess it first (assessment.evidence_ref = {pending})",
+            path="$.assessment",
+            expected=pending,
+        )
+    if pending is not None and assessment is not None and assessment.evidence_ref != pending:
+        raise _reject(
+            "assessment_mismatch",
+            f"the assessment must name {hypothesis_id}'s pending result {pending}, not {assessment.evidence_ref}",
+            path="$.assessment.evidence_ref",
+            expected=pending,
+            got=assessment.evidence_ref,
+        )
+    if pending is None and assessment is not None:
+        raise _reject(
+            "assessment_mismatch",
+            f"{hypothesis_id} has no result pending assessment; omit the assessment (got {assessment.evidence_ref})",
+            path="$.assessment",
+            expected=None,
+            got=assessment.evidence_ref,
+        )
+
+    seen = set(shown)
+    ungrounded = [eid for eid in grounded_ids(decision) if eid not in seen]
+    if ungrounded:
+        listed = ", ".join(ungrounded)
+        hint = (
+            f"recall them first (a recall decision with evidence_refs {ungrounded}), then cite them"
+            if supports_recall
+            else "cite only evidence this request shows in full"
+        )
+        raise _reject(
+            "ungrounded_reference",
+            f"{listed} {'was' if len(ungrounded) == 1 else 'were'} not shown in full in request {request_id}; {hint}",
+            ids=ungrounded,
+        )
+
+
+def _repeated(ids: list[str]) -> list[str]:
+    seen: set[str] = set()
+    out: list[str] = []
+    for eid in ids:
+        if eid in seen and eid not in out:
+            out.append(eid)
+        seen.add(eid)
+    return out
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array"
