@@ -15,6 +15,7 @@ import msgspec
 _BACKTICKS = re.compile(r"`+")
 _SAFE_INFO = re.compile(r"^[A-Za-z0-9_+.#-]{1,40}$")
 _encode = msgspec.json.encode
+_lines = msgspec.json.Encoder().encode_lines
 
 
 def compact(value: Any) -> str:
@@ -34,7 +35,7 @@ def fence(body: str, info: str | None = None) -> str:
     fence and the newline before the closing fence. An info string that could break the
     fence (spaces, backticks) is left out; the record beside the block carries it anyway.
     """
-    longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
+    longest = max(map(len, _BACKTICKS.findall(body))) if "```" in body else 0
     ticks = "`" * max(3, longest + 1)
     tag = info if info is not None and _SAFE_INFO.match(info) else ""
     return f"{ticks}{tag}\n{body}\n{ticks}"
@@ -42,9 +43,8 @@ def fence(body: str, info: str | None = None) -> str:
 
 def table(columns: Iterable[Any], rows: Iterable[Iterable[Any]]) -> str:
     """A lossless columns/rows table: the column names once, then one JSON array per row."""
-    lines = [compact(list(columns))]
-    lines.extend(compact(list(row)) for row in rows)
-    return fence("\n".join(lines), "jsonl")
+    body = _lines([list(columns), *rows]).decode("utf-8")
+    return fence(body[:-1], "jsonl")
 
 
 def rows_caption(count: int, what: str = "rows") -> str:

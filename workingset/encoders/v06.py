@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Evidence, Hypothesis, Note
+from msgspec.structs import astuple
+
+from ..model import Capture, Evidence, Hypothesis, Note
 from ._api import View
 from ._render import heading, join_blocks, rows_caption, table
 from .v05 import V5
@@ -15,6 +17,14 @@ CAPTURE_COLUMNS = (
     "query", "predicate", "origin", "snapshot", "coverage",
     "truncated", "page", "next_cursor", "eof", "item_count",
 )  # fmt: skip
+# The captures table lists the fields positionally; a new Capture field must not silently
+# join (or shift) the columns of a frozen version.
+assert Capture.__struct_fields__ == CAPTURE_COLUMNS
+
+
+def capture_cells(ev: Evidence) -> list[Any]:
+    """The capture descriptor's values in CAPTURE_COLUMNS order."""
+    return list(astuple(ev.capture))
 
 
 def history_table(h: Hypothesis) -> str:
@@ -28,7 +38,7 @@ def notes_table(notes: list[Note]) -> str:
 
 
 def captures_table(items: list[Evidence]) -> str:
-    rows = [[ev.id, *(getattr(ev.capture, c) for c in CAPTURE_COLUMNS)] for ev in items]
+    rows = [[ev.id, *capture_cells(ev)] for ev in items]
     return rows_caption(len(rows), "captures") + "\n" + table(("id", *CAPTURE_COLUMNS), rows)
 
 

@@ -17,7 +17,7 @@ from ..model import Evidence, Hypothesis, State
 from ._api import View
 from ._render import heading, rows_caption, table
 from .v01 import Chunk
-from .v06 import CAPTURE_COLUMNS, history_table
+from .v06 import CAPTURE_COLUMNS, capture_cells, history_table
 from .v07 import V7
 
 ROLE_ORDER = ("previous_result", "unsettled", "recalled")
@@ -74,8 +74,7 @@ class V8(V7):
 
     def index_section(self, view: View) -> str:
         rows = [
-            [ev.id, ev.collector, ev.scope, *(getattr(ev.capture, c) for c in CAPTURE_COLUMNS),
-             "unknown" if ev.payload is None else "archived"]
+            [ev.id, ev.collector, ev.scope, *capture_cells(ev), "unknown" if ev.payload is None else "archived"]
             for ev in view.indexed
         ]  # fmt: skip
         return "\n".join([
