@@ -65,6 +65,33 @@ def test_common_prefix_matches_brute_force(common, tail_a, tail_b):
     assert n <= min(tokens.count_tokens(a), tokens.count_tokens(b))
 
 
+# Pieces that stress the pre-tokenizer around newlines: runs of blank lines, trailing
+# spaces, \r, punctuation that absorbs newlines, non-ASCII spaces and separators.
+PIECES = st.sampled_from([
+    "\n", "\n\n", "\n\n\n", " ", "  ", "\t", "\r", "\r\n", "|", "}", "```", "#", "-", "'s", "'ll",
+    "word", "Word", "12345", "é", "中文", "🙂", "\u00a0", "\u2028", "\x1c", "\u3000", ".", ",", "{\"k\": 1}",
+])  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(PIECES, max_size=80).map("".join))
+def test_block_split_tokenizes_exactly_like_the_whole_text(text):
+    whole = tokens.get_encoding().encode_ordinary(text)
+    blocks = tokens._blocks(text, "cl100k_base")
+    assert "".join(blocks) == text
+    assert [t for b in blocks for t in tokens.get_encoding().encode_ordinary(b)] == whole
+    assert list(tokens._encode(text, "cl100k_base")) == whole
+
+
+def test_block_split_on_every_rendered_version():
+    ctx = _context()
+    enc = tokens.get_encoding()
+    for version in range(1, 11):
+        text = bench.version_renderer(f"v{version}")(ctx.state, "H1")[0]
+        assert len(tokens._blocks(text, "cl100k_base")) > 1
+        assert tokens.count_tokens(text) == len(enc.encode_ordinary(text))
+
+
 def test_unknown_encoding_is_tokenizer_unavailable():
     with pytest.raises(tokens.TokenizerUnavailable) as info:
         tokens.get_encoding("o200k_base")

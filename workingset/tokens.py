@@ -7,11 +7,16 @@ so a missing encoding is the error `tokenizer_unavailable`, not a network hang.
 
 Texts are encoded as ordinary text: a string such as `<|endoftext|>` inside evidence is
 counted as the characters it is, never as a special token.
+
+Counts are cached by content hash (encoding, xxh3-128 of the text), and below that each
+text is tokenized in blocks that tokenize independently (`_blocks`), cached by content, so
+a block that recurs across the turns of a run and across versions is tokenized once.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from array import array
 from collections import OrderedDict
 from typing import Any, Callable
@@ -30,6 +35,12 @@ _counts: dict[tuple[str, str], int] = {}
 # run-order prefix comparison needs.
 _arrays: OrderedDict[tuple[str, str], array] = OrderedDict()
 _ARRAYS_KEPT = 64
+# Token arrays of text blocks, keyed by the block itself (see `_blocks`).
+_block_cache: dict[tuple[str, str], array] = {}
+_block_chars = 0
+_BLOCK_CHARS_KEPT = 64_000_000
+_SPLITTABLE = frozenset({"cl100k_base"})
+_BLOCK_BOUNDARY = re.compile(r"\n\n(?=[!-~])")
 
 
 class TokenizerUnavailable(WorkingsetError):
@@ -80,11 +91,42 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
     return encoding
 
 
+def _blocks(text: str, encoding: str) -> list[str]:
+    """Split a text where its tokenization provably restarts, or not at all.
+
+    In cl100k_base every pre-tokenizer chunk that contains a newline ends at a newline, and
+    no chunk starts with a newline and continues into a non-space character. So a position
+    just after a newline and before a printable ASCII character is a chunk boundary, and
+    the text's tokens are the concatenation of its pieces' tokens (a property test checks
+    this). Splitting after blank lines gives Markdown blocks (an evidence item, a table, a
+    paragraph) that recur across turns and versions, so each is tokenized once.
+    """
+    if encoding not in _SPLITTABLE:
+        return [text]
+    cuts = [m.end() for m in _BLOCK_BOUNDARY.finditer(text)]
+    return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+def _block_tokens(block: str, encoding: str) -> array:
+    global _block_chars
+    key = (encoding, block)
+    tokens = _block_cache.get(key)
+    if tokens is None:
+        if _block_chars > _BLOCK_CHARS_KEPT:  # a long-lived process must not grow without bound
+            _block_cache.clear()
+            _block_chars = 0
+        tokens = _block_cache[key] = array("I", get_encoding(encoding).encode_ordinary(block))
+        _block_chars += len(block)
+    return tokens
+
+
 def _encode(text: str, encoding: str) -> array:
     key = (encoding, hash_text(text))
     tokens = _arrays.get(key)
     if tokens is None:
-        tokens = array("I", get_encoding(encoding).encode_ordinary(text))
+        tokens = array("I")
+        for block in _blocks(text, encoding):
+            tokens.extend(_block_tokens(block, encoding))
         _arrays[key] = tokens
         _counts[key] = len(tokens)
         if len(_arrays) > _ARRAYS_KEPT:
