@@ -174,6 +174,183 @@ def import_(
         sys.stdout.write(f"note: {remark}\n")
 
 
+# -- sessions (SPEC §8): init, next, submit, record, show, pause, resume, cancel, export ----------
+
+StoreOpt = Annotated[
+    Optional[str], typer.Option("--store", help="The store file (default: $WORKINGSET_STORE, else .workingset/store.sqlite3).")
+]
+AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")]
+
+
+def _store(store: str | None) -> str:
+    from .session import default_store_path
+
+    return store or default_store_path()
+
+
+def _input(arg: str) -> tuple[bytes, str]:
+    """`-` is stdin; an argument starting with `{` is inline JSON; anything else is a file path."""
+    from .model import read_file
+
+    if arg == "-":
+        return sys.stdin.buffer.read(), "<stdin>"
+    if arg.lstrip().startswith("{"):
+        return arg.encode("utf-8"), "<argument>"
+    return read_file(arg), arg
+
+
+def _session(store: str | None, analysis: str) -> Any:
+    from .session import Investigation
+
+    return Investigation.open(_store(store), analysis)
+
+
+@app.command()
+@guarded
+def init(
+    state: Annotated[str, typer.Option("--state", help="A state file (SPEC §3) or a stored context (§4); - for stdin.")],
+    encoder: Annotated[str, typer.Option(help="Encoder version for the analysis's new requests.")] = "v10",
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create an analysis from a state file (a bare state, or a stored context whose state is taken)."""
+    from .model import load_state_or_context
+    from .session import Investigation
+
+    data, source = _input(state)
+    with Investigation.create(_store(store), load_state_or_context(data, source), encoder=encoder) as inv:
+        out = inv.show()
+    if as_json:
+        emit_json({"analysis_id": inv.analysis_id, "encoder": out.encoder, "status": out.status,
+                   "termination_reason": out.termination_reason})  # fmt: skip
+    else:
+        reason = f" ({out.termination_reason})" if out.termination_reason else ""
+        sys.stdout.write(f"created analysis {inv.analysis_id}: {out.status}{reason}, encoder {out.encoder}\n")
+
+
+@app.command("next")
+@guarded
+def next_(
+    analysis: AnalysisOpt,
+    hypothesis: Annotated[Optional[str], typer.Option(help="The hypothesis to serve (default: the scheduler's pick).")] = None,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Render and persist the next request (or return the open one); the text goes to stdout."""
+    with _session(store, analysis) as inv:
+        req = inv.next_request(hypothesis)
+    if as_json:
+        emit_json(req)
+    else:
+        sys.stderr.write(f"request {req.request_id} for {req.hypothesis} ({req.encoder}, {req.chars} chars)\n")
+        sys.stdout.write(req.text)
+
+
+@app.command()
+@guarded
+def submit(
+    decision: Annotated[str, typer.Argument(help="The decision: a JSON file, inline JSON, or - for stdin.")],
+    analysis: AnalysisOpt,
+    request: Annotated[str, typer.Option("--request", help="The request the decision answers.")],
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Validate a decision (SPEC §6) and apply it; a rejected decision changes nothing."""
+    data, _ = _input(decision)
+    with _session(store, analysis) as inv:
+        out = inv.submit(request, data)
+    if as_json:
+        emit_json(out)
+    else:
+        todo = f"; record its result against {out.action}" if out.action else ""
+        sys.stdout.write(f"applied {out.applied} for {out.request_id} at iteration {out.iteration}{todo}; status {out.status}\n")
+
+
+@app.command()
+@guarded
+def record(
+    capture: Annotated[str, typer.Argument(help='The result {"scope","capture","payload","cost"?}: a file, inline JSON, or -.')],
+    analysis: AnalysisOpt,
+    action: Annotated[str, typer.Option("--action", help="The pending budget action (from submit).")],
+    captured_at: Annotated[Optional[str], typer.Option(help="Capture time, RFC 3339 with offset (default: now).")] = None,
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record the result of a pending query as new, unsettled evidence."""
+    from .journal import decode_result
+
+    data, source = _input(capture)
+    parsed = decode_result(data, source)
+    with _session(store, analysis) as inv:
+        out = inv.record(action, parsed, captured_at=captured_at)
+    if as_json:
+        emit_json(out)
+    else:
+        sys.stdout.write(f"recorded {out.evidence} for {out.action} ({out.hypothesis}); status {out.status}\n")
+
+
+@app.command()
+@guarded
+def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
+    """Status, iteration, budget, hypotheses, open request, pending actions and recall selections."""
+    from .session import describe
+
+    with _session(store, analysis) as inv:
+        out = inv.show()
+    if as_json:
+        emit_json(out)
+    else:
+        sys.stdout.write(describe(out))
+
+
+def _lifecycle(verb: str, store: str | None, analysis: str, as_json: bool) -> None:
+    with _session(store, analysis) as inv:
+        out = getattr(inv, verb)()
+    if as_json:
+        emit_json(out)
+    else:
+        reason = f" ({out.termination_reason})" if out.termination_reason else ""
+        sys.stdout.write(f"analysis {out.analysis_id}: {out.status}{reason}\n")
+
+
+@app.command()
+@guarded
+def pause(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
+    """Pause an active analysis (resume restores its exact prior status)."""
+    _lifecycle("pause", store, analysis, as_json)
+
+
+@app.command()
+@guarded
+def resume(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
+    """Resume a paused analysis."""
+    _lifecycle("resume", store, analysis, as_json)
+
+
+@app.command()
+@guarded
+def cancel(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
+    """Cancel an analysis (terminal, reason cancelled)."""
+    _lifecycle("cancel", store, analysis, as_json)
+
+
+@app.command()
+@guarded
+def export(
+    analysis: AnalysisOpt,
+    out: Annotated[str, typer.Option("--out", help="The directory to write the stored contexts to.")],
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write every request of the analysis as a stored-context file (a run that verify and compare accept)."""
+    with _session(store, analysis) as inv:
+        paths = inv.export(out)
+    if as_json:
+        emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})
+    else:
+        sys.stdout.write(f"wrote {len(paths)} stored contexts to {out}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
     args = list(sys.argv[1:] if argv is None else argv)

@@ -502,3 +502,41 @@ def _stale(tx: Tx, analysis_id: str, request_id: str, open_req: RequestRow | Non
     now = f"; the open request is {open_req.request_id}" if open_req else "; no request is open"
     return DecisionRejected(why + now, code="stale_request",
                             details={"request_id": request_id, "open_request": open_req.request_id if open_req else None})  # fmt: skip
+
+
+def describe(summary: Summary) -> str:
+    """The human-readable form of `show`: status, budget, hypotheses, open request, pending actions, recall."""
+    from tabulate import tabulate
+
+    s = summary.state
+    b = s.budget
+    reason = f" ({summary.termination_reason})" if summary.termination_reason else ""
+    limit = f" of {b.max_cost:g}" if b.max_cost is not None else " (no cost limit)"
+    busy = {p.hypothesis for p in summary.pending_actions}
+    rows = [
+        [h.id, h.title, h.disposition, f"{h.confidence:g}", f"{h.control.iterations_used}/{h.control.iteration_limit}",
+         h.control.previous_result or "-", "query pending" if h.id in busy else ""]
+        for h in s.hypotheses
+    ]  # fmt: skip
+    lines = [
+        f"analysis {s.analysis_id}: {summary.status}{reason}",
+        f"encoder: {summary.encoder}",
+        f"iteration: {s.iteration} of {b.max_iterations} · cost used: {b.cost_used:g}{limit}",
+        f"open request: {summary.open_request or 'none'}",
+        "",
+        tabulate(rows, headers=["id", "title", "disposition", "confidence", "iterations", "previous", ""]),
+        "",
+    ]
+    if summary.pending_actions:
+        lines.append("pending actions:")
+        lines.append(tabulate([[p.action, p.hypothesis, p.request_id, p.source, p.query] for p in summary.pending_actions],
+                              headers=["action", "hypothesis", "request", "source", "query"]))  # fmt: skip
+    else:
+        lines.append("pending actions: none")
+    if s.recall:
+        for hid in sorted(s.recall):
+            sel = s.recall[hid]
+            lines.append(f"recall {hid}: {', '.join(sel.evidence_refs)} (iteration {sel.iteration})")
+    else:
+        lines.append("recall selections: none")
+    return "\n".join(lines) + "\n"
