@@ -100,7 +100,10 @@ def verify(
             sys.stdout.write(f"{v.status:<10} {v.file}  {v.encoder}  {v.chars if v.chars is not None else '-'} chars\n")
             for line in v.diff:
                 sys.stdout.write(f"    {line}\n")
-        sys.stdout.write(f"{len(verdicts) - len(failed)} of {len(verdicts)} stored contexts verified\n")
+        ok = sum(v.status == "ok" for v in verdicts)
+        unrecorded = len(verdicts) - ok - len(failed)
+        tail = f" ({unrecorded} with no recorded hash)" if unrecorded else ""
+        sys.stdout.write(f"{ok} of {len(verdicts)} stored contexts verified{tail}\n")
     if failed:
         names = ", ".join(v.request_id for v in failed)
         err = HashMismatch(f"{len(failed)} of {len(verdicts)} stored contexts do not reproduce their hash: {names}",
