@@ -133,7 +133,11 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
 
 def parse(source: Path) -> Trajectory:
     """Parse a mini-swe-agent trajectory file (v1 or v2)."""
-    traj = decode(read_source(source), _Traj, source)
+    data = read_source(source)
+    top = decode(data, dict[str, Any], source)
+    if "messages" not in top and "trajectory" in top:
+        raise fail(source, "$", "this is a SWE-agent trajectory, not mini-swe-agent's; use the format swe-agent")
+    traj = decode(data, _Traj, source)
     fmt = traj.trajectory_format
     if fmt is not None and not fmt.startswith("mini-swe-agent"):
         raise fail(source, "$.trajectory_format", f"not a mini-swe-agent trajectory ({fmt!r})")

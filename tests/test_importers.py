@@ -1,0 +1,201 @@
+"""Importers against the real corpus: step mapping, byte-exact outputs, flags, states.
+
+The corpus lives beside the repository (`../shared/corpus/`) and is never copied in; these
+tests read the raw sources with the standard `json` module as an independent check.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from workingset.errors import InvalidFile, UsageError
+from workingset.importers import FORMATS, import_trajectory, write_import
+from workingset.model import TextPayload
+
+CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "raw"
+pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}")
+
+# name -> (format, actions)
+SOURCES = {
+    "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),
+    "mini-v2-deepseek-sqlfluff-1625.traj.json": ("mini-swe-agent", 48),
+    "mini-v1-gemini3pro-pylint-6386.traj.json": ("mini-swe-agent", 54),
+    "openhands-v1-sonnet4-astropy-14309": ("openhands", 51),
+    "openhands-v1-sonnet4-matplotlib-24570": ("openhands", 44),
+}
+
+
+@pytest.fixture(scope="module")
+def imported():
+    """Every corpus trajectory imported once for the whole module."""
+    return {name: import_trajectory(fmt, CORPUS / name) for name, (fmt, _) in SOURCES.items()}
+
+
+def _raw(name: str):
+    return json.loads((CORPUS / name).read_text(encoding="utf-8"))
+
+
+def _events(name: str) -> list[dict]:
+    files = sorted((CORPUS / name / "events").glob("event-*.json"))
+    return [json.loads(p.read_text(encoding="utf-8")) for p in files]
+
+
+def _actions(im) -> list:
+    return [e for e in im.states[-1].evidence if e.scope != "feedback"]
+
+
+def test_the_registry_lists_three_formats():
+    assert list(FORMATS) == ["swe-agent", "mini-swe-agent", "openhands"]
+
+
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_one_state_per_action_each_after_k_steps(imported, name):
+    im = imported[name]
+    assert len(im.states) == SOURCES[name][1]
+    for k, state in enumerate(im.states, start=1):
+        actions = [e for e in state.evidence if e.scope != "feedback"]
+        assert state.iteration == k and len(actions) == k
+        h1 = state.hypotheses[0]
+        assert [h.id for h in state.hypotheses] == ["H1"] and h1.confidence == 0.5
+        assert h1.control.previous_result == actions[-1].id and h1.control.iterations_used == k
+        assert [e.budget.status for e in actions] == ["settled"] * (k - 1) + ["unsettled"]
+        assessed = [r for r in h1.history if r.kind == "assessment"]
+        assert [r.evidence_refs for r in assessed] == [[e.id] for e in actions[:-1]]
+        assert {r.verdict for r in assessed} <= {"neutral"} and {r.confidence for r in h1.history} == {None}
+        assert all(n.iteration <= k for n in state.notes) and all(e.iteration <= k for e in state.evidence)
+        assert [e.id for e in state.evidence] == [f"E{i:06d}" for i in range(1, len(state.evidence) + 1)]
+
+
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_import_is_deterministic(imported, name):
+    again = import_trajectory(SOURCES[name][0], CORPUS / name)
+    assert msgspec.json.encode(again.states) == msgspec.json.encode(imported[name].states)
+
+
+def test_swe_agent_commands_outputs_and_thoughts_are_the_source_bytes(imported):
+    name = "sweagent-gpt4-pydicom-1458.traj"
+    im, raw = imported[name], _raw(name)
+    actions = _actions(im)
+    for ev, step in zip(actions, raw["trajectory"], strict=True):
+        assert ev.capture.query == step["action"]  # trailing newline included
+        assert ev.payload == TextPayload(language=None, text=step["observation"])
+        assert ev.capture.truncated is None and ev.capture.coverage is None
+    assert [n.text for n in im.states[-1].notes] == [s["thought"] for s in raw["trajectory"]]
+    assert actions[10].payload.text == ""  # `rm` printed nothing: kept as an empty output
+    assert [e.capture.origin for e in actions[:5]] == [
+        "swe-agent:create", "swe-agent:edit", "swe-agent:bash", "swe-agent:find_file", "swe-agent:open",
+    ]  # fmt: skip
+    case = im.states[-1].case
+    assert case.title == "Pixel Representation attribute should be optional for pixel data handler"
+    assert case.opened_at == "1970-01-01T00:00:00Z"
+    assert f"ISSUE:\n{case.statement}\n\nINSTRUCTIONS:\n" in raw["history"][2]["content"]
+
+
+def test_mini_v2_tool_calls_exit_codes_and_submission(imported):
+    name = "mini-v2-deepseek-sqlfluff-1625.traj.json"
+    im, raw = imported[name], _raw(name)
+    calls = [m for m in raw["messages"] if m["role"] == "assistant"]
+    tools = {m["tool_call_id"]: m for m in raw["messages"] if m["role"] == "tool"}
+    actions = _actions(im)
+    assert im.analysis == "sqlfluff__sqlfluff-1625" and im.states[0].case.title == "sqlfluff__sqlfluff-1625"
+    for ev, msg in zip(actions, calls, strict=True):
+        action = msg["extra"]["actions"][0]
+        assert ev.capture.query == action["command"] and ev.capture.origin == "mini-swe-agent:bash"
+        tool = tools.get(action["tool_call_id"])
+        if tool is None:  # the submit call is answered by the exit message, the submission
+            assert ev.payload.text == raw["messages"][-1]["content"] and ev.capture.coverage is None
+            continue
+        assert ev.payload.text == tool["content"]  # what the model saw, <returncode> wrapper included
+        assert ev.capture.coverage == f"exit_code={tool['extra']['returncode']}"
+        assert ev.capture.truncated is False
+    assert sum(e.budget.cost for e in actions) == pytest.approx(raw["info"]["model_stats"]["instance_cost"])
+    assert im.states[-1].budget.max_iterations == 250 and im.states[-1].budget.max_cost == 3.0
+    assert im.states[0].case.opened_at == "2026-04-13T07:11:06.240646Z"
+    task = raw["messages"][1]["content"]
+    assert task.startswith("<pr_description>\nConsider the following PR description:\n" + im.states[0].case.statement + "\n</pr_description>")
+
+
+def test_mini_v1_text_actions_truncation_and_format_error(imported):
+    name = "mini-v1-gemini3pro-pylint-6386.traj.json"
+    im, raw = imported[name], _raw(name)
+    msgs = raw["messages"]
+    state = im.states[-1]
+    actions = _actions(im)
+    replies = [(m, msgs[i + 1]) for i, m in enumerate(msgs) if m["role"] == "assistant"
+               and len(re.findall(r"```bash\s*\n(.*?)\n```", m["content"], re.DOTALL)) == 1]  # fmt: skip
+    for ev, (reply, answer) in zip(actions, replies, strict=True):
+        assert ev.capture.query == re.findall(r"```bash\s*\n(.*?)\n```", reply["content"], re.DOTALL)[0].strip()
+        assert ev.payload.text == answer["content"]
+    elided = [e.id for e in actions if "<elided_chars>" in e.payload.text]
+    assert len(elided) == 5 and elided == [e.id for e in actions if e.capture.truncated]
+    assert all(e.capture.truncated is False for e in actions[:-1] if e.id not in elided)
+    assert actions[-1].capture.truncated is None and actions[-1].payload.text.startswith("diff --git")
+    [feedback] = [e for e in state.evidence if e.scope == "feedback"]
+    assert feedback.capture.origin == "mini-swe-agent:format_error" and feedback.capture.query is None
+    assert feedback.budget.status == "none" and feedback.payload.text.startswith("Please always provide EXACTLY ONE action")
+    assert any(n.text.count("```bash") == 2 for n in state.notes)  # the reply with two actions, whole
+    assert state.budget.cost_used == pytest.approx(raw["info"]["model_stats"]["instance_cost"])
+
+
+@pytest.mark.parametrize("name", ["openhands-v1-sonnet4-astropy-14309", "openhands-v1-sonnet4-matplotlib-24570"])
+def test_openhands_pairs_actions_with_observations(imported, name):
+    im, events = imported[name], _events(name)
+    answers = {e["action_id"]: e["observation"] for e in events if e["kind"] == "ObservationEvent"}
+    actions = _actions(im)
+    source = [e for e in events if e["kind"] == "ActionEvent"]
+    for ev, action in zip(actions, source, strict=True):
+        obs = answers[action["id"]]
+        text = obs.get("output", obs.get("content", obs.get("message")))
+        assert ev.payload.text == text
+        assert ev.capture.origin == f"openhands:{action['tool_name']}"
+        if action["action"]["kind"] == "ExecuteBashAction":
+            assert ev.capture.query == action["action"]["command"]
+            assert ev.capture.coverage == f"exit_code={obs['metadata']['exit_code']}"
+        else:
+            assert ev.capture.query == action["tool_call"]["function"]["arguments"]
+        assert ev.capture.truncated is (True if "<response clipped><NOTE>" in text else None)
+        assert ev.captured_at == events[[e["id"] for e in events].index(action["id"])]["timestamp"] + "+02:00"
+    assert im.states[0].case.opened_at == events[0]["timestamp"] + "+02:00"
+    assert im.trajectory.remarks[-1].startswith("Condensation")
+    base = json.loads((CORPUS / name / "base_state.json").read_text())
+    agent_cost = base["stats"]["service_to_metrics"]["default"]["accumulated_cost"]
+    assert im.states[-1].budget.cost_used == pytest.approx(agent_cost)
+    task = next(e for e in events if e["kind"] == "MessageEvent")["llm_message"]["content"][0]["text"]
+    assert f"<issue_description>\n{im.states[0].case.statement}\n</issue_description>" in task
+
+
+def test_openhands_clipped_outputs_are_marked(imported):
+    actions = _actions(imported["openhands-v1-sonnet4-astropy-14309"])
+    assert [e.capture.truncated for e in actions].count(True) == 2
+
+
+def test_analysis_override_and_invalid_ids():
+    name = "sweagent-gpt4-pydicom-1458.traj"
+    im = import_trajectory("swe-agent", CORPUS / name, analysis="pydicom-1458")
+    assert im.states[0].analysis_id == "pydicom-1458" and im.request_id(3) == "pydicom-1458-r0003"
+    with pytest.raises(UsageError, match="analysis ID"):
+        import_trajectory("swe-agent", CORPUS / name, analysis="Bad ID")
+    with pytest.raises(UsageError, match="available: swe-agent, mini-swe-agent, openhands"):
+        import_trajectory("langchain", CORPUS / name)
+
+
+def test_wrong_format_for_the_file_is_named():
+    with pytest.raises(InvalidFile, match="use the format mini-swe-agent"):
+        import_trajectory("swe-agent", CORPUS / "mini-v2-deepseek-sqlfluff-1625.traj.json")
+    with pytest.raises(InvalidFile, match="is a directory"):
+        import_trajectory("mini-swe-agent", CORPUS / "openhands-v1-sonnet4-astropy-14309")
+    with pytest.raises(InvalidFile, match="conversation is a directory"):
+        import_trajectory("openhands", CORPUS / "sweagent-gpt4-pydicom-1458.traj")
+
+
+def test_write_import_refuses_a_directory_with_stored_contexts(imported, tmp_path: Path):
+    im = imported["sweagent-gpt4-pydicom-1458.traj"]
+    paths = write_import(im, tmp_path / "run")
+    assert [p.name for p in paths] == [f"sweagent-gpt4-pydicom-1458-r{k:04d}.json" for k in range(1, 13)]
+    with pytest.raises(UsageError, match="already holds .json files"):
+        write_import(im, tmp_path / "run")
