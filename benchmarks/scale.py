@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import median, ms, sample, write_section  # noqa: E402
 from synthetic import make_state  # noqa: E402
-from turns import measure_turns  # noqa: E402
+from turns import HEADERS, describe, run_turns  # noqa: E402
 
 from workingset.encoders import ENCODERS  # noqa: E402
 
@@ -29,6 +29,15 @@ REPEAT = {100: 40, 1_000: 15, 10_000: 5}
 # Linear enough: the per-item time at the largest size is within this factor of the one
 # at the size before it (fixed costs make small states look dearer per item, never cheaper).
 LINEAR_SLACK = 1.5
+TURNS = {100: 20, 1_000: 10, 10_000: 5}
+
+
+def _turn_table(states: dict) -> str:
+    rows = [describe(f"{n:,} items", run_turns(states[n], TURNS[n])) for n in SIZES]
+    table = tabulate(rows, headers=HEADERS, tablefmt="github", colalign=["left"] + ["right"] * (len(HEADERS) - 1),
+                     disable_numparse=True)  # fmt: skip
+    verdicts = [f"{row[0]}: {row[9]} ({'met' if float(row[9][:-1]) <= 2 else 'missed'})" for row in rows]
+    return table + "\n\nLogical bytes within 2x of the new content: " + "; ".join(verdicts) + "."
 
 
 def main() -> None:
@@ -63,7 +72,10 @@ def main() -> None:
         + ", ".join(f"{REPEAT[n]} ({n:,} items)" for n in SIZES) + " calls.\n",
         table, "", *growth, "",
         "### Turn time and bytes written per turn\n",
-        measure_turns(states[SIZES[0]], sizes=states),
+        "Turns (after 3 warm-up turns) with encoder v10 on a fresh store created from each state; see "
+        "`benchmarks/turns.py` for what a turn does and how bytes are counted. Target: logical bytes "
+        "per turn within 2x of the new content.\n",
+        _turn_table(states),
     ]  # fmt: skip
     write_section("scale", "Scale: 100, 1,000 and 10,000 evidence items", "\n".join(body))
 
