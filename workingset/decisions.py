@@ -211,8 +211,10 @@ def check_decision(
     ungrounded = [eid for eid in grounded_ids(decision) if eid not in seen]
     if ungrounded:
         listed = ", ".join(ungrounded)
+        them = "it" if len(ungrounded) == 1 else "them"
         hint = (
-            f"recall them first (a recall decision with evidence_refs {ungrounded}), then cite them"
+            f'recall {them} first (a recall decision with "evidence_refs": {msgspec.json.encode(ungrounded).decode()}), '
+            f"then cite {them}"
             if supports_recall
             else "cite only evidence this request shows in full"
         )

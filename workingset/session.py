@@ -16,9 +16,9 @@ from typing import Any
 import msgspec
 
 from . import controller as ctl
-from .decisions import AnyDecision, Query, RecallDecision, check_decision, parse_decision
+from .decisions import Query, check_decision, parse_decision
 from .encoders import DEFAULT_ENCODER, get_encoder
-from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UsageError
+from .errors import DecisionRejected, SessionError, StoreCorrupt
 from .hashing import content_hash
 from .journal import (
     CreatedEvent,
@@ -112,9 +112,6 @@ class Lifecycle(msgspec.Struct, kw_only=True):
     status: str
     prior_status: str | None
     termination_reason: str | None
-
-
-_APPLIED = {"query": "query", "recall": "recall", "conclude": "conclude"}
 
 
 def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool) -> tuple[SqliteStore, bool]:
