@@ -45,6 +45,22 @@ def sample(fn: Callable[[], object], repeat: int, warmup: int = 2) -> list[float
     return out
 
 
+def paired(fn_a: Callable[[], object], fn_b: Callable[[], object], repeat: int, warmup: int = 2) -> tuple[list[float], list[float]]:
+    """Time `fn_a` and `fn_b` alternately, so that drift (CPU clock, caches) hits both alike."""
+    for _ in range(warmup):
+        fn_a()
+        fn_b()
+    a, b = [], []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn_a()
+        mid = time.perf_counter()
+        fn_b()
+        a.append(mid - start)
+        b.append(time.perf_counter() - mid)
+    return a, b
+
+
 def median(times: list[float]) -> float:
     """Median of a sample."""
     return statistics.median(times)

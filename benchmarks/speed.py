@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/speed.py
 
 Each render time is a median over many calls, divided by the median time of
-`msgspec.json.encode(state)` of the same state sampled right before it in the same
+`msgspec.json.encode(state)` of the same state, the two calls alternating in the same
 process, so the ratio says how much work rendering adds over serializing. Loading a
 stored context (strict decode plus full validation, content hashes included) is compared
 with msgspec decoding the same bytes into the same Structs and into plain objects.
@@ -11,6 +11,7 @@ with msgspec decoding the same bytes into the same Structs and into plain object
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +21,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import ROOT, median, ms, p95, sample, write_section  # noqa: E402
+from _results import ROOT, median, ms, paired, sample, write_section  # noqa: E402
 from turns import HEADERS, describe, run_turns  # noqa: E402
 
 from workingset.encoders import ENCODERS  # noqa: E402
@@ -28,7 +29,7 @@ from workingset.model import StoredContext, load_stored_context  # noqa: E402
 
 BUG17 = ROOT / "fixtures" / "bug17"
 TARGETS = {8: 3.0, 10: 5.0}  # render within N x msgspec-encode
-REPEAT = 60
+REPEAT = 200
 TURNS = 40
 TURN_TARGET_MS = 5.0
 
@@ -42,8 +43,9 @@ def render_rows(ctx: StoredContext) -> tuple[list, dict[int, float]]:
     """Median render time per version and its ratio to msgspec-encoding the same state."""
     rows, ratios = [], {}
     for number, encoder in ENCODERS.items():
-        base = median(sample(lambda: msgspec.json.encode(ctx.state), REPEAT))
-        took = median(sample(lambda: encoder.render(ctx.state, ctx.hypothesis), REPEAT))
+        base_t, took_t = paired(lambda: msgspec.json.encode(ctx.state),
+                                lambda: encoder.render(ctx.state, ctx.hypothesis), REPEAT)  # fmt: skip
+        base, took = median(base_t), median(took_t)
         ratios[number] = took / base
         target = TARGETS.get(number)
         verdict = "" if target is None else ("met" if took / base <= target else "missed") + f" (≤ {target:g}x)"
@@ -55,9 +57,9 @@ def render_rows(ctx: StoredContext) -> tuple[list, dict[int, float]]:
 def load_rows(data: bytes) -> list:
     """Loading a stored context (decode + validation) against msgspec decodes of the same bytes."""
     typed = msgspec.json.Decoder(StoredContext)
-    load = median(sample(lambda: load_stored_context(data), REPEAT))
-    struct = median(sample(lambda: typed.decode(data), REPEAT))
-    plain = median(sample(lambda: msgspec.json.decode(data), REPEAT))
+    plain_t, load_t = paired(lambda: msgspec.json.decode(data), lambda: load_stored_context(data), REPEAT)
+    plain_u, struct_t = paired(lambda: msgspec.json.decode(data), lambda: typed.decode(data), REPEAT)
+    load, struct, plain = median(load_t), median(struct_t), median(plain_t + plain_u)
     return [
         ["msgspec.json.decode into plain objects", ms(plain), "1.00x", f"{plain / struct:.2f}x"],
         ["msgspec.json.decode into the StoredContext Structs", ms(struct), f"{struct / plain:.2f}x", "1.00x"],
@@ -66,9 +68,10 @@ def load_rows(data: bytes) -> list:
     ]  # fmt: skip
 
 
-def process_rows() -> tuple[list, float]:
+def process_rows(run_dir: Path) -> tuple[list, float]:
     """Wall time of whole `workingset compare fixtures/bug17 --all` processes (and of bare Python)."""
-    cmd = [str(ROOT / ".venv" / "bin" / "workingset"), "compare", "fixtures/bug17", "--all"]
+    rel = os.path.relpath(run_dir, ROOT)
+    cmd = [str(ROOT / ".venv" / "bin" / "workingset"), "compare", rel, "--all"]
 
     def run(args: list[str]) -> None:
         subprocess.run(args, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
@@ -76,7 +79,7 @@ def process_rows() -> tuple[list, float]:
     whole = sample(lambda: run(cmd), 7, warmup=1)
     bare = sample(lambda: run([sys.executable, "-c", "pass"]), 7, warmup=1)
     rows = [
-        ["workingset compare fixtures/bug17 --all", ms(median(whole)), ms(max(whole))],
+        [f"workingset compare {rel} --all", ms(median(whole)), ms(max(whole))],
         ["python -c pass (interpreter start)", ms(median(bare)), ms(max(bare))],
     ]
     return rows, median(whole)
@@ -89,7 +92,7 @@ def main() -> None:
     ctx = load_stored_context(data, str(last))
     rrows, ratios = render_rows(ctx)
     lrows = load_rows(data)
-    prows, whole = process_rows()
+    prows, whole = process_rows(BUG17)
     stats = run_turns(ctx.state, TURNS)
     turn_ms = median(stats.submit_next) * 1000
     turn = "\n".join([
@@ -100,8 +103,8 @@ def main() -> None:
         + ("met" if turn_ms < TURN_TARGET_MS else f"missed by {turn_ms / TURN_TARGET_MS:.1f}x") + f" ({turn_ms:.2f} ms).",
     ])  # fmt: skip
     body = [
-        f"Context: `{last.relative_to(ROOT)}` ({len(data):,} bytes, {len(ctx.state.evidence)} evidence items, "
-        f"hypothesis {ctx.hypothesis}). Medians of {REPEAT} calls after 2 warm-up calls.\n",
+        f"Context: `{os.path.relpath(last, ROOT)}` ({len(data):,} bytes, {len(ctx.state.evidence)} evidence items, "
+        f"hypothesis {ctx.hypothesis}). Medians of {REPEAT} calls after 2 warm-up calls, each render call alternating with an encode call (and each load with a decode) so that both see the same machine state.\n",
         "### Render vs `msgspec.json.encode(state)`\n",
         _table(["version", "chars", "render ms", "msgspec encode ms", "ratio", "target"], rrows),
         "\n### Load vs msgspec decode of the same bytes\n",
