@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import ROOT, write_section  # noqa: E402
 
 from workingset.baselines import BASELINES, unrecoverable  # noqa: E402
-from workingset.bench import DEFAULT_CACHED_PRICE, baseline_renderers, compare_contexts, version_renderer  # noqa: E402
+from workingset.bench import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
 from workingset.encoders import render  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
 from workingset.runs import read_run  # noqa: E402

@@ -80,35 +80,12 @@ def _events_dir(source: Path) -> Path:
     raise fail(source, "$", "not an OpenHands V1 conversation directory: no events/ folder")
 
 
-def _load(path: Path, kind: type, at: str = "$") -> Any:
+def _load(path: Path, kind: type) -> Any:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise fail(path, at, f"cannot read ({exc.strerror})") from None
+        raise fail(path, "$", f"cannot read ({exc.strerror})") from None
     return decode(data, kind, path)
-
-
-def _offset(events: list[tuple[Path, dict[str, Any]]], base: dict[str, Any]) -> timedelta:
-    """The UTC offset of the naive event times: an action's time minus its model call's Unix time."""
-    stamps: dict[str, float] = {}
-    for metrics in (_dig(base, "stats", "service_to_metrics") or {}).values():
-        usages, costs = _dig(metrics, "token_usages") or [], _dig(metrics, "costs") or []
-        for usage, cost in zip(usages, costs):
-            if isinstance(usage, dict) and isinstance(cost, dict) and isinstance(cost.get("timestamp"), (int, float)):
-                stamps[usage.get("response_id")] = cost["timestamp"]
-    for _, event in events:
-        seen = stamps.get(event.get("llm_response_id"))
-        if seen is not None and isinstance(event.get("timestamp"), str):
-            try:
-                local = datetime.fromisoformat(event["timestamp"])
-            except ValueError:
-                continue
-            if local.tzinfo is None:
-                delta = (local.replace(tzinfo=timezone.utc) - datetime.fromtimestamp(seen, timezone.utc)).total_seconds()
-                quarters = round(delta / 900)
-                if abs(quarters) <= 14 * 4:
-                    return timedelta(seconds=quarters * 900)
-    return timedelta(0)
 
 
 def _dig(obj: Any, *keys: str) -> Any:
@@ -117,14 +94,31 @@ def _dig(obj: Any, *keys: str) -> Any:
     return obj
 
 
-def _costs(base: dict[str, Any]) -> dict[str, float]:
-    """Model-call cost by response ID (`token_usages[i]` and `costs[i]` describe the same call)."""
-    out: dict[str, float] = {}
+def _calls(base: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each model call's cost record by response ID (`token_usages[i]` and `costs[i]` are one call)."""
+    out: dict[str, dict[str, Any]] = {}
     for metrics in (_dig(base, "stats", "service_to_metrics") or {}).values():
         for usage, cost in zip(_dig(metrics, "token_usages") or [], _dig(metrics, "costs") or []):
             if isinstance(usage, dict) and isinstance(cost, dict) and isinstance(usage.get("response_id"), str):
-                out[usage["response_id"]] = number(cost.get("cost"))
+                out[usage["response_id"]] = cost
     return out
+
+
+def _offset(events: list[tuple[Path, dict[str, Any]]], calls: dict[str, dict[str, Any]]) -> timedelta:
+    """The UTC offset of naive event times: an action's time minus its model call's Unix time."""
+    for _, event in events:
+        seen = _dig(calls, str(event.get("llm_response_id")), "timestamp")
+        if isinstance(seen, (int, float)) and isinstance(event.get("timestamp"), str):
+            try:
+                local = datetime.fromisoformat(event["timestamp"])
+            except ValueError:
+                continue
+            if local.tzinfo is None:
+                delta = (local.replace(tzinfo=timezone.utc) - datetime.fromtimestamp(seen, timezone.utc)).total_seconds()
+                quarters = round(delta / 900)  # offsets are whole quarter hours
+                if abs(quarters) <= 14 * 4:
+                    return timedelta(seconds=quarters * 900)
+    return timedelta(0)
 
 
 def _output(answer: _Answer | None) -> tuple[str | None, str | None, bool | None]:
@@ -161,7 +155,8 @@ def parse(source: Path) -> Trajectory:
     events = [(p, _load(p, dict[str, Any])) for _, p in files]
     base_file = events_dir.parent / "base_state.json"
     base = _load(base_file, dict[str, Any]) if base_file.exists() else {}
-    offset, costs = _offset(events, base), _costs(base)
+    calls = _calls(base)
+    offset = _offset(events, calls)
     answers: dict[str, _Answer] = {}
     for path, event in events:
         head = convert(event, _Kind, path, "$")
@@ -192,7 +187,7 @@ def parse(source: Path) -> Trajectory:
             answer = answers.get(ev.id) or (answers.get(ev.tool_call_id) if ev.tool_call_id else None)
             output, coverage, truncated = _output(answer)
             rid = ev.llm_response_id
-            cost = costs.get(rid, 0.0) if rid and rid not in charged else 0.0
+            cost = number(_dig(calls, rid, "cost")) if rid and rid not in charged else 0.0
             charged.add(rid or "")
             tool = ev.tool_name or str(ev.action.get("kind", "tool"))
             items.append(Action(query, f"openhands:{tool}", output, coverage, truncated, cost, when))
