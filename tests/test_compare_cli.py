@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from typer.testing import CliRunner
 
 from workingset.cli import app
@@ -147,3 +148,35 @@ def test_baselines_flag(run_dir: Path):
         result = invoke("compare", str(run_dir), "--all", "--baselines", "--json")
         assert result.exit_code == 0, result.output
         assert len(json.loads(result.stdout)["strategies"]) > 10
+
+
+# -- bug17: the tables as readable snapshots ------------------------------------------------
+
+
+class TextSnapshot(SingleFileSnapshotExtension):
+    """One UTF-8 `.txt` file per snapshot, so a changed number shows as a readable diff."""
+
+    _write_mode = WriteMode.BINARY
+    file_extension = "txt"
+    _file_extension = "txt"  # syrupy < 5
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["--all"], ["--no-recall"], ["--sections"], ["--base", "v8", "--candidate", "v10", "--cached-price", "0.5"]],
+    ids=["default", "all", "no-recall", "sections", "v8-v10-half-price"],
+)
+def test_bug17_tables(snapshot, args: list[str]):
+    result = invoke("compare", str(BUG17), *args)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.encode("utf-8") == snapshot.use_extension(TextSnapshot)
+
+
+def test_bug17_json_matches_the_table():
+    data = json.loads(invoke("compare", str(BUG17), "--all", "--json").stdout)
+    text = invoke("compare", str(BUG17), "--all").stdout
+    assert len(data["contexts"]) == 18
+    for s in data["strategies"]:
+        total = data["total"][s]
+        row = next(line for line in text.splitlines() if line.startswith(f"{s} "))
+        assert f"{total['chars']:,}" in row and f"{total['tokens']:,}" in row and f"{total['effective_cost']:,.1f}" in row
