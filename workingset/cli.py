@@ -280,12 +280,9 @@ def record(
     as_json: JsonFlag = False,
 ) -> None:
     """Record the result of a pending query as new, unsettled evidence."""
-    from .journal import decode_result
-
     data, source = _input(capture)
-    parsed = decode_result(data, source)
     with _session(store, analysis) as inv:
-        out = inv.record(action, parsed, captured_at=captured_at)
+        out = inv.record(action, data, captured_at=captured_at, source=source)
     if as_json:
         emit_json(out)
     else:

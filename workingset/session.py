@@ -262,6 +262,10 @@ class Investigation:
             row = self._require_active(tx)
             requests = tx.requests(aid)
             open_req = next((r for r in requests if r.status == "open"), None)
+            state = self._state(tx)
+            busy = _busy(tx, aid)
+            if hypothesis is not None and state.hypothesis(hypothesis) is None:
+                ctl.check_choice(state, hypothesis, busy)  # unknown_hypothesis, the most specific code
             if open_req is not None:
                 if hypothesis is not None and hypothesis != open_req.hypothesis:
                     raise SessionError(
@@ -271,8 +275,6 @@ class Investigation:
                         details={"request_id": open_req.request_id, "hypothesis": open_req.hypothesis},
                     )
                 return self._rerender(tx, open_req)
-            state = self._state(tx)
-            busy = _busy(tx, aid)
             if hypothesis is None:
                 hid = ctl.schedule(state, busy)
             else:
@@ -328,13 +330,17 @@ class Investigation:
         result: str | bytes | dict[str, Any] | ResultInput,
         *,
         captured_at: str | None = None,
+        source: str = "<result>",
     ) -> Recorded:
-        """Record a pending query's result as new, unsettled evidence; it becomes the hypothesis's previous result."""
+        """Record a pending query's result as new, unsettled evidence; it becomes the hypothesis's previous result.
+
+        `result` is `{"scope", "capture", "payload", "cost"?}` (JSON text, bytes, a dict or a `ResultInput`);
+        `captured_at` defaults to now (recording may read the clock; rendering never does).
+        """
         aid = self.analysis_id
         if captured_at is None:
             captured_at = self._clock()
         check_timestamp(captured_at)
-        parsed = result if isinstance(result, ResultInput) else decode_result(_as_bytes(result))
         with self.store.write() as tx:
             row = self._row(tx)
             if row.status in ctl.TERMINAL:
@@ -348,6 +354,7 @@ class Investigation:
                     code="unknown_action",
                     details={"action": action_id, "pending": pending},
                 )
+            parsed = result if isinstance(result, ResultInput) else decode_result(_as_bytes(result), source)
             state = self._state(tx)
             eid = ctl.next_evidence_id(state)
             payload = parsed.payload

@@ -1,0 +1,133 @@
+"""The session commands of the CLI (SPEC §8) through typer's CliRunner: outputs, stdin, the store option, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from session_helpers import assess, decision, query, recall, result, state_bytes
+from workingset.cli import app, main
+
+A = ["--analysis", "demo"]
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    """A store from $WORKINGSET_STORE and a state file; returns a runner bound to them."""
+    monkeypatch.setenv("WORKINGSET_STORE", str(tmp_path / "store.sqlite3"))
+    (tmp_path / "state.json").write_bytes(state_bytes())
+    runner = CliRunner()
+
+    def run(*args: str, stdin: str | None = None, code: int = 0):
+        res = runner.invoke(app, list(args), input=stdin)
+        assert res.exit_code == code, (res.stdout, res.stderr)
+        return res
+
+    run.tmp = tmp_path
+    return run
+
+
+def js(res) -> dict:
+    return json.loads(res.stdout)
+
+
+def test_a_whole_session(env):
+    out = js(env("init", "--state", str(env.tmp / "state.json"), "--encoder", "v8", "--json"))
+    assert out == {"analysis_id": "demo", "encoder": "investigation_project_v8", "status": "active", "termination_reason": None}
+
+    req = js(env("next", *A, "--json"))
+    assert list(req) == ["request_id", "encoder", "hypothesis", "text", "shown", "indexed", "chars", "hash"]
+    assert req["request_id"] == "demo-r0001" and req["chars"] == len(req["text"])
+
+    text = env("next", *A)
+    assert text.stdout == req["text"] and "demo-r0001" in text.stderr
+
+    sub = js(env("submit", *A, "--request", "demo-r0001", "-", "--json", stdin=json.dumps(decision(query("select 7")))))
+    assert sub == {"request_id": "demo-r0001", "applied": "query", "iteration": 1, "status": "active", "action": "B000006"}
+
+    (env.tmp / "result.json").write_text(json.dumps(result("seven")))
+    rec = js(env("record", *A, "--action", "B000006", str(env.tmp / "result.json"), "--json",
+                 "--captured-at", "2026-06-10T20:40:00Z"))  # fmt: skip
+    assert rec == {"action": "B000006", "evidence": "E000007", "hypothesis": "H1", "status": "active",
+                   "termination_reason": None}  # fmt: skip
+
+    req2 = js(env("next", *A, "--hypothesis", "H1", "--json"))
+    (env.tmp / "d.json").write_text(json.dumps(decision(recall("E000003"), assess("E000007"))))
+    sub = env("submit", *A, "--request", req2["request_id"], str(env.tmp / "d.json"))
+    assert sub.stdout.startswith("applied recall for demo-r0002 at iteration 2")
+
+    show = js(env("show", *A, "--json"))
+    assert list(show) == ["status", "termination_reason", "encoder", "open_request", "pending_actions", "state"]
+    assert show["open_request"] is None and show["pending_actions"] == []
+    assert show["state"]["recall"] == {"H1": {"evidence_refs": ["E000003"], "iteration": 2}}
+    assert show["state"]["evidence"][-1]["captured_at"] == "2026-06-10T20:40:00Z"
+    human = env("show", *A).stdout
+    assert "retry storm" in human and "recall H1: E000003" in human
+
+    assert js(env("pause", *A, "--json"))["status"] == "paused"
+    assert env("resume", *A).stdout == "analysis demo: active\n"
+    env("next", *A)
+    assert js(env("export", *A, "--out", str(env.tmp / "run"), "--json"))["files"][-1].endswith("demo-r0003.json")
+    assert "3 of 3 stored contexts verified" in env("verify", str(env.tmp / "run")).stdout
+    assert js(env("cancel", *A, "--json")) == {"analysis_id": "demo", "status": "cancelled", "prior_status": None,
+                                               "termination_reason": "cancelled"}  # fmt: skip
+
+
+def test_init_reads_stdin_and_a_stored_context(env):
+    env("init", "--state", "-", stdin=state_bytes().decode())
+    env("next", *A)
+    env("export", *A, "--out", str(env.tmp / "run"))
+    ctx = json.loads((env.tmp / "run" / "demo-r0001.json").read_text())
+    ctx["state"]["analysis_id"] = "again"
+    (env.tmp / "ctx.json").write_text(json.dumps(ctx))
+    assert "created analysis again" in env("init", "--state", str(env.tmp / "ctx.json")).stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [
+        (["init", "--state", "{STATE}"], "analysis_exists"),
+        (["init", "--state", "{STATE}", "--encoder", "v0"], "unknown_encoder"),
+        (["init", "--state", "{TMP}/missing.json"], "invalid_file"),
+        (["show", "--analysis", "nope"], "unknown_analysis"),
+        (["next", *A, "--hypothesis", "H9"], "unknown_hypothesis"),
+        (["submit", *A, "--request", "demo-r0009", '{"next": {}}'], "stale_request"),
+        (["submit", *A, "--request", "demo-r0001", "{nope"], "malformed_json"),
+        (["submit", *A, "--request", "demo-r0001", '{"next": {"kind": "recall", "evidence_refs": []}}'], "recall_count"),
+        (["record", *A, "--action", "B000001", "{TMP}/state.json"], "unknown_action"),
+        (["resume", *A], "invalid_transition"),
+    ],
+)
+def test_errors_exit_2_with_one_line_and_a_json_object(env, args, code):
+    env("init", "--state", str(env.tmp / "state.json"), "--encoder", "v8")
+    env("next", *A)
+    args = [a.replace("{STATE}", str(env.tmp / "state.json")).replace("{TMP}", str(env.tmp)) for a in args]
+    res = env(*args, code=2)
+    assert res.stderr.startswith(f"error: {code}: ") and res.stderr.count("\n") == 1
+    res = env(*args, "--json", code=2)
+    err = js(res)["error"]
+    assert err["code"] == code and set(err) == {"code", "message", "details"}
+
+
+def test_the_default_store_is_in_the_working_directory(tmp_path, monkeypatch):
+    monkeypatch.delenv("WORKINGSET_STORE", raising=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "state.json").write_bytes(state_bytes())
+    res = CliRunner().invoke(app, ["init", "--state", "state.json"])
+    assert res.exit_code == 0 and (tmp_path / ".workingset" / "store.sqlite3").exists()
+    other = tmp_path / "elsewhere.sqlite3"
+    res = CliRunner().invoke(app, ["init", "--state", "state.json", "--store", str(other)])
+    assert res.exit_code == 0 and other.exists()
+
+
+def test_a_corrupt_store_is_exit_2_without_a_traceback(env):
+    (env.tmp / "junk.sqlite3").write_text("junk " * 100)
+    res = env("show", *A, "--store", str(env.tmp / "junk.sqlite3"), code=2)
+    assert res.stderr.startswith("error: store_corrupt: ") and "Traceback" not in res.stderr
+
+
+def test_a_missing_option_is_a_usage_error(capsys):
+    assert main(["submit", "--analysis", "demo", "-"]) == 2
+    assert capsys.readouterr().err.startswith("error: usage_error: ")
