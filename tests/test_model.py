@@ -130,3 +130,13 @@ def test_bare_state_or_stored_context():
     a = load_state_or_context(msgspec.json.encode(doc))
     b = load_state_or_context(msgspec.json.encode(doc["state"]))
     assert msgspec.json.encode(a) == msgspec.json.encode(b)
+
+
+def test_lone_surrogates_are_invalid_even_in_states_built_in_python():
+    from workingset.model import validate_state
+
+    state = sample_state()
+    state.notes[0].text = "x\ud800"
+    with pytest.raises(Exception) as err:
+        validate_state(state)
+    assert err.value.code == "invalid_file" and err.value.details["path"] == "$.notes[0].text"

@@ -288,8 +288,34 @@ def _check_unique(ids: list[str], source: str, path: str) -> None:
         seen.add(ident)
 
 
+def _find_unencodable(value: Any, path: str) -> str | None:
+    """The JSON path of the first string that is not valid Unicode (a lone surrogate)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found = _find_unencodable(key, path) or _find_unencodable(item, f"{path}.{key}")
+            if found:
+                return found
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _find_unencodable(item, f"{path}[{i}]")
+            if found:
+                return found
+    return None
+
+
 def validate_state(state: State, source: str = "<state>", root: str = "$") -> None:
     """Check everything a schema cannot: uniqueness, references, hashes, number ranges."""
+    try:
+        msgspec.json.encode(state)
+    except UnicodeEncodeError:
+        # Only a state built in Python can get here: JSON decoding rejects lone surrogates.
+        plain = msgspec.to_builtins(state)
+        raise _fail(source, _find_unencodable(plain, root) or root, "string is not valid Unicode") from None
     hids = {h.id for h in state.hypotheses}
     eids = {e.id for e in state.evidence}
     _check_unique([h.id for h in state.hypotheses], source, f"{root}.hypotheses")

@@ -18,7 +18,7 @@ class RenderedContext:
     indexed: tuple[str, ...]
     chars: int
     hash: str
-    # Characters per section category (case, selected_hypothesis, other_hypotheses,
+    # Characters per section category (header, case, selected_hypothesis, other_hypotheses,
     # evidence, evidence_index, notes, budget, task, output_schema), in render order.
     sections: tuple[tuple[str, int], ...] = ()
 

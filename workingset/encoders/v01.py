@@ -149,7 +149,7 @@ class V1:
         if ev.payload is None:
             return UNKNOWN_PAYLOAD
         if isinstance(ev.payload, RowsPayload) and not ev.payload.rows and ev.id not in view.refs:
-            return "payload: 0 rows — a real, empty result."
+            return empty_rows_remark(ev)
         return ""
 
     def evidence_block(self, ev: Evidence, view: View) -> str:
@@ -189,7 +189,7 @@ class V1:
         )
         lines = [
             f"iteration: {state.iteration} of {budget.max_iterations} · {cost}",
-            f"selected hypothesis: {h.id} — {h.title} "
+            f"selected hypothesis: {h.id} {compact(h.title)} "
             f"(its iterations: {h.control.iterations_used} of {h.control.iteration_limit})",
         ]
         pending = pending_result(state, h)
@@ -210,6 +210,17 @@ class V1:
 
     def schema_section(self) -> str:
         return heading(2, "Output schema") + "\n" + self.record(self.decision_schema)
+
+
+def empty_rows_remark(ev: Evidence) -> str:
+    """An empty rows payload is a real empty result only when the source said so."""
+    cap = ev.capture
+    if cap.item_count == 0 or (cap.item_count is None and cap.truncated is not True):
+        return "payload: 0 rows — a real, empty result."
+    return (
+        f"payload: 0 rows retained, but the source reported item_count {compact(cap.item_count)}, "
+        f"truncated {compact(cap.truncated)}: this is not evidence of absence."
+    )
 
 
 def pending_result(state: State, h: Hypothesis) -> str | None:

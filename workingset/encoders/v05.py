@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Evidence
+from ..model import Evidence, RowsPayload
 from ._api import View
+from .v01 import empty_rows_remark
 from .v04 import V4
 
 
@@ -19,15 +20,17 @@ class V5(V4):
     version = 5
 
     def references(self, view: View) -> dict[str, str]:
-        first: dict[str, str] = {}
+        first: dict[str, Evidence] = {}
         refs: dict[str, str] = {}
         for ev in view.shown:
             if ev.content_hash is None:
                 continue
-            if ev.content_hash in first:
-                refs[ev.id] = first[ev.content_hash]
-            else:
-                first[ev.content_hash] = ev.id
+            earlier = first.get(ev.content_hash)
+            # Equal payloads, not just equal hashes: a collision must never swap contents.
+            if earlier is not None and earlier.payload == ev.payload:
+                refs[ev.id] = earlier.id
+            elif earlier is None:
+                first[ev.content_hash] = ev
         return refs
 
     def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:
@@ -43,5 +46,9 @@ class V5(V4):
 
     def payload_remark(self, ev: Evidence, view: View) -> str:
         if ev.id in view.refs:
-            return f"payload: identical to {view.refs[ev.id]}'s (same content hash), shown in full there."
+            remark = f"payload: identical to {view.refs[ev.id]}'s (same content hash), shown in full there."
+            if isinstance(ev.payload, RowsPayload) and not ev.payload.rows:
+                # Whether no rows means absence depends on this item's own capture.
+                remark += "\n" + empty_rows_remark(ev)
+            return remark
         return super().payload_remark(ev, view)
