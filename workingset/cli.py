@@ -155,7 +155,7 @@ def compare(
 @guarded
 def import_(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="swe-agent, mini-swe-agent or openhands.")],
-    source: Annotated[str, typer.Argument(help="A .traj/.traj.json file, or an OpenHands conversation directory.")],
+    source: Annotated[str, typer.Argument(metavar="SOURCE", help="A .traj/.traj.json file, or an OpenHands conversation directory.")],
     out: Annotated[str, typer.Option("--out", help="The run directory to write (new or empty).")],
     analysis: Annotated[Optional[str], typer.Option(help="Analysis ID (default: from the instance ID or file name).")] = None,
     as_json: JsonFlag = False,
