@@ -186,6 +186,9 @@ def test_v10_shows_every_note_and_keeps_others_compact():
     assert [n[0] for n in notes] == [f"N00000{i}" for i in range(1, 7)]
     assert '"recall"' not in out.text.split("## Output schema")[1]
     assert "### Evidence E000002\n" in out.text  # recall selections are moot: no role tag
+    assert "### Evidence E000007\n" in out.text  # roles are named in the turn section instead
+    assert "previous result of H1: E000007\n" in out.text
+    assert "unsettled results (awaiting assessment by their collectors): E000007, E000008, E000009\n" in out.text
     assert "## Other hypotheses" in out.text and "check pool metrics" in out.text
 
 
@@ -266,3 +269,11 @@ def test_empty_rows_are_absence_only_when_the_source_says_so():
     assert "not evidence of absence" in block and "a real, empty result" not in block
     block = out.text.split("### Evidence E000004", 1)[1].split("\n### ", 1)[0]
     assert "a real, empty result" in block
+
+
+@pytest.mark.parametrize("version", [7, 10])
+def test_the_evidence_prefix_does_not_depend_on_the_selected_hypothesis(version):
+    state = sample_state()
+    texts = [render(state, h.id, f"v{version}").text for h in state.hypotheses]
+    evidence = {t.split("## Evidence", 1)[1].split("\ncaptures:", 1)[0] for t in texts}
+    assert len(evidence) == 1
