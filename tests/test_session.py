@@ -13,6 +13,7 @@ import pytest
 from session_helpers import (
     ANALYSIS, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
 )  # fmt: skip
+from workingset.decisions import pending_result
 from workingset.errors import WorkingsetError
 from workingset.runs import read_run, verify_context
 from workingset.session import Investigation
@@ -423,3 +424,34 @@ def test_export_writes_a_run_that_verifies(store, tmp_path):
     # Each file holds the state its request was rendered from, not the latest one.
     assert [c.state.iteration for _, c in run] == [0, 1, 2, 3]
     assert len(run[2][1].state.evidence) == 7 and run[1][1].state.evidence[-1].id == "E000006"
+
+
+def test_the_readme_example_runs(tmp_path, monkeypatch):
+    root = Path(__file__).parent.parent
+    readme = (root / "README.md").read_text()
+    section = readme.split("## Sessions: the per-turn API and CLI", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    (tmp_path / "encodings").mkdir()
+    (tmp_path / "encodings" / "example-state.json").write_bytes((root / "encodings" / "example-state.json").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    run = read_run(tmp_path / "runs" / "demo")
+    assert [verify_context(str(p), c).status for p, c in run] == ["ok"]
+
+
+BUG17 = Path(__file__).parent.parent / "fixtures" / "bug17" / "bug17-r0018.json"
+
+
+@pytest.mark.skipif(not BUG17.exists(), reason="the bug17 fixture is not built")
+def test_a_session_continues_from_the_last_bug17_context(store, tmp_path):
+    with Investigation.create(store, BUG17.read_bytes(), encoder="v8", clock=CLOCK) as inv:
+        start = inv.state
+        req = inv.next_request()
+        pending = pending_result(start, req.hypothesis)
+        assert pending is None or pending in req.shown
+        archived = req.indexed[0]
+        applied = inv.submit(req.request_id, decision(recall(archived), assess(pending, "neutral", 0.4) if pending else None))
+        assert applied.iteration == start.iteration + 1
+        assert archived in inv.next_request(req.hypothesis).shown
+        run = read_run(Path(inv.export(tmp_path / "run")[0]).parent)
+        assert [verify_context(str(p), c).status for p, c in run] == ["ok", "ok"]

@@ -14,8 +14,17 @@ from .errors import (
 from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
 from .runs import make_stored_context, read_run, verify_context, write_run
+from .session import Applied, Investigation, PendingAction, Recorded, Request, Summary
+from .store import SqliteStore
 
 __all__ = [
+    "Applied",
+    "Investigation",
+    "PendingAction",
+    "Recorded",
+    "Request",
+    "SqliteStore",
+    "Summary",
     "DEFAULT_ENCODER",
     "ENCODERS",
     "DecisionRejected",
