@@ -14,7 +14,8 @@ from .errors import (
 from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
 from .runs import make_stored_context, read_run, verify_context, write_run
-from .session import Applied, Investigation, PendingAction, Recorded, Request, Summary
+from .replies import Applied, PendingAction, Recorded, Request, Summary
+from .session import Investigation
 from .store import SqliteStore
 
 __all__ = [

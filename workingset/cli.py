@@ -293,7 +293,7 @@ def record(
 @guarded
 def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
     """Status, iteration, budget, hypotheses, open request, pending actions and recall selections."""
-    from .session import describe
+    from .replies import describe
 
     with _session(store, analysis) as inv:
         out = inv.show()

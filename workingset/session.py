@@ -33,6 +33,7 @@ from .journal import (
     replay,
 )
 from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state
+from .replies import Applied, Lifecycle, PendingAction, Recorded, Request, Summary
 from .runs import make_stored_context, write_run
 from .store import ActionRow, AnalysisRow, RequestRow, SqliteStore, Tx
 
@@ -47,71 +48,6 @@ def default_store_path() -> str:
 def utc_now() -> str:
     """The current time as RFC 3339 UTC with a `Z` offset (the default capture time)."""
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-class Request(msgspec.Struct, kw_only=True):
-    """One rendered request: what `next --json` prints."""
-
-    request_id: str
-    encoder: str
-    hypothesis: str
-    text: str
-    shown: list[str]
-    indexed: list[str]
-    chars: int
-    hash: str
-
-
-class Applied(msgspec.Struct, kw_only=True):
-    """The outcome of an accepted decision: what `submit --json` prints."""
-
-    request_id: str
-    applied: str
-    iteration: int
-    status: str
-    action: str | None
-
-
-class Recorded(msgspec.Struct, kw_only=True):
-    """The outcome of recording a query's result."""
-
-    action: str
-    evidence: str
-    hypothesis: str
-    status: str
-    termination_reason: str | None
-
-
-class PendingAction(msgspec.Struct, kw_only=True):
-    """A query that was decided and whose result has not been recorded yet."""
-
-    action: str
-    hypothesis: str
-    request_id: str
-    iteration: int
-    source: str
-    query: str
-    purpose: str
-
-
-class Summary(msgspec.Struct, kw_only=True):
-    """The analysis as `show --json` prints it."""
-
-    status: str
-    termination_reason: str | None
-    encoder: str
-    open_request: str | None
-    pending_actions: list[PendingAction]
-    state: State
-
-
-class Lifecycle(msgspec.Struct, kw_only=True):
-    """The outcome of pause, resume, cancel or fail."""
-
-    analysis_id: str
-    status: str
-    prior_status: str | None
-    termination_reason: str | None
 
 
 def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool) -> tuple[SqliteStore, bool]:
@@ -506,41 +442,3 @@ def _stale(tx: Tx, analysis_id: str, request_id: str, open_req: RequestRow | Non
     now = f"; the open request is {open_req.request_id}" if open_req else "; no request is open"
     return DecisionRejected(why + now, code="stale_request",
                             details={"request_id": request_id, "open_request": open_req.request_id if open_req else None})  # fmt: skip
-
-
-def describe(summary: Summary) -> str:
-    """The human-readable form of `show`: status, budget, hypotheses, open request, pending actions, recall."""
-    from tabulate import tabulate
-
-    s = summary.state
-    b = s.budget
-    reason = f" ({summary.termination_reason})" if summary.termination_reason else ""
-    limit = f" of {b.max_cost:g}" if b.max_cost is not None else " (no cost limit)"
-    busy = {p.hypothesis for p in summary.pending_actions}
-    rows = [
-        [h.id, h.title, h.disposition, f"{h.confidence:g}", f"{h.control.iterations_used}/{h.control.iteration_limit}",
-         h.control.previous_result or "-", "query pending" if h.id in busy else ""]
-        for h in s.hypotheses
-    ]  # fmt: skip
-    lines = [
-        f"analysis {s.analysis_id}: {summary.status}{reason}",
-        f"encoder: {summary.encoder}",
-        f"iteration: {s.iteration} of {b.max_iterations} · cost used: {b.cost_used:g}{limit}",
-        f"open request: {summary.open_request or 'none'}",
-        "",
-        tabulate(rows, headers=["id", "title", "disposition", "confidence", "iterations", "previous", ""]),
-        "",
-    ]
-    if summary.pending_actions:
-        lines.append("pending actions:")
-        lines.append(tabulate([[p.action, p.hypothesis, p.request_id, p.source, p.query] for p in summary.pending_actions],
-                              headers=["action", "hypothesis", "request", "source", "query"]))  # fmt: skip
-    else:
-        lines.append("pending actions: none")
-    if s.recall:
-        for hid in sorted(s.recall):
-            sel = s.recall[hid]
-            lines.append(f"recall {hid}: {', '.join(sel.evidence_refs)} (iteration {sel.iteration})")
-    else:
-        lines.append("recall selections: none")
-    return "\n".join(lines) + "\n"

@@ -1,0 +1,109 @@
+"""What the session API returns: the `--json` objects of SPEC §8, and the human form of `show`."""
+
+from __future__ import annotations
+
+import msgspec
+from tabulate import tabulate
+
+from .model import State
+
+
+class Request(msgspec.Struct, kw_only=True):
+    """One rendered request: what `next --json` prints."""
+
+    request_id: str
+    encoder: str
+    hypothesis: str
+    text: str
+    shown: list[str]
+    indexed: list[str]
+    chars: int
+    hash: str
+
+
+class Applied(msgspec.Struct, kw_only=True):
+    """The outcome of an accepted decision: what `submit --json` prints."""
+
+    request_id: str
+    applied: str
+    iteration: int
+    status: str
+    action: str | None
+
+
+class Recorded(msgspec.Struct, kw_only=True):
+    """The outcome of recording a query's result."""
+
+    action: str
+    evidence: str
+    hypothesis: str
+    status: str
+    termination_reason: str | None
+
+
+class PendingAction(msgspec.Struct, kw_only=True):
+    """A query that was decided and whose result has not been recorded yet."""
+
+    action: str
+    hypothesis: str
+    request_id: str
+    iteration: int
+    source: str
+    query: str
+    purpose: str
+
+
+class Summary(msgspec.Struct, kw_only=True):
+    """The analysis as `show --json` prints it."""
+
+    status: str
+    termination_reason: str | None
+    encoder: str
+    open_request: str | None
+    pending_actions: list[PendingAction]
+    state: State
+
+
+class Lifecycle(msgspec.Struct, kw_only=True):
+    """The outcome of pause, resume, cancel or fail."""
+
+    analysis_id: str
+    status: str
+    prior_status: str | None
+    termination_reason: str | None
+
+
+def describe(summary: Summary) -> str:
+    """The human-readable form of `show`: status, budget, hypotheses, open request, pending actions, recall."""
+    s = summary.state
+    b = s.budget
+    reason = f" ({summary.termination_reason})" if summary.termination_reason else ""
+    limit = f" of {b.max_cost:g}" if b.max_cost is not None else " (no cost limit)"
+    busy = {p.hypothesis for p in summary.pending_actions}
+    rows = [
+        [h.id, h.title, h.disposition, f"{h.confidence:g}", f"{h.control.iterations_used}/{h.control.iteration_limit}",
+         h.control.previous_result or "-", "query pending" if h.id in busy else ""]
+        for h in s.hypotheses
+    ]  # fmt: skip
+    lines = [
+        f"analysis {s.analysis_id}: {summary.status}{reason}",
+        f"encoder: {summary.encoder}",
+        f"iteration: {s.iteration} of {b.max_iterations} · cost used: {b.cost_used:g}{limit}",
+        f"open request: {summary.open_request or 'none'}",
+        "",
+        tabulate(rows, headers=["id", "title", "disposition", "confidence", "iterations", "previous", ""]),
+        "",
+    ]
+    if summary.pending_actions:
+        lines.append("pending actions:")
+        lines.append(tabulate([[p.action, p.hypothesis, p.request_id, p.source, p.query] for p in summary.pending_actions],
+                              headers=["action", "hypothesis", "request", "source", "query"]))  # fmt: skip
+    else:
+        lines.append("pending actions: none")
+    if s.recall:
+        for hid in sorted(s.recall):
+            sel = s.recall[hid]
+            lines.append(f"recall {hid}: {', '.join(sel.evidence_refs)} (iteration {sel.iteration})")
+    else:
+        lines.append("recall selections: none")
+    return "\n".join(lines) + "\n"
