@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 
 from session_helpers import assess, decision, query, recall, result, state_bytes
 from workingset.cli import app, main
+from workingset.model import load_state
 
 A = ["--analysis", "demo"]
 
@@ -61,6 +62,7 @@ def test_a_whole_session(env):
     show = js(env("show", *A, "--json"))
     assert list(show) == ["status", "termination_reason", "encoder", "open_request", "pending_actions", "state"]
     assert show["open_request"] is None and show["pending_actions"] == []
+    assert load_state(json.dumps(show["state"]).encode()).iteration == 2  # the §3 format, as init reads it
     assert show["state"]["recall"] == {"H1": {"evidence_refs": ["E000003"], "iteration": 2}}
     assert show["state"]["evidence"][-1]["captured_at"] == "2026-06-10T20:40:00Z"
     human = env("show", *A).stdout

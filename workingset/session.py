@@ -391,8 +391,12 @@ class Investigation:
 
     def _rerender(self, tx: Tx, req: RequestRow) -> Request:
         state = self._state(tx, upto=req.state_seq)
-        self._context(req, state)  # checks the hash
         out = get_encoder(req.encoder).render(state, req.hypothesis)
+        if out.hash != req.hash:
+            raise StoreCorrupt(
+                f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
+                details={"request_id": req.request_id},
+            )
         return Request(request_id=req.request_id, encoder=out.encoder, hypothesis=req.hypothesis, text=out.text,
                        shown=list(req.shown), indexed=list(req.indexed), chars=req.chars, hash=req.hash)  # fmt: skip
 
