@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -180,3 +181,22 @@ def test_bug17_json_matches_the_table():
         total = data["total"][s]
         row = next(line for line in text.splitlines() if line.startswith(f"{s} "))
         assert f"{total['chars']:,}" in row and f"{total['tokens']:,}" in row and f"{total['effective_cost']:,.1f}" in row
+
+
+def test_readme_bug17_table_matches_the_command():
+    """The README's bug17 numbers are what `compare fixtures/bug17 --all` prints."""
+    readme = (BUG17.parent.parent / "README.md").read_text()
+    section = readme[readme.index("## The offline comparison"):]
+    data = json.loads(invoke("compare", str(BUG17), "--all", "--json").stdout)
+    rows = [line for line in section.splitlines() if re.match(r"^\| v\d+ \| ", line)]
+    assert [row.split("|")[1].strip() for row in rows] == ["v7", "v8", "v9", "v10"]
+    for row in rows:
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        total = data["total"][cells[0]]
+        number = lambda cell: cell.split(" ")[0]  # noqa: E731 - "213,909 (−63.6%)" -> "213,909"
+        assert number(cells[1]) == f"{total['tokens']:,}"
+        assert number(cells[2]) == f"{total['cached_tokens']:,}"
+        assert cells[3] == f"{total['uncached_tokens']:,}"
+        assert cells[4] == f"{total['effective_cost']:,.1f}"
+        if cells[0] != "v7":
+            assert cells[5] == f"{total['change_percent']['effective_cost']:+.1f}%".replace("-", "−")
