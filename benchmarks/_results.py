@@ -34,31 +34,34 @@ the absolute times. Nothing here is asserted by the test suite.
 """
 
 
-def sample(fn: Callable[[], object], repeat: int, warmup: int = 2) -> list[float]:
-    """Return `repeat` wall times (seconds) of `fn()`, after `warmup` untimed calls."""
+def sample(fn: Callable[[], object], repeat: int, warmup: int = 2, clock: Callable[[], float] = time.perf_counter) -> list[float]:
+    """Return `repeat` times (seconds, wall clock by default) of `fn()`, after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
     out = []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        out.append(time.perf_counter() - start)
+        out.append(clock() - start)
     return out
 
 
-def paired(fn_a: Callable[[], object], fn_b: Callable[[], object], repeat: int, warmup: int = 2) -> tuple[list[float], list[float]]:
+def paired(
+    fn_a: Callable[[], object], fn_b: Callable[[], object], repeat: int, warmup: int = 2,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[list[float], list[float]]:
     """Time `fn_a` and `fn_b` alternately, so that drift (CPU clock, caches) hits both alike."""
     for _ in range(warmup):
         fn_a()
         fn_b()
     a, b = [], []
     for _ in range(repeat):
-        start = time.perf_counter()
+        start = clock()
         fn_a()
-        mid = time.perf_counter()
+        mid = clock()
         fn_b()
         a.append(mid - start)
-        b.append(time.perf_counter() - mid)
+        b.append(clock() - mid)
     return a, b
 
 
@@ -108,7 +111,8 @@ def machine() -> str:
     return (
         f"Date {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC; commit {_commit()}; "
         f"{_cpu_model()}, {os.cpu_count()} cores; {platform.system()} {platform.release()}; "
-        f"Python {platform.python_version()}; {', '.join(libs)}."
+        f"Python {platform.python_version()}; {', '.join(libs)}; load average at the start "
+        f"{os.getloadavg()[0]:.2f} (other processes share the cores when it exceeds 0)."
     )
 
 

@@ -43,6 +43,8 @@ class TurnStats:
     physical: list[int | None]
     content: list[int]
     create: float
+    parts: dict[str, list[int]]  # logical bytes per turn by event kind, and payloads
+    replay: list[float]  # time to rebuild the current state from the store (`Investigation.state`)
 
 
 def _wchar() -> int | None:
@@ -55,14 +57,15 @@ def _wchar() -> int | None:
     return None
 
 
-def _stored_bytes(path: str) -> int:
+def _stored_bytes(path: str) -> dict[str, int]:
+    """Stored event data per event kind, and payload data, in bytes."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        events = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM events").fetchone()[0]
-        payloads = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM payloads").fetchone()[0]
+        out = dict(conn.execute("SELECT kind, sum(length(data)) FROM events GROUP BY kind").fetchall())
+        out["payloads"] = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM payloads").fetchone()[0]
     finally:
         conn.close()
-    return events + payloads
+    return out
 
 
 def _roomy(state: State) -> State:
@@ -98,7 +101,7 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
     for h in state.hypotheses:
         if h.control.previous_result in unsettled:
             pending[h.id] = h.control.previous_result
-    stats = TurnStats([], [], [], [], [], 0.0)
+    stats = TurnStats([], [], [], [], [], 0.0, {}, [])
     with tempfile.TemporaryDirectory(dir=ROOT / "benchmarks") as tmp:
         path = os.path.join(tmp, "store.sqlite3")
         start = time.perf_counter()
@@ -129,12 +132,27 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
                     continue
                 stats.submit_next.append((t1 - t0) + (t3 - t2))
                 stats.record.append(t2 - t1)
-                stats.logical.append(_stored_bytes(path) - before_bytes)
+                after_bytes = _stored_bytes(path)
+                for kind in after_bytes:
+                    grown = after_bytes[kind] - before_bytes.get(kind, 0)
+                    stats.parts.setdefault(kind, []).append(grown)
+                stats.logical.append(sum(after_bytes.values()) - sum(before_bytes.values()))
                 stats.physical.append(None if before_io is None else after_io - before_io)
                 stats.content.append(len(body) + len(result))
+            for _ in range(max(3, turns // 4)):
+                start = time.perf_counter()
+                inv.state  # noqa: B018 - a replay of the whole log, timed
+                stats.replay.append(time.perf_counter() - start)
         finally:
             inv.close()
     return stats
+
+
+def breakdown(stats: TurnStats) -> str:
+    """Where a turn's bytes and time go: median bytes per event kind, and one replay's time."""
+    parts = ", ".join(f"{kind} {median(v):,.0f}" for kind, v in sorted(stats.parts.items()))
+    return (f"logical bytes per turn by kind: {parts}; rebuilding the state from the store "
+            f"(one replay) takes {ms(median(stats.replay))} ms")  # fmt: skip
 
 
 def describe(label: str, stats: TurnStats) -> list[str]:
