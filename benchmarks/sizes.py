@@ -52,9 +52,16 @@ def run_table(directory: Path) -> str:
                "cached share", "effective cost", "vs v7", "last chars", "last tokens"]  # fmt: skip
     table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 11, disable_numparse=True)
     rel = directory.relative_to(ROOT)
+    bare = compare_contexts(contexts, strategies("v8", "v9", all_versions=False, baselines=False), recall=False)
+    no_recall = []
+    for s in bare.strategies:
+        kept, dropped = cmp.total(s), bare.total(s)
+        no_recall.append(f"{s} {dropped.chars:,} chars, {dropped.tokens:,} tokens, effective cost {dropped.cost:,.1f}"
+                         + (" (unchanged)" if (kept.chars, kept.tokens) == (dropped.chars, dropped.tokens) else ""))  # fmt: skip
     return (
         f"### `{rel}`: {len(contexts)} contexts, recall selections kept\n\n"
-        f"Reproduce: `.venv/bin/workingset compare {rel} --all` (the totals table).\n\n{table}\n"
+        f"Reproduce: `.venv/bin/workingset compare {rel} --all` (the totals table).\n\n{table}\n\n"
+        f"With `--no-recall` (every state's recall selections removed): {'; '.join(no_recall)}.\n"
     )
 
 
