@@ -93,7 +93,8 @@ def _cpu_model() -> str:
 def _commit() -> str:
     try:
         rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":!benchmarks/RESULTS.md"], cwd=ROOT,
                                capture_output=True, text=True).stdout  # fmt: skip
     except OSError:
         return "unknown"
