@@ -12,7 +12,7 @@ from typing import Any, Iterable
 
 import msgspec
 
-_BACKTICKS = re.compile(r"`+")
+_FENCE_RUNS = re.compile(r"`{3,}")  # shorter runs never decide the fence length
 _SAFE_INFO = re.compile(r"^[A-Za-z0-9_+.#-]{1,40}$")
 _encode = msgspec.json.encode
 _lines = msgspec.json.Encoder().encode_lines
@@ -35,7 +35,7 @@ def fence(body: str, info: str | None = None) -> str:
     fence and the newline before the closing fence. An info string that could break the
     fence (spaces, backticks) is left out; the record beside the block carries it anyway.
     """
-    longest = max(map(len, _BACKTICKS.findall(body))) if "```" in body else 0
+    longest = max(map(len, _FENCE_RUNS.findall(body))) if "```" in body else 0
     ticks = "`" * max(3, longest + 1)
     tag = info if info is not None and _SAFE_INFO.match(info) else ""
     return f"{ticks}{tag}\n{body}\n{ticks}"
