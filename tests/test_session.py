@@ -13,7 +13,7 @@ import pytest
 from session_helpers import (
     ANALYSIS, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
 )  # fmt: skip
-from workingset.decisions import pending_result
+
 from workingset.errors import WorkingsetError
 from workingset.runs import read_run, verify_context
 from workingset.session import Investigation
@@ -447,7 +447,7 @@ def test_a_session_continues_from_the_last_bug17_context(store, tmp_path):
     with Investigation.create(store, BUG17.read_bytes(), encoder="v8", clock=CLOCK) as inv:
         start = inv.state
         req = inv.next_request()
-        pending = pending_result(start, req.hypothesis)
+        pending = start.pending_result(req.hypothesis)
         assert pending is None or pending in req.shown
         archived = req.indexed[0]
         applied = inv.submit(req.request_id, decision(recall(archived), assess(pending, "neutral", 0.4) if pending else None))

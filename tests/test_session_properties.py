@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from session_helpers import ANALYSIS, db_dump, result, state_bytes
-from workingset.decisions import pending_result
+
 from workingset.errors import DecisionRejected, SessionError
 from workingset.model import validate_state
 from workingset.session import Investigation
@@ -73,7 +73,7 @@ def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(encoder
                 break
             before = inv.show()
             data = d if isinstance(d, bytes) else json.dumps(
-                _resolve(d, pending_result(before.state, req.hypothesis), req.shown, req.indexed)).encode()  # fmt: skip
+                _resolve(d, before.state.pending_result(req.hypothesis), req.shown, req.indexed)).encode()  # fmt: skip
             dump = db_dump(store)
             try:
                 applied = inv.submit(req.request_id, data)

@@ -151,17 +151,6 @@ def grounded_ids(decision: AnyDecision) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def pending_result(state: State, hypothesis_id: str) -> str | None:
-    """The hypothesis's previous result if its budget action is unsettled (rule A), else None."""
-    hyp = state.hypothesis(hypothesis_id)
-    if hyp is None or hyp.control.previous_result is None:
-        return None
-    for ev in state.evidence:
-        if ev.id == hyp.control.previous_result:
-            return ev.id if ev.budget.status == "unsettled" else None
-    return None
-
-
 def check_decision(
     decision: AnyDecision,
     state: State,
@@ -181,7 +170,7 @@ def check_decision(
             ids=unknown,
         )
 
-    pending = pending_result(state, hypothesis_id)
+    pending = state.pending_result(hypothesis_id)
     assessment = assessment_of(decision)
     if pending is not None and assessment is None:
         raise _reject(

@@ -170,6 +170,21 @@ class State(_Strict, kw_only=True):
                 return h
         return None
 
+    def pending_result(self, hid: str) -> str | None:
+        """The hypothesis's previous result if its budget action is unsettled (rule A), else None.
+
+        The prompt's assessment instruction and decision validation both ask this, so they
+        cannot disagree.
+        """
+        h = self.hypothesis(hid)
+        prev = None if h is None else h.control.previous_result
+        if prev is None:
+            return None
+        for ev in self.evidence:
+            if ev.id == prev:
+                return prev if ev.budget.status == "unsettled" else None
+        return None
+
 
 class Rendered(_Strict, kw_only=True):
     """The recorded size and hash of a stored context's rendered text."""

@@ -192,7 +192,7 @@ class V1:
             f"selected hypothesis: {h.id} {compact(h.title)} "
             f"(its iterations: {h.control.iterations_used} of {h.control.iteration_limit})",
         ]
-        pending = pending_result(state, h)
+        pending = state.pending_result(h.id)
         if pending is not None:
             lines.append(
                 f'assessment: REQUIRED. {h.id}\'s previous result {pending} is unsettled: include "assessment" '
@@ -221,14 +221,3 @@ def empty_rows_remark(ev: Evidence) -> str:
         f"payload: 0 rows retained, but the source reported item_count {compact(cap.item_count)}, "
         f"truncated {compact(cap.truncated)}: this is not evidence of absence."
     )
-
-
-def pending_result(state: State, h: Hypothesis) -> str | None:
-    """The selected hypothesis's previous result if its budget action is unsettled (rule A)."""
-    prev = h.control.previous_result
-    if prev is None:
-        return None
-    for ev in state.evidence:
-        if ev.id == prev:
-            return prev if ev.budget.status == "unsettled" else None
-    return None
