@@ -140,3 +140,11 @@ def test_lone_surrogates_are_invalid_even_in_states_built_in_python():
     with pytest.raises(Exception) as err:
         validate_state(state)
     assert err.value.code == "invalid_file" and err.value.details["path"] == "$.notes[0].text"
+
+
+@pytest.mark.parametrize("stamp", ["2026-06-10t20:15:00z", "2016-12-31T23:59:60Z", "2026-06-10T20:15:00.123456789+05:30"])
+def test_rfc3339_forms_are_accepted_and_kept_verbatim(stamp):
+    doc = stored()
+    doc["state"]["case"]["opened_at"] = stamp
+    state = load_state_or_context(msgspec.json.encode(doc))
+    assert state.case.opened_at == stamp

@@ -30,7 +30,7 @@ RequestId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}-r[0-9]{4,}$
 # RFC 3339 with an explicit offset; the calendar itself is checked in validate_state.
 Timestamp = Annotated[
     str,
-    Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$"),
+    Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"),
 ]
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
 NonNegFloat = Annotated[float, Meta(ge=0.0)]
@@ -289,8 +289,12 @@ def _check_scalar(value: Any, source: str, path: str) -> None:
 
 
 def _check_timestamp(value: str, source: str, path: str) -> None:
+    # RFC 3339 allows lowercase t/z and a leap second (:60), which fromisoformat does not.
+    calendar = value.upper()
+    if calendar[17:19] == "60":
+        calendar = calendar[:17] + "59" + calendar[19:]
     try:
-        datetime.fromisoformat(value)
+        datetime.fromisoformat(calendar)
     except ValueError:
         raise _fail(source, path, f"not a valid RFC 3339 timestamp: {value!r}") from None
 
