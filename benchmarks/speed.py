@@ -136,10 +136,9 @@ def main() -> None:
             "rendering 180 contexts and tokenizing what is new in them takes longer than 2 s on this machine."))
     if turn_ms >= TURN_TARGET_MS:
         whys.append(
-            "Why the turn misses: each of submit, record and next rebuilds the state by replaying the "
-            "analysis's event log (decoding the `created` event, which holds the initial state, reading "
-            "each payload with its own SELECT, applying every later event); then next renders the whole "
-            "v10 request, and each of the three transactions commits durably (WAL, synchronous = FULL). "
+            "Why the turn misses: no call replays the log (the handle keeps the replayed state and reads "
+            "only new events), so what remains is next rendering the whole v10 request and the two "
+            "transactions committing durably (WAL, synchronous = FULL: an fsync each). "
             f"Here {breakdown(stats)}."
         )  # fmt: skip
     body = [
@@ -158,8 +157,10 @@ def main() -> None:
         "\n### The whole compare process (7 runs after 1 warm-up)\n",
         _table(["process", "median wall ms", "max wall ms", "median CPU ms (user + sys)"], prows),
         "\n### The controller's turn (submit + next on the SQLite store)\n",
-        f"{TURNS} turns (after 3 warm-up turns) starting from the last bug17 state with encoder v10; "
-        "see `benchmarks/turns.py` for what a turn does and how bytes are counted.\n",
+        f"{TURNS} turns (after 3 warm-up turns) starting from the last bug17 state with encoder v10, all "
+        "through one `Investigation` handle, which keeps the replayed state: each call reads only the events "
+        "appended since its last one (by any process), so no call replays the log; see "
+        "`benchmarks/turns.py` for what a turn does and how bytes are counted.\n",
         _table(HEADERS, [describe(f"bug17 last ({len(ctx.state.evidence)} items)", stats)]),
         "\n" + breakdown(stats)[0].upper() + breakdown(stats)[1:] + ".",
     ]  # fmt: skip

@@ -87,6 +87,8 @@ def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(encoder
             validate_state(after.state)
             if applied.action:
                 inv.record(applied.action, result("r"))
+        kept = inv.show()  # from the state this handle kept and updated turn by turn
         inv.close()
         with Investigation.open(store, ANALYSIS) as again:  # the replayed store agrees with itself
             validate_state(again.state)
+            assert again.show() == kept

@@ -33,19 +33,48 @@ def _max_number(ids: Iterable[str | None]) -> int:
     return max((int(i[1:]) for i in ids if i), default=0)
 
 
-def next_evidence_id(state: State) -> str:
-    """The next sequential evidence ID of this analysis."""
-    return f"E{_max_number(e.id for e in state.evidence) + 1:06d}"
+@dataclass
+class Numbers:
+    """The highest evidence, note and budget-action numbers used so far, from which new IDs count on.
+
+    `of` scans a state once; `count_decision` and `count_record` then keep the numbers up to
+    date with each applied change, so allocating an ID does not rescan the whole state.
+    """
+
+    evidence: int = 0
+    notes: int = 0
+    actions: int = 0
+
+    @classmethod
+    def of(cls, state: State, known_actions: Iterable[str] = ()) -> Numbers:
+        return cls(
+            evidence=_max_number(e.id for e in state.evidence),
+            notes=_max_number(n.id for n in state.notes),
+            actions=_max_number([e.budget.action for e in state.evidence] + list(known_actions)),
+        )
+
+    def count_decision(self, ids: Allocated) -> None:
+        self.notes = max(self.notes, _max_number(ids.notes))
+        self.actions = max(self.actions, _max_number([ids.action]))
+
+    def count_record(self, evidence: Evidence) -> None:
+        self.evidence = max(self.evidence, _max_number([evidence.id]))
+        self.actions = max(self.actions, _max_number([evidence.budget.action]))
 
 
-def allocate(state: State, decision: AnyDecision, known_actions: Iterable[str]) -> Allocated:
-    """Allocate note IDs and, for a query, a budget action ID not used in the state or the store."""
-    first = _max_number(n.id for n in state.notes) + 1
-    notes = tuple(f"N{first + i:06d}" for i in range(len(decision.notes)))
-    action = None
-    if isinstance(decision.next, Query):
-        used = [e.budget.action for e in state.evidence] + list(known_actions)
-        action = f"B{_max_number(used) + 1:06d}"
+def next_evidence_id(state: State, numbers: Numbers | None = None) -> str:
+    """The next sequential evidence ID of this analysis (`numbers`, when given, are the state's)."""
+    return f"E{(numbers or Numbers.of(state)).evidence + 1:06d}"
+
+
+def allocate(state: State, decision: AnyDecision, known_actions: Iterable[str] = (), numbers: Numbers | None = None) -> Allocated:
+    """Allocate note IDs and, for a query, a budget action ID not used in the state or the store.
+
+    `numbers`, when given, are the state's and the store's (then `known_actions` is not needed).
+    """
+    numbers = numbers or Numbers.of(state, known_actions)
+    notes = tuple(f"N{numbers.notes + 1 + i:06d}" for i in range(len(decision.notes)))
+    action = f"B{numbers.actions + 1:06d}" if isinstance(decision.next, Query) else None
     return Allocated(notes=notes, action=action)
 
 

@@ -5,13 +5,22 @@ content-addressed payload table (the evidence keeps its `content_hash`); `decisi
 `record` events hold exactly what changed. Replaying them with the pure functions of
 `controller` rebuilds the state at any event, which is how an exported request gets the
 very state it was rendered from.
+
+A `Replayed` is such a state together with the last event it reflects. The session keeps
+one per analysis and store connection, and at each call, inside the call's transaction,
+`catch_up` applies only the events appended since (by this process or any other), so a call
+costs what is new, not the whole history. Payloads are read in batches, never one SELECT per
+item. The session applies its own changes to a `Replayed` through `as_replayed` and
+`stored_payload`, which give exactly the objects a replay decodes from the stored event, so a
+kept state never differs from a fresh replay of the log.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -20,8 +29,9 @@ import msgspec
 from . import controller as ctl
 from .decisions import RecallDecision
 from .errors import InvalidFile, StoreCorrupt, UsageError
+from .hashing import canonical_json
 from .model import Capture, Evidence, NonNegFloat, Payload, RowsPayload, Scope, State
-from .store import Tx
+from .store import EventRow, Manifest, Tx
 
 _TIMESTAMP_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$")
 _PATH_RE = re.compile(r" - at `(\$[^`]*)`$")
@@ -43,8 +53,7 @@ class RequestEvent(_Event):
     request_id: str
     hypothesis: str
     encoder: str
-    shown: list[str]
-    indexed: list[str]
+    manifest: Manifest  # the shown and indexed IDs, compactly (see `store.Manifest`)
     chars: int
     hash: str
 
@@ -86,37 +95,137 @@ def encode_event(event: _Event) -> bytes:
     return msgspec.json.encode(event)
 
 
-def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[int, State]]:
-    """Yield (seq, state after that event) for each event; the one state object is updated in place."""
-    payloads: dict[str, Payload] = {}
+_DECISION_DECODER = msgspec.json.Decoder(RecallDecision)
+_EVIDENCE_DECODER = msgspec.json.Decoder(Evidence)
+_PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
+_STATE_CHANGES = frozenset({"created", "decision", "record"})
 
-    def fill(ev: Evidence) -> None:
-        if ev.content_hash is not None and ev.payload is None:
-            if ev.content_hash not in payloads:
-                payloads[ev.content_hash] = tx.payload(ev.content_hash)
-            ev.payload = payloads[ev.content_hash]
 
-    state: State | None = None
-    for row in tx.events(analysis_id, upto):
+def as_replayed(value: Any) -> Any:
+    """The decision or evidence record exactly as a replay decodes it from its stored event (no shared objects)."""
+    if isinstance(value, Evidence):
+        return _EVIDENCE_DECODER.decode(msgspec.json.encode(value))
+    return _DECISION_DECODER.decode(msgspec.json.encode(value))
+
+
+def stored_payload(payload: Payload) -> Payload:
+    """A payload exactly as the store gives it back (decoded from its canonical bytes)."""
+    return _PAYLOAD_DECODER.decode(canonical_json(payload))
+
+
+@dataclass
+class Replayed:
+    """The state after the events up to `seq`; `changed` is the last event that changed it.
+
+    `request` and lifecycle events leave the state as it is, so the state at any event from
+    `changed` to `seq` is this one. `numbers` are the highest evidence, note and budget-action
+    numbers of the state and of the store's actions (which decisions allocated), kept up to
+    date so that new IDs are allocated without a scan.
+    """
+
+    state: State
+    seq: int
+    changed: int
+    numbers: ctl.Numbers
+
+    def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
+        """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""
+        iteration = ctl.apply_decision(self.state, hypothesis_id, decision, ids)
+        self.numbers.count_decision(ids)
+        return iteration
+
+    def apply_record(self, evidence: Evidence) -> None:
+        """Append a recorded result (as `controller.apply_record`)."""
+        ctl.apply_record(self.state, evidence)
+        self.numbers.count_record(evidence)
+
+    def note(self, seq: int, kind: str) -> None:
+        """Record that the event `seq` of `kind` is reflected (its change already applied)."""
+        if seq != self.seq + 1:
+            raise StoreCorrupt(f"event {seq} follows event {self.seq}: the event log has a gap")
+        self.seq = seq
+        if kind in _STATE_CHANGES:
+            self.changed = seq
+
+
+def _decode(analysis_id: str, rows: list[EventRow]) -> list[tuple[EventRow, Any]]:
+    out = []
+    for row in rows:
         decoder = _DECODERS.get(row.kind)
         try:
-            event: Any = decoder.decode(row.data) if decoder else None
+            out.append((row, decoder.decode(row.data) if decoder else None))
         except msgspec.DecodeError as exc:
             raise StoreCorrupt(f"event {row.seq} of {analysis_id} is damaged ({exc})") from None
-        if (state is None) != (row.kind == "created"):
-            raise StoreCorrupt(f"event {row.seq} of {analysis_id}: the log must start with exactly one `created`")
+    return out
+
+
+def _payloads(tx: Tx, decoded: list[tuple[EventRow, Any]]) -> dict[str, Payload]:
+    """Every payload the events refer to, in one batched read."""
+    wanted = []
+    for row, event in decoded:
         if row.kind == "created":
-            state = event.state
-            for ev in state.evidence:
-                fill(ev)
-        elif row.kind == "decision":
-            ids = ctl.Allocated(notes=tuple(event.notes), action=event.action)
-            if ctl.apply_decision(state, event.hypothesis, event.decision, ids) != event.iteration:
-                raise StoreCorrupt(f"event {row.seq} of {analysis_id}: replay reached a different iteration")
-        elif row.kind == "record":
-            fill(event.evidence)
-            ctl.apply_record(state, event.evidence)
-        yield row.seq, state
+            wanted.extend(ev.content_hash for ev in event.state.evidence if ev.content_hash and ev.payload is None)
+        elif row.kind == "record" and event.evidence.content_hash and event.evidence.payload is None:
+            wanted.append(event.evidence.content_hash)
+    return tx.payloads(wanted) if wanted else {}
+
+
+def _fill(ev: Evidence, payloads: Mapping[str, Payload]) -> None:
+    if ev.content_hash is not None and ev.payload is None:
+        payload = payloads.get(ev.content_hash)
+        if payload is None:
+            raise StoreCorrupt(f"payload {ev.content_hash} of {ev.id} is missing")
+        ev.payload = payload
+
+
+def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any, payloads: Mapping[str, Payload]) -> Replayed:
+    """Apply one decoded event to `view` in place (None: it must be the `created` event)."""
+    if (view is None) != (row.kind == "created"):
+        raise StoreCorrupt(f"event {row.seq} of {analysis_id}: the log must start with exactly one `created`")
+    if row.kind == "created":
+        for ev in event.state.evidence:
+            _fill(ev, payloads)
+        view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state))
+    elif row.kind == "decision":
+        ids = ctl.Allocated(notes=tuple(event.notes), action=event.action)
+        if view.apply_decision(event.hypothesis, event.decision, ids) != event.iteration:
+            raise StoreCorrupt(f"event {row.seq} of {analysis_id}: replay reached a different iteration")
+    elif row.kind == "record":
+        _fill(event.evidence, payloads)
+        view.apply_record(event.evidence)
+    view.note(row.seq, row.kind)
+    return view
+
+
+def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None = None) -> Replayed:
+    """Bring `view` (None: nothing yet) up to the last event (or `upto`), reading only the newer events.
+
+    Runs inside the caller's transaction, so it sees every change committed by any process.
+    The view is updated in place; if this raises, the view is unusable.
+    """
+    decoded = _decode(analysis_id, tx.events(analysis_id, upto=upto, after=view.seq if view is not None else 0))
+    payloads = _payloads(tx, decoded)
+    for row, event in decoded:
+        view = _apply(analysis_id, view, row, event, payloads)
+    if view is None:
+        raise StoreCorrupt(f"analysis {analysis_id} has no events")
+    return view
+
+
+def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -> Replayed:
+    """The view of a log holding only its `created` event, whose payloads the caller has (a new analysis)."""
+    ((row, event),) = _decode(analysis_id, [created])
+    return _apply(analysis_id, None, row, event, payloads)
+
+
+def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[int, State]]:
+    """Yield (seq, state after that event) for each event; the one state object is updated in place."""
+    decoded = _decode(analysis_id, tx.events(analysis_id, upto))
+    payloads = _payloads(tx, decoded)
+    view: Replayed | None = None
+    for row, event in decoded:
+        view = _apply(analysis_id, view, row, event, payloads)
+        yield row.seq, view.state
 
 
 class ResultInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -1,14 +1,22 @@
 """The per-turn API an investigation controller calls (SPEC §6–8): `Investigation`.
 
-Each method is one store transaction: it loads the analysis (replaying its event log),
-validates, applies the pure functions of `controller`, and writes the event with the index
-rows it implies. A rejected call writes nothing.
+Each method is one store transaction: it brings the analysis's state up to date, validates,
+applies the pure functions of `controller`, and writes the event with the index rows it
+implies. A rejected call writes nothing.
+
+The state is not rebuilt from the whole event log at every call. The store connection keeps
+the replayed state of each analysis it has served (`journal.Replayed`) with the last event
+it reflects; a call, inside its transaction, reads and applies only the events appended
+since, whichever process appended them, so it sees every committed change and costs what is
+new. A call that fails after it began changing that state drops it, and the next call
+replays the log in full.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -25,17 +33,22 @@ from .journal import (
     DecisionEvent,
     LifecycleEvent,
     RecordEvent,
+    Replayed,
     RequestEvent,
     ResultInput,
+    as_replayed,
+    catch_up,
     check_timestamp,
     decode_result,
     encode_event,
     replay,
+    seed,
+    stored_payload,
 )
 from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state
 from .replies import Applied, Lifecycle, PendingAction, Recorded, Request, Summary
 from .runs import make_stored_context, write_run
-from .store import ActionRow, AnalysisRow, RequestRow, SqliteStore, Tx
+from .store import ActionRow, AnalysisRow, EventRow, Manifest, RequestRecord, RequestRow, SqliteStore, Tx
 
 DEFAULT_STORE = os.path.join(".workingset", "store.sqlite3")
 
@@ -67,6 +80,35 @@ def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct) -> bytes:
     if isinstance(value, (dict, msgspec.Struct)):
         return msgspec.json.encode(value)
     raise TypeError(f"expected JSON text, bytes, a dict or a Struct, not {type(value).__name__}")
+
+
+class _Call:
+    """One API call's transaction and the analysis's kept state, brought up to date on demand."""
+
+    def __init__(self, tx: Tx, analysis_id: str, view: Replayed | None):
+        self.tx = tx
+        self.analysis_id = analysis_id
+        self.view = view
+        self.dirty = False  # the view has been changed in memory by this call's own (uncommitted) work
+
+    def sync(self) -> Replayed:
+        """The kept state with every event committed so far applied (a full replay if there is none)."""
+        view, self.view = self.view, None  # unusable if catching up fails half-way
+        self.view = catch_up(self.tx, self.analysis_id, view)
+        return self.view
+
+    def change(self) -> Replayed:
+        """The synced view, about to be changed by this call: kept only if the call commits."""
+        assert self.view is not None, "sync() first"
+        self.dirty = True
+        return self.view
+
+    def append(self, kind: str, event: Any, at: str) -> int:
+        """Append this call's event; a synced view then reflects it (its change must already be applied)."""
+        seq = self.tx.append_event(self.analysis_id, kind, at, encode_event(event))
+        if self.view is not None and self.dirty:
+            self.view.note(seq, kind)
+        return seq
 
 
 class Investigation:
@@ -114,9 +156,13 @@ class Investigation:
             status, reason = ctl.termination(state, ctl.ACTIVE, busy=())
             at = self._clock()
             tx.insert_analysis(AnalysisRow(aid, encoder, status, None, reason, at))
-            event = CreatedEvent(state=_externalize(tx, copy_state(state)), encoder=encoder, status=status,
+            payloads: dict[str, Any] = {}
+            event = CreatedEvent(state=_externalize(tx, copy_state(state), payloads), encoder=encoder, status=status,
                                  termination_reason=reason)  # fmt: skip
-            tx.append_event(aid, "created", at, encode_event(event))
+            data = encode_event(event)
+            seq = tx.append_event(aid, "created", at, data)
+            view = seed(aid, EventRow(seq, "created", at, data), payloads)
+        self.store.views[aid] = view
 
     @classmethod
     def open(cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now) -> Investigation:
@@ -153,52 +199,68 @@ class Investigation:
                                code="unknown_analysis", details={"analysis": self.analysis_id})  # fmt: skip
         return row
 
-    def _state(self, tx: Tx, upto: int | None = None) -> State:
-        state = None
-        for _, state in replay(tx, self.analysis_id, upto):
-            pass
-        if state is None:
-            raise StoreCorrupt(f"store {self.store.path}: analysis {self.analysis_id} has no events")
-        return state
+    @contextmanager
+    def _call(self, write: bool) -> Iterator[_Call]:
+        """One transaction with the analysis's kept state; the state is kept again only if it stays right."""
+        views = self.store.views
+        with self.store.write() if write else self.store.read() as tx:
+            call = _Call(tx, self.analysis_id, views.pop(self.analysis_id, None))
+            try:
+                yield call
+            except BaseException:
+                if call.view is not None and not call.dirty:  # untouched: still the state of committed events
+                    views[self.analysis_id] = call.view
+                raise
+        if call.view is not None:  # committed
+            views[self.analysis_id] = call.view
 
     @property
     def state(self) -> State:
-        """The current state (SPEC §3), rebuilt from the store."""
-        with self.store.read() as tx:
-            self._row(tx)
-            return self._state(tx)
+        """The current state (SPEC §3): a copy, up to date with the store."""
+        with self._call(write=False) as call:
+            self._row(call.tx)
+            return copy_state(call.sync().state)
 
     def show(self) -> Summary:
         """Status, termination reason, encoder, open request, pending actions and the current state."""
-        with self.store.read() as tx:
+        with self._call(write=False) as call:
+            tx = call.tx
             row = self._row(tx)
-            state = self._state(tx)
-            open_req = _open_request(tx, self.analysis_id)
+            state = copy_state(call.sync().state)
+            open_req = tx.open_request(self.analysis_id)
             return Summary(
                 status=row.status,
                 termination_reason=row.termination_reason,
                 encoder=row.encoder,
                 open_request=open_req.request_id if open_req else None,
-                pending_actions=[_pending(a) for a in tx.actions(self.analysis_id) if a.status == "pending"],
+                pending_actions=[_pending(a) for a in tx.pending_actions(self.analysis_id)],
                 state=state,
             )
 
     def requests(self) -> list[RequestRow]:
-        """Every request of the analysis with its persisted manifest, in order."""
-        with self.store.read() as tx:
-            self._row(tx)
-            return tx.requests(self.analysis_id)
+        """Every request of the analysis with its persisted manifest (shown and indexed spelled out), in order."""
+        with self._call(write=False) as call:
+            self._row(call.tx)
+            ids = _evidence_ids(call.sync().state)
+            return [self._resolved(req, ids) for req in call.tx.requests(self.analysis_id)]
+
+    def _resolved(self, req: RequestRecord, ids: list[str]) -> RequestRow:
+        try:
+            return req.resolved(ids)
+        except ValueError as exc:
+            raise StoreCorrupt(f"store {self.store.path}: the manifest of request {req.request_id} is damaged ({exc})",
+                               details={"request_id": req.request_id}) from None  # fmt: skip
 
     # -- the turn ----------------------------------------------------------------------
 
     def next_request(self, hypothesis: str | None = None) -> Request:
         """Render and persist the next request (scheduler's or the caller's hypothesis), or return the open one."""
         aid = self.analysis_id
-        with self.store.write() as tx:
+        with self._call(write=True) as call:
+            tx = call.tx
             row = self._require_active(tx)
-            requests = tx.requests(aid)
-            open_req = next((r for r in requests if r.status == "open"), None)
-            state = self._state(tx)
+            open_req = tx.open_request(aid)
+            state = call.sync().state
             busy = _busy(tx, aid)
             if hypothesis is not None and state.hypothesis(hypothesis) is None:
                 ctl.check_choice(state, hypothesis, busy)  # unknown_hypothesis, the most specific code
@@ -210,20 +272,22 @@ class Investigation:
                         code="request_open",
                         details={"request_id": open_req.request_id, "hypothesis": open_req.hypothesis},
                     )
-                return self._rerender(tx, open_req)
+                return self._rerender(call, open_req)
             if hypothesis is None:
                 hid = ctl.schedule(state, busy)
             else:
                 ctl.check_choice(state, hypothesis, busy)
                 hid = hypothesis
             out = get_encoder(row.encoder).render(state, hid)
-            number = len(requests) + 1
+            number = tx.request_count(aid) + 1
             rid = f"{aid}-r{number:04d}"
-            event = RequestEvent(request_id=rid, hypothesis=hid, encoder=out.encoder, shown=list(out.shown),
-                                 indexed=list(out.indexed), chars=out.chars, hash=out.hash)  # fmt: skip
-            seq = tx.append_event(aid, "request", self._clock(), encode_event(event))
-            tx.insert_request(RequestRow(aid, number, rid, hid, out.encoder, out.shown, out.indexed, out.chars,
-                                         out.hash, seq, "open"))  # fmt: skip
+            manifest = Manifest.of(out.shown, out.indexed, _evidence_ids(state))
+            event = RequestEvent(request_id=rid, hypothesis=hid, encoder=out.encoder, manifest=manifest,
+                                 chars=out.chars, hash=out.hash)  # fmt: skip
+            call.change()  # the request event advances the kept state's position (not the state)
+            seq = call.append("request", event, self._clock())
+            tx.insert_request(RequestRecord(aid, number, rid, hid, out.encoder, manifest, out.chars, out.hash, seq,
+                                            "open"))  # fmt: skip
             return Request(request_id=rid, encoder=out.encoder, hypothesis=hid, text=out.text, shown=list(out.shown),
                            indexed=list(out.indexed), chars=out.chars, hash=out.hash)  # fmt: skip
 
@@ -231,25 +295,30 @@ class Investigation:
         """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code."""
         data = _as_bytes(decision)
         aid = self.analysis_id
-        with self.store.write() as tx:
+        with self._call(write=True) as call:
+            tx = call.tx
             self._require_active(tx, decision=True)
-            req = _open_request(tx, aid)
+            req = tx.open_request(aid)
             if req is None or req.request_id != request_id:
                 raise _stale(tx, aid, request_id, req)
             supports_recall = get_encoder(req.encoder).supports_recall
             parsed = parse_decision(data, supports_recall=supports_recall)
-            state = self._state(tx)
+            view = call.sync()
+            state = view.state
+            # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
+            shown = self._resolved(req, _evidence_ids(state)).shown
             check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,
-                           shown=req.shown, supports_recall=supports_recall)  # fmt: skip
-            actions = tx.actions(aid)
-            ids = ctl.allocate(state, parsed, [a.action_id for a in actions])
-            iteration = ctl.apply_decision(state, req.hypothesis, parsed, ids)
+                           shown=shown, supports_recall=supports_recall)  # fmt: skip
+            ids = ctl.allocate(state, parsed, numbers=view.numbers)
             busy = _busy(tx, aid) | ({req.hypothesis} if ids.action else set())
+            call.change()
+            # Applied as a replay will apply it: the decision decoded from its stored form.
+            iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
             status, reason = ctl.termination(state, ctl.ACTIVE, busy)
             event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=parsed,
                                   notes=list(ids.notes), action=ids.action, iteration=iteration,
                                   status=status, termination_reason=reason)  # fmt: skip
-            tx.append_event(aid, "decision", self._clock(), encode_event(event))
+            call.append("decision", event, self._clock())
             tx.set_request_status(aid, request_id, "answered")
             if isinstance(parsed.next, Query):
                 q = parsed.next
@@ -277,13 +346,14 @@ class Investigation:
         if captured_at is None:
             captured_at = self._clock()
         check_timestamp(captured_at)
-        with self.store.write() as tx:
+        with self._call(write=True) as call:
+            tx = call.tx
             row = self._row(tx)
             if row.status in ctl.TERMINAL:
                 raise _closed(row)
-            action = next((a for a in tx.actions(aid) if a.action_id == action_id), None)
+            action = tx.action(aid, action_id)
             if action is None or action.status != "pending":
-                pending = [a.action_id for a in tx.actions(aid) if a.status == "pending"]
+                pending = [a.action_id for a in tx.pending_actions(aid)]
                 why = f"its result was recorded as {action.evidence_id}" if action else "no such action"
                 raise SessionError(
                     f"{action_id} is not a pending action of analysis {aid} ({why}); pending: {', '.join(pending) or 'none'}",
@@ -291,8 +361,9 @@ class Investigation:
                     details={"action": action_id, "pending": pending},
                 )
             parsed = result if isinstance(result, ResultInput) else decode_result(_as_bytes(result), source)
-            state = self._state(tx)
-            eid = ctl.next_evidence_id(state)
+            view = call.sync()
+            state = view.state
+            eid = ctl.next_evidence_id(state, view.numbers)
             payload = parsed.payload
             evidence = Evidence(
                 id=eid, collector=action.hypothesis, scope=parsed.scope, capture=parsed.capture, payload=payload,
@@ -300,16 +371,21 @@ class Investigation:
                 budget=EvidenceBudget(action=action_id, status="unsettled", cost=parsed.cost),
                 iteration=action.iteration, captured_at=captured_at,
             )  # fmt: skip
-            ctl.apply_record(state, evidence)
+            stored = msgspec.structs.replace(evidence, payload=None)
             busy = _busy(tx, aid) - {action.hypothesis}
+            call.change()
+            # Applied as a replay will apply it: the evidence decoded from its stored event, the payload
+            # from its canonical bytes (nothing shared with the caller's objects).
+            kept = as_replayed(stored)
+            kept.payload = stored_payload(payload) if payload is not None else None
+            view.apply_record(kept)
             status, reason = ctl.termination(state, row.status, busy)
             if row.status != ctl.ACTIVE:
                 reason = row.termination_reason
-            stored = msgspec.structs.replace(evidence, payload=None)
             if payload is not None:
                 tx.put_payload(payload)
             event = RecordEvent(action=action_id, evidence=stored, status=status, termination_reason=reason)
-            tx.append_event(aid, "record", self._clock(), encode_event(event))
+            call.append("record", event, self._clock())
             tx.set_action_recorded(aid, action_id, eid)
             if status != row.status:
                 tx.set_status(aid, status, None, reason)
@@ -336,7 +412,8 @@ class Investigation:
 
     def _transition(self, verb: str, message: str | None = None) -> Lifecycle:
         aid = self.analysis_id
-        with self.store.write() as tx:
+        with self._call(write=True) as call:
+            tx = call.tx
             row = self._row(tx)
             if row.status in ctl.TERMINAL:
                 raise _closed(row)
@@ -350,15 +427,17 @@ class Investigation:
                 if row.status != ctl.PAUSED:
                     raise SessionError(f"analysis {aid} is {row.status}, not paused", code="invalid_transition",
                                        details={"status": row.status})  # fmt: skip
-                status, reason = ctl.termination(self._state(tx), row.prior_status or ctl.ACTIVE, _busy(tx, aid))
+                status, reason = ctl.termination(call.sync().state, row.prior_status or ctl.ACTIVE, _busy(tx, aid))
             else:
                 status = ctl.CANCELLED if verb == "cancel" else ctl.FAILED
                 reason = status
-                req = _open_request(tx, aid)
+                req = tx.open_request(aid)
                 if req is not None:
                     tx.set_request_status(aid, req.request_id, "abandoned")
             event = LifecycleEvent(status=status, prior_status=prior, termination_reason=reason, message=message)
-            tx.append_event(aid, verb, self._clock(), encode_event(event))
+            if verb == "resume":
+                call.change()  # synced above: the kept state's position moves past this event
+            call.append(verb, event, self._clock())
             tx.set_status(aid, status, prior, reason)
             return Lifecycle(analysis_id=aid, status=status, prior_status=prior, termination_reason=reason)
 
@@ -372,15 +451,15 @@ class Investigation:
             contexts = list(self._contexts(tx, requests))
         return write_run(directory, contexts)
 
-    def _contexts(self, tx: Tx, requests: list[RequestRow]) -> Iterator[StoredContext]:
-        by_seq: dict[int, list[RequestRow]] = {}
+    def _contexts(self, tx: Tx, requests: list[RequestRecord]) -> Iterator[StoredContext]:
+        by_seq: dict[int, list[RequestRecord]] = {}
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
         for seq, state in replay(tx, self.analysis_id):
             for req in by_seq.get(seq, ()):
                 yield self._context(req, copy_state(state))
 
-    def _context(self, req: RequestRow, state: State) -> StoredContext:
+    def _context(self, req: RequestRecord, state: State) -> StoredContext:
         ctx = make_stored_context(req.request_id, req.encoder, req.hypothesis, state)
         if ctx.rendered is None or ctx.rendered.hash != req.hash:
             raise StoreCorrupt(
@@ -389,16 +468,21 @@ class Investigation:
             )
         return ctx
 
-    def _rerender(self, tx: Tx, req: RequestRow) -> Request:
-        state = self._state(tx, upto=req.state_seq)
+    def _rerender(self, call: _Call, req: RequestRecord) -> Request:
+        view = call.view
+        if view is not None and view.changed <= req.state_seq <= view.seq:
+            state = view.state  # nothing changed the state since the request was rendered
+        else:
+            state = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq).state
         out = get_encoder(req.encoder).render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
                 details={"request_id": req.request_id},
             )
+        row = self._resolved(req, _evidence_ids(state))
         return Request(request_id=req.request_id, encoder=out.encoder, hypothesis=req.hypothesis, text=out.text,
-                       shown=list(req.shown), indexed=list(req.indexed), chars=req.chars, hash=req.hash)  # fmt: skip
+                       shown=list(row.shown), indexed=list(row.indexed), chars=req.chars, hash=req.hash)  # fmt: skip
 
     def _require_active(self, tx: Tx, decision: bool = False) -> AnalysisRow:
         row = self._row(tx)
@@ -407,21 +491,26 @@ class Investigation:
         return row
 
 
-def _externalize(tx: Tx, state: State) -> State:
-    """Move every payload into the content-addressed payload table; the state keeps the hashes."""
+def _externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:
+    """Move every payload into the content-addressed payload table; the state keeps the hashes.
+
+    `payloads` receives each one as the store gives it back, by hash.
+    """
     for ev in state.evidence:
         if ev.payload is not None:
-            tx.put_payload(ev.payload)
+            digest = tx.put_payload(ev.payload)
+            if digest not in payloads:
+                payloads[digest] = stored_payload(ev.payload)
             ev.payload = None
     return state
 
 
-def _open_request(tx: Tx, analysis_id: str) -> RequestRow | None:
-    return next((r for r in tx.requests(analysis_id) if r.status == "open"), None)
+def _evidence_ids(state: State) -> list[str]:
+    return [ev.id for ev in state.evidence]
 
 
 def _busy(tx: Tx, analysis_id: str) -> set[str]:
-    return {a.hypothesis for a in tx.actions(analysis_id) if a.status == "pending"}
+    return {a.hypothesis for a in tx.pending_actions(analysis_id)}
 
 
 def _pending(a: ActionRow) -> PendingAction:
@@ -437,10 +526,10 @@ def _closed(row: AnalysisRow, decision: bool = False) -> SessionError | Decision
                details={"status": row.status, "termination_reason": row.termination_reason})  # fmt: skip
 
 
-def _stale(tx: Tx, analysis_id: str, request_id: str, open_req: RequestRow | None) -> DecisionRejected:
-    known = {r.request_id: r for r in tx.requests(analysis_id)}
-    if request_id in known:
-        why = f"request {request_id} was already {known[request_id].status}"
+def _stale(tx: Tx, analysis_id: str, request_id: str, open_req: RequestRecord | None) -> DecisionRejected:
+    known = tx.request(analysis_id, request_id)
+    if known is not None:
+        why = f"request {request_id} was already {known.status}"
     else:
         why = f"request {request_id} is not a request of analysis {analysis_id}"
     now = f"; the open request is {open_req.request_id}" if open_req else "; no request is open"

@@ -4,7 +4,11 @@ A store holds analyses. The investigation state itself is event-sourced: the `cr
 carries the initial state and each later event carries only what changed, so a turn appends
 one event plus the payloads that are new. Payloads are stored once, keyed by their content
 hash, and shared by every item and analysis that has them. Small index tables (analyses,
-requests, actions) answer "what is open, what is pending" without a replay.
+requests, actions) answer "what is open, what is pending" without a replay, each with a
+direct lookup (the open request, the pending actions, one action), never a scan of the
+analysis's history. A request's manifest is stored compactly (`Manifest`): only the shorter
+of its shown and indexed ID lists, the other being the rest of the evidence it was rendered
+with.
 
 Every write happens inside one `BEGIN IMMEDIATE` transaction: the change, its event and its
 index rows commit together or not at all, and two writers serialize, so the second one sees
@@ -15,10 +19,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -26,7 +30,8 @@ from .errors import StoreCorrupt, WorkingsetError
 from .hashing import canonical_json, hash_bytes
 from .model import Payload
 
-SCHEMA_VERSION = 1
+# 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
+SCHEMA_VERSION = 2
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -60,8 +65,7 @@ CREATE TABLE requests (
   request_id TEXT NOT NULL UNIQUE,
   hypothesis TEXT NOT NULL,
   encoder TEXT NOT NULL,
-  shown TEXT NOT NULL,
-  indexed TEXT NOT NULL,
+  manifest TEXT NOT NULL,
   chars INTEGER NOT NULL,
   hash TEXT NOT NULL,
   state_seq INTEGER NOT NULL,
@@ -82,7 +86,11 @@ CREATE TABLE actions (
   evidence_id TEXT,
   PRIMARY KEY (analysis_id, action_id)
 ) WITHOUT ROWID;
+CREATE INDEX actions_pending ON actions (analysis_id) WHERE status = 'pending';
 """
+
+# Payloads read per SELECT (bound parameters; SQLite's limit is 32,766 since 3.32, 999 before).
+PAYLOAD_BATCH = 500
 
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
 
@@ -109,8 +117,60 @@ class EventRow:
     data: bytes
 
 
+class Manifest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
+    """Which evidence a request showed in full and which it only indexed, stored compactly.
+
+    `evidence` is the number of evidence items of the state the request was rendered from.
+    The evidence list of an analysis only grows (a record appends, nothing removes or
+    reorders), so those are the first `evidence` items of any later state. Only the shorter
+    of `shown` and `indexed` is stored; the other one is the rest of those items, in ID order
+    (`order="id"`) or in the state's order (`order="state"`). When neither rule reproduces
+    the lists an encoder produced, both are stored and `order` is absent.
+    """
+
+    evidence: int
+    order: Literal["id", "state"] | None = None
+    shown: list[str] | None = None
+    indexed: list[str] | None = None
+
+    def __post_init__(self) -> None:
+        stored = (self.shown is not None) + (self.indexed is not None)
+        if self.evidence < 0 or stored != (1 if self.order is not None else 2):
+            raise ValueError("a manifest stores one ID list with an order, or both lists without one")
+
+    @classmethod
+    def of(cls, shown: tuple[str, ...] | list[str], indexed: tuple[str, ...] | list[str], ids: list[str]) -> Manifest:
+        """The compact manifest of a request rendered with evidence `ids` (in state order)."""
+        expected = (tuple(shown), tuple(indexed))
+        key = "shown" if len(shown) <= len(indexed) else "indexed"
+        listed = list(shown if key == "shown" else indexed)
+        for order in ("id", "state"):
+            manifest = cls(evidence=len(ids), order=order, **{key: listed})
+            if manifest.resolve(ids) == expected:
+                return manifest
+        return cls(evidence=len(ids), shown=list(shown), indexed=list(indexed))
+
+    def resolve(self, ids: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(shown, indexed) given the evidence IDs of the state now (in state order)."""
+        if self.order is None:
+            return tuple(self.shown or ()), tuple(self.indexed or ())
+        if self.evidence > len(ids):
+            raise ValueError(f"it was rendered with {self.evidence} evidence items, the state has {len(ids)}")
+        listed = self.shown if self.shown is not None else self.indexed or []
+        skip = set(listed)
+        rest = [eid for eid in ids[: self.evidence] if eid not in skip]
+        if self.order == "id":
+            rest.sort()
+        return (tuple(listed), tuple(rest)) if self.shown is not None else (tuple(rest), tuple(listed))
+
+
+_MANIFEST_DECODER = msgspec.json.Decoder(Manifest)
+
+
 @dataclass(frozen=True)
 class RequestRow:
+    """A request with its manifest resolved: what `Investigation.requests()` returns."""
+
     analysis_id: str
     number: int
     request_id: str
@@ -122,6 +182,28 @@ class RequestRow:
     hash: str
     state_seq: int
     status: str
+
+
+@dataclass(frozen=True)
+class RequestRecord:
+    """A row of the `requests` table: the manifest as stored."""
+
+    analysis_id: str
+    number: int
+    request_id: str
+    hypothesis: str
+    encoder: str
+    manifest: Manifest
+    chars: int
+    hash: str
+    state_seq: int
+    status: str
+
+    def resolved(self, ids: list[str]) -> RequestRow:
+        """The row with `shown` and `indexed` spelled out, given the evidence IDs of the state now."""
+        shown, indexed = self.manifest.resolve(ids)
+        return RequestRow(self.analysis_id, self.number, self.request_id, self.hypothesis, self.encoder, shown,
+                          indexed, self.chars, self.hash, self.state_seq, self.status)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -146,14 +228,19 @@ class Tx(Protocol):
     def insert_analysis(self, row: AnalysisRow) -> None: ...
     def set_status(self, analysis_id: str, status: str, prior_status: str | None, reason: str | None) -> None: ...
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int: ...
-    def events(self, analysis_id: str, upto: int | None = None) -> list[EventRow]: ...
+    def events(self, analysis_id: str, upto: int | None = None, after: int = 0) -> list[EventRow]: ...
     def put_payload(self, payload: Payload) -> str: ...
-    def payload(self, content_hash: str) -> Payload: ...
-    def insert_request(self, row: RequestRow) -> None: ...
+    def payloads(self, hashes: Iterable[str]) -> dict[str, Payload]: ...
+    def insert_request(self, row: RequestRecord) -> None: ...
     def set_request_status(self, analysis_id: str, request_id: str, status: str) -> None: ...
-    def requests(self, analysis_id: str) -> list[RequestRow]: ...
+    def open_request(self, analysis_id: str) -> RequestRecord | None: ...
+    def request(self, analysis_id: str, request_id: str) -> RequestRecord | None: ...
+    def request_count(self, analysis_id: str) -> int: ...
+    def requests(self, analysis_id: str) -> list[RequestRecord]: ...
     def insert_action(self, row: ActionRow) -> None: ...
     def set_action_recorded(self, analysis_id: str, action_id: str, evidence_id: str) -> None: ...
+    def action(self, analysis_id: str, action_id: str) -> ActionRow | None: ...
+    def pending_actions(self, analysis_id: str) -> list[ActionRow]: ...
     def actions(self, analysis_id: str) -> list[ActionRow]: ...
 
 
@@ -171,6 +258,9 @@ class SqliteStore:
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = os.fspath(path)
+        # Replayed states by analysis, kept by the session layer (`journal.Replayed`) so that a
+        # call reads only the events appended since; they live and die with this connection.
+        self.views: dict[str, Any] = {}
         try:
             with open(self.path, "rb") as fh:
                 head = fh.read(len(SQLITE_HEADER))
@@ -234,6 +324,7 @@ class SqliteStore:
             raise
 
     def close(self) -> None:
+        self.views.clear()
         self._conn.close()
 
     def __enter__(self) -> SqliteStore:
@@ -281,10 +372,6 @@ class SqliteStore:
 
 def _dumps(value: Any) -> str:
     return msgspec.json.encode(value).decode()
-
-
-def _ids(text: str) -> tuple[str, ...]:
-    return tuple(msgspec.json.decode(text, type=list[str]))
 
 
 class _SqliteTx:
@@ -335,12 +422,13 @@ class _SqliteTx:
         )
         return seq
 
-    def events(self, analysis_id: str, upto: int | None = None) -> list[EventRow]:
+    def events(self, analysis_id: str, upto: int | None = None, after: int = 0) -> list[EventRow]:
+        """The events with `after` < seq <= `upto`, in order; a gap in their numbering is `store_corrupt`."""
         rows = self._c.execute(
-            "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq <= ? ORDER BY seq",
-            (analysis_id, upto if upto is not None else 2**62),
+            "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
+            (analysis_id, after, upto if upto is not None else 2**62),
         ).fetchall()
-        if any(r[0] != i for i, r in enumerate(rows, 1)):
+        if any(r[0] != i for i, r in enumerate(rows, after + 1)):
             raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
         return [EventRow(seq, kind, at, data.encode()) for seq, kind, at, data in rows]
 
@@ -350,27 +438,39 @@ class _SqliteTx:
         self._write("put_payload", "INSERT OR IGNORE INTO payloads (hash, data) VALUES (?, ?)", (digest, data))
         return digest
 
-    def payload(self, content_hash: str) -> Payload:
-        row = self._c.execute("SELECT data FROM payloads WHERE hash = ?", (content_hash,)).fetchone()
-        if row is None:
-            raise StoreCorrupt(f"store {self._path}: payload {content_hash} is missing", details={"store": self._path})
-        data = bytes(row[0])
-        if hash_bytes(data) != content_hash:
-            raise StoreCorrupt(f"store {self._path}: payload {content_hash} does not match its hash", details={"store": self._path})
-        try:
-            return _PAYLOAD_DECODER.decode(data)
-        except msgspec.DecodeError as exc:
-            raise self._corrupt(f"payload {content_hash}", exc) from None
+    def payloads(self, hashes: Iterable[str]) -> dict[str, Payload]:
+        """The payloads with these content hashes, read in batches; a missing or altered one is `store_corrupt`."""
+        wanted = list(dict.fromkeys(hashes))
+        out: dict[str, Payload] = {}
+        for start in range(0, len(wanted), PAYLOAD_BATCH):
+            batch = wanted[start : start + PAYLOAD_BATCH]
+            marks = ", ".join("?" * len(batch))
+            for digest, data in self._c.execute(f"SELECT hash, data FROM payloads WHERE hash IN ({marks})", batch):
+                data = bytes(data)
+                if hash_bytes(data) != digest:
+                    raise StoreCorrupt(f"store {self._path}: payload {digest} does not match its hash",
+                                       details={"store": self._path})  # fmt: skip
+                try:
+                    out[digest] = _PAYLOAD_DECODER.decode(data)
+                except msgspec.DecodeError as exc:
+                    raise self._corrupt(f"payload {digest}", exc) from None
+        missing = [h for h in wanted if h not in out]
+        if missing:
+            raise StoreCorrupt(f"store {self._path}: payload {missing[0]} is missing", details={"store": self._path})
+        return out
 
-    def insert_request(self, row: RequestRow) -> None:
+    def payload(self, content_hash: str) -> Payload:
+        return self.payloads([content_hash])[content_hash]
+
+    def insert_request(self, row: RequestRecord) -> None:
         self._write(
             "insert_request",
-            "INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 row.analysis_id, row.number, row.request_id, row.hypothesis, row.encoder,
-                _dumps(list(row.shown)), _dumps(list(row.indexed)), row.chars, row.hash, row.state_seq, row.status,
+                _dumps(row.manifest), row.chars, row.hash, row.state_seq, row.status,
             ),
-        )
+        )  # fmt: skip
 
     def set_request_status(self, analysis_id: str, request_id: str, status: str) -> None:
         self._write(
@@ -379,16 +479,30 @@ class _SqliteTx:
             (status, analysis_id, request_id),
         )
 
-    def requests(self, analysis_id: str) -> list[RequestRow]:
-        rows = self._c.execute(
-            "SELECT analysis_id, number, request_id, hypothesis, encoder, shown, indexed, chars, hash, state_seq, status"
-            " FROM requests WHERE analysis_id = ? ORDER BY number",
-            (analysis_id,),
-        ).fetchall()
+    _REQUEST_COLUMNS = "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
+
+    def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
+        rows = self._c.execute(f"SELECT {self._REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
         try:
-            return [RequestRow(*r[:5], _ids(r[5]), _ids(r[6]), *r[7:]) for r in rows]
-        except msgspec.DecodeError as exc:
+            return [RequestRecord(*r[:5], _MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
+        except (msgspec.DecodeError, TypeError) as exc:
             raise self._corrupt("request manifest", exc) from None
+
+    def open_request(self, analysis_id: str) -> RequestRecord | None:
+        """The analysis's open request (at most one, by a unique partial index)."""
+        rows = self._requests("analysis_id = ? AND status = 'open'", (analysis_id,))
+        return rows[0] if rows else None
+
+    def request(self, analysis_id: str, request_id: str) -> RequestRecord | None:
+        rows = self._requests("analysis_id = ? AND request_id = ?", (analysis_id, request_id))
+        return rows[0] if rows else None
+
+    def request_count(self, analysis_id: str) -> int:
+        """How many requests the analysis has had (they are numbered from 1 without gaps)."""
+        return self._c.execute("SELECT max(number) FROM requests WHERE analysis_id = ?", (analysis_id,)).fetchone()[0] or 0
+
+    def requests(self, analysis_id: str) -> list[RequestRecord]:
+        return self._requests("analysis_id = ? ORDER BY number", (analysis_id,))
 
     def insert_action(self, row: ActionRow) -> None:
         self._write(
@@ -407,10 +521,23 @@ class _SqliteTx:
             (evidence_id, analysis_id, action_id),
         )
 
+    _ACTION_COLUMNS = "analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
+
+    def action(self, analysis_id: str, action_id: str) -> ActionRow | None:
+        row = self._c.execute(f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND action_id = ?",
+                              (analysis_id, action_id)).fetchone()  # fmt: skip
+        return ActionRow(*row) if row else None
+
+    def pending_actions(self, analysis_id: str) -> list[ActionRow]:
+        """The analysis's pending actions in ID order (by the partial index `actions_pending`)."""
+        rows = self._c.execute(
+            f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND status = 'pending' ORDER BY action_id",
+            (analysis_id,),
+        ).fetchall()
+        return [ActionRow(*r) for r in rows]
+
     def actions(self, analysis_id: str) -> list[ActionRow]:
         rows = self._c.execute(
-            "SELECT analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
-            " FROM actions WHERE analysis_id = ? ORDER BY action_id",
-            (analysis_id,),
+            f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? ORDER BY action_id", (analysis_id,)
         ).fetchall()
         return [ActionRow(*r) for r in rows]
