@@ -1,7 +1,9 @@
 """Importers against the real corpus: step mapping, byte-exact outputs, flags, states.
 
 The corpus lives beside the repository (`../shared/corpus/`) and is never copied in; these
-tests read the raw sources with the standard `json` module as an independent check.
+tests read the raw sources with the standard `json` module as an independent check. Cases the
+corpus lacks (several tool calls in one reply, a history-only SWE-agent file) use the small
+public excerpts in `tests/data/` (sources in its README).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from workingset.importers import FORMATS, import_trajectory, write_import
 from workingset.model import TextPayload
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "raw"
-pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}")
+DATA = Path(__file__).resolve().parent / "data"
+needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}")
 
 # name -> (format, actions)
 SOURCES = {
@@ -53,6 +56,7 @@ def test_the_registry_lists_three_formats():
     assert list(FORMATS) == ["swe-agent", "mini-swe-agent", "openhands"]
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_one_state_per_action_each_after_k_steps(imported, name):
     im = imported[name]
@@ -71,12 +75,14 @@ def test_one_state_per_action_each_after_k_steps(imported, name):
         assert [e.id for e in state.evidence] == [f"E{i:06d}" for i in range(1, len(state.evidence) + 1)]
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_import_is_deterministic(imported, name):
     again = import_trajectory(SOURCES[name][0], CORPUS / name)
     assert msgspec.json.encode(again.states) == msgspec.json.encode(imported[name].states)
 
 
+@needs_corpus
 def test_swe_agent_commands_outputs_and_thoughts_are_the_source_bytes(imported):
     name = "sweagent-gpt4-pydicom-1458.traj"
     im, raw = imported[name], _raw(name)
@@ -96,6 +102,7 @@ def test_swe_agent_commands_outputs_and_thoughts_are_the_source_bytes(imported):
     assert f"ISSUE:\n{case.statement}\n\nINSTRUCTIONS:\n" in raw["history"][2]["content"]
 
 
+@needs_corpus
 def test_mini_v2_tool_calls_exit_codes_and_submission(imported):
     name = "mini-v2-deepseek-sqlfluff-1625.traj.json"
     im, raw = imported[name], _raw(name)
@@ -120,6 +127,7 @@ def test_mini_v2_tool_calls_exit_codes_and_submission(imported):
     assert task.startswith("<pr_description>\nConsider the following PR description:\n" + im.states[0].case.statement + "\n</pr_description>")
 
 
+@needs_corpus
 def test_mini_v1_text_actions_truncation_and_format_error(imported):
     name = "mini-v1-gemini3pro-pylint-6386.traj.json"
     im, raw = imported[name], _raw(name)
@@ -142,6 +150,7 @@ def test_mini_v1_text_actions_truncation_and_format_error(imported):
     assert state.budget.cost_used == pytest.approx(raw["info"]["model_stats"]["instance_cost"])
 
 
+@needs_corpus
 @pytest.mark.parametrize("name", ["openhands-v1-sonnet4-astropy-14309", "openhands-v1-sonnet4-matplotlib-24570"])
 def test_openhands_pairs_actions_with_observations(imported, name):
     im, events = imported[name], _events(name)
@@ -169,11 +178,13 @@ def test_openhands_pairs_actions_with_observations(imported, name):
     assert f"<issue_description>\n{im.states[0].case.statement}\n</issue_description>" in task
 
 
+@needs_corpus
 def test_openhands_clipped_outputs_are_marked(imported):
     actions = _actions(imported["openhands-v1-sonnet4-astropy-14309"])
     assert [e.capture.truncated for e in actions].count(True) == 2
 
 
+@needs_corpus
 def test_analysis_override_and_invalid_ids():
     name = "sweagent-gpt4-pydicom-1458.traj"
     im = import_trajectory("swe-agent", CORPUS / name, analysis="pydicom-1458")
@@ -184,6 +195,7 @@ def test_analysis_override_and_invalid_ids():
         import_trajectory("langchain", CORPUS / name)
 
 
+@needs_corpus
 def test_wrong_format_for_the_file_is_named():
     with pytest.raises(InvalidFile, match="use the format mini-swe-agent"):
         import_trajectory("swe-agent", CORPUS / "mini-v2-deepseek-sqlfluff-1625.traj.json")
@@ -193,9 +205,147 @@ def test_wrong_format_for_the_file_is_named():
         import_trajectory("openhands", CORPUS / "sweagent-gpt4-pydicom-1458.traj")
 
 
+@needs_corpus
 def test_write_import_refuses_a_directory_with_stored_contexts(imported, tmp_path: Path):
     im = imported["sweagent-gpt4-pydicom-1458.traj"]
     paths = write_import(im, tmp_path / "run")
     assert [p.name for p in paths] == [f"sweagent-gpt4-pydicom-1458-r{k:04d}.json" for k in range(1, 13)]
     with pytest.raises(UsageError, match="already holds .json files"):
         write_import(im, tmp_path / "run")
+
+
+# --- cases the corpus lacks, on public excerpts in tests/data/ -------------------------------
+
+MINI_23 = DATA / "mini-swe-agent-2.3-astropy-12907.excerpt.traj.json"
+SWE_HISTORY = DATA / "swe-agent-function_calling_simple.excerpt.traj"
+
+
+def _write(tmp_path: Path, raw: dict, name: str = "variant.traj.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(raw, indent=2), encoding="utf-8")
+    return path
+
+
+def _merge_replies(raw: dict, first: int, second: int) -> dict:
+    """Replies `first` and `second` as one reply with both tool calls, as 2.3 writes parallel calls.
+
+    The merged reply keeps the first reply's text, response and timestamp and the sum of both
+    costs; the second reply is dropped and the tool answers stay where they are.
+    """
+    msgs = [dict(m) for m in raw["messages"]]
+    a, b = msgs[first], msgs[second]
+    a["tool_calls"] = a["tool_calls"] + b["tool_calls"]
+    a["extra"] = dict(a["extra"], actions=a["extra"]["actions"] + b["extra"]["actions"],
+                      cost=a["extra"]["cost"] + b["extra"]["cost"])  # fmt: skip
+    return dict(raw, messages=[m for i, m in enumerate(msgs) if i != second])
+
+
+def test_mini_2_3_excerpt_imports_each_call_with_its_output():
+    raw = json.loads(MINI_23.read_text(encoding="utf-8"))
+    im = import_trajectory("mini-swe-agent", MINI_23)
+    actions = _actions(im)
+    calls = [m for m in raw["messages"] if m["role"] == "assistant"]
+    tools = {m["tool_call_id"]: m for m in raw["messages"] if m["role"] == "tool"}
+    assert [e.capture.query for e in actions] == [m["extra"]["actions"][0]["command"] for m in calls]
+    for ev, msg in zip(actions[:-1], calls, strict=False):
+        tool = tools[msg["tool_calls"][0]["id"]]
+        assert ev.payload.text == tool["content"] and ev.capture.coverage == "exit_code=0"
+    assert actions[-1].payload.text == raw["messages"][-1]["content"]  # the submission, from `exit`
+    assert im.trajectory.agent == "mini-swe-agent 2.3.0" and im.trajectory.model == "deepseek/deepseek-chat"
+    assert im.trajectory.remarks == ()
+
+
+def test_mini_reply_with_two_tool_calls_is_two_actions_each_with_its_output(tmp_path: Path):
+    raw = json.loads(MINI_23.read_text(encoding="utf-8"))
+    merged = _merge_replies(raw, 2, 4)  # two calls in one reply, their tool answers after it
+    first, second = merged["messages"][2]["extra"]["actions"]
+    tools = {m["tool_call_id"]: m for m in merged["messages"] if m["role"] == "tool"}
+    im = import_trajectory("mini-swe-agent", _write(tmp_path, merged))
+    actions = _actions(im)
+    assert len(im.states) == 3 and [e.capture.query for e in actions[:2]] == [first["command"], second["command"]]
+    for ev, action in zip(actions[:2], (first, second), strict=True):
+        tool = tools[action["tool_call_id"]]
+        assert ev.payload.text == tool["content"]
+        assert ev.capture.coverage == f"exit_code={tool['extra']['returncode']}"
+    assert actions[0].captured_at != actions[1].captured_at  # each output's own arrival time
+    assert actions[0].budget.cost == pytest.approx(merged["messages"][2]["extra"]["cost"]) and actions[1].budget.cost == 0
+    assert len(im.states[-1].notes) == 2  # the merged reply's text once, the submit reply's once
+    assert im.states[-1].budget.cost_used == pytest.approx(sum(m["extra"]["cost"] for m in raw["messages"] if m["role"] == "assistant"))
+
+
+def test_mini_tool_answers_are_matched_by_call_id_not_position(tmp_path: Path):
+    raw = _merge_replies(json.loads(MINI_23.read_text(encoding="utf-8")), 2, 4)
+    reply = raw["messages"][2]
+    reply["extra"]["actions"] = reply["extra"]["actions"][::-1]  # parsed actions listed in the other order
+    tool_msgs = [m for m in raw["messages"] if m["role"] == "tool"]
+    order = [m for m in raw["messages"] if m["role"] != "tool"]
+    raw["messages"] = order[:3] + tool_msgs[::-1] + order[3:]  # and the answers too
+    im = import_trajectory("mini-swe-agent", _write(tmp_path, raw))
+    by_id = {m["tool_call_id"]: m["content"] for m in tool_msgs}
+    for ev, call in zip(_actions(im)[:2], reply["tool_calls"], strict=True):
+        assert ev.capture.query == json.loads(call["function"]["arguments"])["command"]
+        assert ev.payload.text == by_id[call["id"]]
+
+
+def test_mini_submission_goes_to_the_call_that_submitted(tmp_path: Path):
+    raw = json.loads(MINI_23.read_text(encoding="utf-8"))
+    msgs = raw["messages"]
+    # The submit call first, then another call in the same reply: mini-swe-agent stops at the
+    # submission, so no tool message answers either; the exit message follows.
+    submit, other = msgs[6], msgs[4]
+    reply = dict(submit, tool_calls=submit["tool_calls"] + other["tool_calls"],
+                 extra=dict(submit["extra"], actions=submit["extra"]["actions"] + other["extra"]["actions"]))  # fmt: skip
+    raw["messages"] = msgs[:4] + [reply, msgs[7]]
+    im = import_trajectory("mini-swe-agent", _write(tmp_path, raw))
+    actions = _actions(im)
+    assert [e.capture.query for e in actions[1:]] == [submit["extra"]["actions"][0]["command"], other["extra"]["actions"][0]["command"]]
+    assert actions[1].payload.text == msgs[7]["content"]
+    assert actions[2].payload is None and actions[2].content_hash is None  # its output was never kept
+
+
+def test_mini_format_label_that_disagrees_with_the_messages_is_reported(tmp_path: Path):
+    raw = json.loads(MINI_23.read_text(encoding="utf-8"))
+    right = import_trajectory("mini-swe-agent", MINI_23)
+    raw["trajectory_format"] = "mini-swe-agent-1"  # as some 2.x builds label tool-call runs
+    im = import_trajectory("mini-swe-agent", _write(tmp_path, raw))
+    assert msgspec.json.encode(im.states) == msgspec.json.encode(right.states)
+    assert im.trajectory.remarks == ("trajectory_format 'mini-swe-agent-1' disagrees with the messages; read as tool calls, as the messages hold",)
+    raw["trajectory_format"] = "mini-swe-agent-2"  # a version this importer has not seen: read by shape
+    assert len(import_trajectory("mini-swe-agent", _write(tmp_path, raw)).states) == 3
+
+
+def test_swe_agent_history_only_file_is_read_from_history():
+    raw = json.loads(SWE_HISTORY.read_text(encoding="utf-8"))
+    im = import_trajectory("swe-agent", SWE_HISTORY)
+    history = raw["history"]
+    steps = [(m, history[i + 1]) for i, m in enumerate(history) if m["role"] == "assistant"]
+    actions = _actions(im)
+    assert len(im.states) == 3
+    for ev, (msg, answer) in zip(actions, steps, strict=True):
+        assert ev.capture.query == msg["action"]
+        assert ev.capture.origin == f"swe-agent:{msg['tool_calls'][0]['function']['name']}"
+        assert ev.payload.text == answer["content"]  # as the model saw it, prompt suffix included
+    assert [n.text for n in im.states[-1].notes] == [m["thought"] for m, _ in steps]
+    assert im.states[0].case.title == "SyntaxError: invalid syntax"
+    assert f"ISSUE:\n{im.states[0].case.statement}\n\nINSTRUCTIONS:\n" in history[1]["content"]
+    assert im.trajectory.remarks[0].startswith("no `trajectory` in the source")
+    with pytest.raises(InvalidFile, match="use the format swe-agent"):
+        import_trajectory("mini-swe-agent", SWE_HISTORY)
+
+
+def test_swe_agent_1x_step_shape_reads_like_0x(tmp_path: Path):
+    # SWE-agent 1.x steps carry `state` as an object and `execution_time`, and history content
+    # as text parts (shape as in princeton-nlp/SWE-agent's 1.x replay trajectories).
+    raw = {
+        "environment": "main",
+        "trajectory": [{"action": "python reproduce.py", "observation": "344", "response": "Run it.", "thought": "Run it.",
+                        "execution_time": 0.33, "state": {"open_file": "/testbed/reproduce.py", "working_dir": "/testbed"}}],
+        "history": [{"role": "system", "content": "SETTING: …", "agent": "main", "message_type": "system_prompt"},
+                    {"role": "user", "content": [{"type": "text", "text": "<pr_description>\nTimeDelta rounds down\n</pr_description>\nFix it."}],
+                     "agent": "main", "message_type": "observation"}],
+        "info": {"swe_agent_version": "1.0.1", "model_stats": {"instance_cost": 0.5}},
+    }  # fmt: skip
+    im = import_trajectory("swe-agent", _write(tmp_path, raw, "x.traj"))
+    [ev] = _actions(im)
+    assert ev.capture.query == "python reproduce.py" and ev.payload.text == "344" and ev.capture.origin == "swe-agent:bash"
+    assert im.states[0].case.statement == "TimeDelta rounds down" and im.trajectory.agent == "SWE-agent 1.0.1"

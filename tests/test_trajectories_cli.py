@@ -88,6 +88,31 @@ def test_compare_a_mini_run(runs):
     assert "sqlfluff__sqlfluff-1625-r0048" in result.stdout
 
 
+# -- the public excerpts in tests/data/, as a new user would run them --------------------------
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize(
+    ("fmt", "name", "steps"),
+    [
+        ("mini-swe-agent", "mini-swe-agent-2.3-astropy-12907.excerpt.traj.json", 3),
+        ("swe-agent", "swe-agent-function_calling_simple.excerpt.traj", 3),
+    ],
+)  # fmt: skip
+def test_excerpts_import_verify_and_compare(tmp_path: Path, fmt: str, name: str, steps: int):
+    out = tmp_path / "run"
+    result = invoke("import", fmt, str(DATA / name), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"imported {steps} steps of {DATA / name}")
+    assert len(list(out.glob("*.json"))) == steps
+    result = invoke("verify", str(out), "--json")
+    assert result.exit_code == 0 and json.loads(result.stdout)["ok"], result.output
+    result = invoke("compare", str(out), "--all", "--baselines")
+    assert result.exit_code == 0, result.output
+    assert "full-transcript" in result.stdout and "last-5" in result.stdout
+
+
 # -- bad sources: one line `error: invalid_file: …`, exit 2, no traceback -------------------
 
 
@@ -116,7 +141,8 @@ def test_not_json(tmp_path: Path, fmt: str):
     ("fmt", "body", "path", "needle"),
     [
         ("swe-agent", "[1, 2]", "$", "Expected `object`"),
-        ("swe-agent", '{"history": []}', "$", "missing required field `trajectory`"),
+        ("swe-agent", '{"history": []}', "$", "no `trajectory` list, and `history` holds no agent actions"),
+        ("swe-agent", '{"history": [{"role": "user", "content": "fix it"}, {"role": "assistant", "action": 3}]}', "$.history[1].action", "Expected `str`"),
         ("swe-agent", '{"trajectory": [{"action": "ls\\n"}]}', "$.trajectory[0]", "`observation`"),
         ("swe-agent", '{"trajectory": [{"action": 3, "observation": ""}]}', "$.trajectory[0].action", "Expected `str`"),
         ("swe-agent", '{"trajectory": []}', "$.trajectory", "no steps"),

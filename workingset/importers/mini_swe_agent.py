@@ -1,14 +1,19 @@
 """mini-swe-agent `.traj.json` files: v1 text actions and v2 tool calls, told apart by the file.
 
-`trajectory_format` `mini-swe-agent-1` is text actions (one ```bash block per reply, parsed
-with the config's `action_regex`, else mini-swe-agent's default); `mini-swe-agent-1.1` is
-tool calls (`extra.actions` gives each parsed command). Any other file is judged by its
-messages: tool calls or `tool` messages mean v2. An action's output is the next message
-as the model saw it (`<returncode>…<output>…`); its exit code goes to the capture's
-coverage (`exit_code=N`), and head/tail elision by the observation template marks it
-truncated. A reply with no single action is a note, and the reply to it is feedback
+The messages decide: tool calls or `tool` messages mean v2 (tool calls; `extra.actions` gives
+each parsed command), else v1 text actions (one ```bash block per reply, parsed with the
+config's `action_regex`, else mini-swe-agent's default). `trajectory_format`
+(`mini-swe-agent-1`, `-1.1`, …) must name mini-swe-agent but does not decide the mode: some
+2.x builds label tool-call runs `mini-swe-agent-1`; a label that disagrees with the messages
+is reported. An action's output is the next message as the model saw it
+(`<returncode>…<output>…`); in v2 each tool call is answered by the `tool` message with its
+`tool_call_id`, so a reply with several tool calls (parallel tool calls) is several actions,
+each with its own output; the reply's cost goes to its first action. The exit code goes to
+the capture's coverage (`exit_code=N`), and head/tail elision by the observation template
+marks it truncated. A reply with no action is a note, and the reply to it is feedback
 (origin `mini-swe-agent:format_error`). The final submit command is answered by the
-submission itself (v1: the last user message; v2: the `exit` message).
+submission itself (v1: the last user message; v2: the `exit` message, given to the call that
+printed the submit marker, else the last call left unanswered).
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from ._trajectory import (
 )  # fmt: skip
 
 DEFAULT_REGEX = r"```bash\s*\n(.*?)\n```"
+SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 _ELIDED = re.compile(r"<elided_chars>\s*\d+ characters elided\s*</elided_chars>")
 _RETURNCODE = re.compile(r"^(?:<exception>.*?</exception>\s*)?<returncode>(-?\d+)</returncode>", re.DOTALL)
 _TASK = re.compile(r"\{\{-?\s*task\s*-?\}\}")
@@ -116,9 +122,14 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
         m = found[0]
         return [(m.group(1).strip(), None, "bash")], (content[: m.start()] + content[m.end() :]).strip()
     parsed = _get(msg.extra, "actions")
+    parsed = [a for a in parsed if isinstance(a, dict)] if isinstance(parsed, list) else []
+    by_id = {a["tool_call_id"]: a for a in parsed if isinstance(a.get("tool_call_id"), str)}
     out = []
     for k, call in enumerate(msg.tool_calls or []):
-        command = parsed[k].get("command") if isinstance(parsed, list) and k < len(parsed) and isinstance(parsed[k], dict) else None
+        action = by_id.get(call.id) if call.id else None
+        if action is None and not by_id and k < len(parsed):
+            action = parsed[k]  # no IDs to match on: the k-th parsed action
+        command = action.get("command") if action is not None else None
         if not isinstance(command, str):
             raw = call.function.arguments if call.function else ""
             try:
@@ -135,7 +146,7 @@ def parse(source: Path) -> Trajectory:
     """Parse a mini-swe-agent trajectory file (v1 or v2)."""
     data = read_source(source)
     top = decode(data, dict[str, Any], source)
-    if "messages" not in top and "trajectory" in top:
+    if "messages" not in top and ("trajectory" in top or "history" in top):
         raise fail(source, "$", "this is a SWE-agent trajectory, not mini-swe-agent's; use the format swe-agent")
     traj = decode(data, _Traj, source)
     fmt = traj.trajectory_format
@@ -146,14 +157,18 @@ def parse(source: Path) -> Trajectory:
     if task_at is None or text_of(msgs[task_at].content) is None:
         raise fail(source, "$.messages", "no task message (the first user message)")
     tool_shaped = any(m.tool_calls or m.role == "tool" for m in msgs)
-    text_mode = fmt == "mini-swe-agent-1" or (fmt != "mini-swe-agent-1.1" and not tool_shaped)
+    text_mode = not tool_shaped
+    remarks: list[str] = []
+    if (fmt == "mini-swe-agent-1" and not text_mode) or (fmt == "mini-swe-agent-1.1" and text_mode):
+        read_as = "tool calls" if tool_shaped else "text actions"
+        remarks.append(f"trajectory_format {fmt!r} disagrees with the messages; read as {read_as}, as the messages hold")
     config = _get(traj.info, "config") or {}
     regex = re.compile(_get(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
     by_call = {m.tool_call_id: i for i, m in enumerate(msgs) if m.role == "tool" and m.tool_call_id}
 
     items: list[Item] = []
     used: set[int] = set()
-    pending: int | None = None  # index in `items` of the last action while it lacks an output
+    pending: list[int] = []  # indices in `items` of the last reply's actions still lacking an output
     after_bad_reply = False
     for i in range(task_at + 1, len(msgs)):
         msg, path = msgs[i], f"$.messages[{i}]"
@@ -165,6 +180,7 @@ def parse(source: Path) -> Trajectory:
             cost = _cost(msg.extra)
             items.append(Thought(thought, 0.0 if commands else cost, when))
             after_bad_reply = not commands
+            pending = []
             for k, (command, call_id, tool) in enumerate(commands):
                 at = by_call.get(call_id) if not text_mode else (i + 1 if i + 1 < len(msgs) and msgs[i + 1].role == "user" else None)
                 out_msg = msgs[at] if at is not None else None
@@ -178,11 +194,14 @@ def parse(source: Path) -> Trajectory:
                     timestamp=(_timestamp(out_msg.extra) if out_msg else None) or when,
                 )  # fmt: skip
                 items.append(action)
-                pending = len(items) - 1 if output is None else None
-        elif msg.role == "exit" and pending is not None and text_of(msg.content) is not None:
+                if output is None:
+                    pending.append(len(items) - 1)
+        elif msg.role == "exit" and pending and text_of(msg.content) is not None:
             # The submit command's output is the submission, which v2 stores here.
-            items[pending] = replace(items[pending], output=text_of(msg.content))
-            pending = None
+            marked = [k for k in pending if any(m in getattr(items[k], "query", "") for m in SUBMIT_MARKERS)]
+            at = (marked or pending)[-1]
+            items[at] = replace(items[at], output=text_of(msg.content))
+            pending = []
         elif text_of(msg.content):
             origin = "format_error" if after_bad_reply and msg.role == "user" else msg.role
             items.append(Feedback(text_of(msg.content) or "", f"mini-swe-agent:{origin}", when))
@@ -198,5 +217,5 @@ def parse(source: Path) -> Trajectory:
         items=tuple(items),
         max_iterations=step_limit if isinstance(step_limit, int) and step_limit > 0 else None,
         max_cost=number(cost_limit) or None,
-        remarks=() if any(_timestamp(m.extra) for m in msgs) else ("no timestamps in the source: opened_at is the fixed epoch",),
+        remarks=(*remarks, *(() if any(_timestamp(m.extra) for m in msgs) else ("no timestamps in the source: opened_at is the fixed epoch",))),
     )  # fmt: skip

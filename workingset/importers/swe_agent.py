@@ -5,6 +5,11 @@ included), `observation` (its raw output) and `thought`. The task is the first n
 user message of `history`; the issue text sits between `ISSUE:` and `INSTRUCTIONS:` (0.x)
 or inside `<pr_description>` (1.x). A 0.x file records no timestamps, no exit codes and
 no per-step costs, so those are the fixed epoch, unknown and 0.
+
+A file without `trajectory` (SWE-agent 1.x demonstrations keep only `history`) is read from
+`history`: each non-demo assistant message with an `action` is a step, answered by the
+message right after it (the observation as the model saw it, prompt suffix included); the
+tool is the message's function call name when it has one.
 """
 
 from __future__ import annotations
@@ -35,10 +40,13 @@ class _Message(Struct):
     role: str
     content: Any = None
     is_demo: bool = False
+    action: Any = None
+    thought: Any = None
+    tool_calls: Any = None
 
 
 class _Traj(Struct):
-    trajectory: list[_Step]
+    trajectory: list[_Step] | None = None
     history: list[_Message] = []
     info: dict[str, Any] = {}
 
@@ -57,6 +65,36 @@ def _statement(message: str) -> str:
     return message
 
 
+def _tool(action: str, commands: frozenset[str]) -> str:
+    words = action.split(maxsplit=1)
+    return words[0] if words and words[0] in commands else "bash"
+
+
+def _call_name(msg: _Message) -> str | None:
+    """The function name of a history message's first tool call, if it has one."""
+    calls = msg.tool_calls if isinstance(msg.tool_calls, list) else []
+    function = calls[0].get("function") if calls and isinstance(calls[0], dict) else None
+    name = function.get("name") if isinstance(function, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def _from_history(traj: _Traj, commands: frozenset[str], source: Path) -> list[Item]:
+    """Steps of a history-only file: each assistant `action`, answered by the next message."""
+    history = [(i, m) for i, m in enumerate(traj.history) if not m.is_demo]
+    items: list[Item] = []
+    for k, (i, msg) in enumerate(history):
+        if msg.role != "assistant" or msg.action is None:
+            continue
+        if not isinstance(msg.action, str):
+            raise fail(source, f"$.history[{i}].action", "Expected `str`")
+        thought = msg.thought if isinstance(msg.thought, str) else ""
+        nxt = history[k + 1][1] if k + 1 < len(history) else None
+        output = text_of(nxt.content) if nxt is not None and nxt.role != "assistant" else None
+        items.append(Thought(thought))
+        items.append(Action(query=msg.action, origin=f"swe-agent:{_call_name(msg) or _tool(msg.action, commands)}", output=output))
+    return items
+
+
 def parse(source: Path) -> Trajectory:
     """Parse a SWE-agent `.traj` file."""
     data = read_source(source)
@@ -64,9 +102,11 @@ def parse(source: Path) -> Trajectory:
     if probe.trajectory_format is not None or probe.messages is not None:
         raise fail(source, "$", "this is a mini-swe-agent trajectory, not SWE-agent's; use the format mini-swe-agent")
     traj = decode(data, _Traj, source)
-    if not traj.trajectory:
+    if traj.trajectory is not None and not traj.trajectory:
         raise fail(source, "$.trajectory", "the trajectory holds no steps")
     task = next((m for m in traj.history if m.role == "user" and not m.is_demo), None)
+    if traj.trajectory is None and not any(m.role == "assistant" and m.action is not None for m in traj.history):
+        raise fail(source, "$", "no `trajectory` list, and `history` holds no agent actions (assistant messages with an `action`)")
     if task is None or text_of(task.content) is None:
         raise fail(source, "$.history", "no task message (a user message that is not a demonstration)")
     system = next((text_of(m.content) or "" for m in traj.history if m.role == "system"), "")
@@ -74,19 +114,27 @@ def parse(source: Path) -> Trajectory:
     statement = _statement(text_of(task.content) or "")
 
     items: list[Item] = []
-    for step in traj.trajectory:
+    remarks: list[str] = []
+    if traj.trajectory is None:
+        items = _from_history(traj, commands, source)
+        remarks.append("no `trajectory` in the source: steps are read from `history`; outputs are the observations as the model saw them")
+    for step in traj.trajectory or []:
         items.append(Thought(step.thought))
-        words = step.action.split(maxsplit=1)
-        tool = words[0] if words and words[0] in commands else "bash"
-        items.append(Action(query=step.action, origin=f"swe-agent:{tool}", output=step.observation))
-    stats = traj.info.get("model_stats") if isinstance(traj.info.get("model_stats"), dict) else {}
-    total = number(stats.get("instance_cost"))
+        items.append(Action(query=step.action, origin=f"swe-agent:{_tool(step.action, commands)}", output=step.observation))
+    stats = traj.info.get("model_stats")
+    if isinstance(stats, dict) and "instance_cost" in stats:
+        costs = f"no per-step costs in the source (its total is ${number(stats['instance_cost']):.4f}); evidence costs are 0"
+    else:
+        costs = "the source records no costs; evidence costs are 0"
+    version = traj.info.get("swe_agent_version")
     name = source.name.removesuffix(".traj").removesuffix(".json")
     return Trajectory(
         source=str(source), name=name, title=first_line(statement), statement=statement,
-        opened_at=None, agent="SWE-agent", model=None, items=tuple(items),
+        opened_at=None, agent=f"SWE-agent {version}" if isinstance(version, str) else "SWE-agent",
+        model=None, items=tuple(items),
         remarks=(
+            *remarks,
             "SWE-agent .traj files record no timestamps: opened_at is the fixed epoch 1970-01-01T00:00:00Z",
-            f"no per-step costs in the source (its total is ${total:.4f}); evidence costs are 0",
+            costs,
         ),
     )  # fmt: skip
