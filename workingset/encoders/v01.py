@@ -10,6 +10,7 @@ from functools import cached_property
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from ..errors import SessionError
 from ..hashing import hash_text
@@ -139,7 +140,14 @@ class V1:
         return heading(3, f"Evidence {ev.id}")
 
     def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:
-        return to_plain(ev)
+        # Converting the payload only to replace it would cost the most in v3 and later.
+        rec = to_plain(replace(ev, payload=None))
+        rec["payload"] = self.payload_record(ev, view)
+        return rec
+
+    def payload_record(self, ev: Evidence, view: View) -> Any:
+        """What the evidence record holds under `payload` (all of it, in v1)."""
+        return to_plain(ev.payload)
 
     def payload_blocks(self, ev: Evidence, view: View) -> list[str]:
         """Blocks after the record that carry the payload (none in v1: it is in the record)."""

@@ -15,12 +15,11 @@ class V3(V2):
 
     version = 3
 
-    def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:
-        rec = super().evidence_record(ev, view)
+    def payload_record(self, ev: Evidence, view: View) -> Any:
         if isinstance(ev.payload, TextPayload):
             # The text moves verbatim into the block below; kind and language stay here.
-            rec["payload"] = {"kind": "text", "language": ev.payload.language}
-        return rec
+            return {"kind": "text", "language": ev.payload.language}
+        return super().payload_record(ev, view)
 
     def payload_blocks(self, ev: Evidence, view: View) -> list[str]:
         blocks = super().payload_blocks(ev, view)

@@ -18,11 +18,10 @@ class V4(V3):
     def header(self, view: View) -> str:
         return super().header(view) + "\n" + TABLE_CONVENTION
 
-    def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:
-        rec = super().evidence_record(ev, view)
+    def payload_record(self, ev: Evidence, view: View) -> Any:
         if isinstance(ev.payload, RowsPayload):
-            rec["payload"] = {"kind": "rows"}
-        return rec
+            return {"kind": "rows"}
+        return super().payload_record(ev, view)
 
     def payload_blocks(self, ev: Evidence, view: View) -> list[str]:
         blocks = super().payload_blocks(ev, view)

@@ -33,11 +33,10 @@ class V5(V4):
                 first[ev.content_hash] = ev
         return refs
 
-    def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:
-        rec = super().evidence_record(ev, view)
+    def payload_record(self, ev: Evidence, view: View) -> Any:
         if ev.id in view.refs:
-            rec["payload"] = {"kind": rec["payload"]["kind"], "same_as": view.refs[ev.id]}
-        return rec
+            return {"kind": ev.payload.__struct_config__.tag, "same_as": view.refs[ev.id]}
+        return super().payload_record(ev, view)
 
     def payload_blocks(self, ev: Evidence, view: View) -> list[str]:
         if ev.id in view.refs:
