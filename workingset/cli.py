@@ -298,7 +298,8 @@ def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fals
     with _session(store, analysis) as inv:
         out = inv.show()
     if as_json:
-        emit_json(out)
+        # SPEC §8 names the pending actions; their queries are in `state` and the API's show().
+        emit_json(dict(msgspec.to_builtins(out), pending_actions=[p.action for p in out.pending_actions]))
     else:
         sys.stdout.write(describe(out))
 
