@@ -19,18 +19,9 @@ from workingset.errors import InvalidFile, UsageError
 from workingset.importers import FORMATS, import_trajectory, write_import
 from workingset.model import TextPayload
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus" / "raw"
-DATA = Path(__file__).resolve().parent / "data"
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}")
+from conftest import CORPUS, CORPUS_SOURCES as SOURCES, needs_corpus
 
-# name -> (format, actions)
-SOURCES = {
-    "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),
-    "mini-v2-deepseek-sqlfluff-1625.traj.json": ("mini-swe-agent", 48),
-    "mini-v1-gemini3pro-pylint-6386.traj.json": ("mini-swe-agent", 54),
-    "openhands-v1-sonnet4-astropy-14309": ("openhands", 51),
-    "openhands-v1-sonnet4-matplotlib-24570": ("openhands", 44),
-}
+DATA = Path(__file__).resolve().parent / "data"
 
 
 @pytest.fixture(scope="module")

@@ -17,26 +17,20 @@ kept state never differs from a fresh replay of the log.
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from . import controller as ctl
 from .decisions import RecallDecision
-from .errors import InvalidFile, StoreCorrupt, UsageError
+from .errors import StoreCorrupt, UsageError
 from .hashing import canonical_json
-from .model import Capture, Evidence, NonNegFloat, Payload, RowsPayload, Scope, State
+from .model import (
+    Capture, Evidence, NonNegFloat, Payload, Scope, State, check_payload, check_scalar, decode_strict, is_timestamp,
+)  # fmt: skip
 from .store import EventRow, Manifest, Tx
-
-_TIMESTAMP_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$")
-_PATH_RE = re.compile(r" - at `(\$[^`]*)`$")
-_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1
-
 
 class _Event(msgspec.Struct, kw_only=True):
     """Base of event records; later schema versions may add fields with defaults."""
@@ -240,49 +234,17 @@ class ResultInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 _RESULT_DECODER = msgspec.json.Decoder(ResultInput)
 
 
-def _bad(source: str, path: str, message: str) -> InvalidFile:
-    return InvalidFile(f"{source}: {message} at {path}", details={"file": source, "path": path})
-
-
 def decode_result(data: bytes, source: str = "<result>") -> ResultInput:
     """Decode and check a query result: strict keys, rows as wide as their columns, finite 64-bit numbers."""
-    try:
-        result = _RESULT_DECODER.decode(data)
-    except msgspec.ValidationError as exc:
-        text = str(exc)
-        match = _PATH_RE.search(text)
-        raise _bad(source, match.group(1) if match else "$", _PATH_RE.sub("", text)) from None
-    except msgspec.DecodeError as exc:
-        raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None
-    _scalar(result.cost, source, "$.cost")
+    result = decode_strict(data, _RESULT_DECODER, source)
+    check_scalar(result.cost, source, "$.cost")
     for name in ("page", "item_count"):
-        _scalar(getattr(result.capture, name), source, f"$.capture.{name}")
-    if isinstance(result.payload, RowsPayload):
-        width = len(result.payload.columns)
-        for r, row in enumerate(result.payload.rows):
-            if len(row) != width:
-                raise _bad(source, f"$.payload.rows[{r}]", f"row has {len(row)} cells for {width} columns")
-            for c, cell in enumerate(row):
-                _scalar(cell, source, f"$.payload.rows[{r}][{c}]")
+        check_scalar(getattr(result.capture, name), source, f"$.capture.{name}")
+    check_payload(result.payload, source, "$.payload")
     return result
-
-
-def _scalar(value: Any, source: str, path: str) -> None:
-    if isinstance(value, bool):
-        return
-    if isinstance(value, int) and not _INT_MIN <= value <= _INT_MAX:
-        raise _bad(source, path, "integer does not fit in 64 bits")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _bad(source, path, "NaN and infinities are not allowed")
 
 
 def check_timestamp(value: str) -> None:
     """Check an RFC 3339 timestamp with an explicit offset (a capture time given by the caller)."""
-    ok = isinstance(value, str) and _TIMESTAMP_RE.match(value) is not None
-    if ok:
-        try:
-            datetime.fromisoformat(value)
-        except ValueError:
-            ok = False
-    if not ok:
+    if not is_timestamp(value):
         raise UsageError(f"captured_at must be an RFC 3339 timestamp with an offset, not {value!r}")

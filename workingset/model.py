@@ -27,11 +27,9 @@ EvidenceId = Annotated[str, Meta(pattern=r"^E[0-9]{6}$")]
 NoteId = Annotated[str, Meta(pattern=r"^N[0-9]{6}$")]
 ActionId = Annotated[str, Meta(pattern=r"^B[0-9]{6}$")]
 RequestId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}-r[0-9]{4,}$")]
-# RFC 3339 with an explicit offset; the calendar itself is checked in validate_state.
-Timestamp = Annotated[
-    str,
-    Meta(pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"),
-]
+# RFC 3339 with an explicit offset; the calendar itself is checked by is_timestamp.
+TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+Timestamp = Annotated[str, Meta(pattern=TIMESTAMP_PATTERN)]
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
 NonNegFloat = Annotated[float, Meta(ge=0.0)]
 NonNegInt = Annotated[int, Meta(ge=0)]
@@ -212,7 +210,8 @@ def _fail(source: str, path: str, message: str) -> InvalidFile:
     return InvalidFile(f"{source}: {message} at {path}", details={"file": source, "path": path})
 
 
-def _decode(data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$") -> Any:
+def decode_strict(data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$") -> Any:
+    """Decode with a strict decoder; any failure is `invalid_file` with its JSON path."""
     try:
         return decoder.decode(data)
     except msgspec.ValidationError as exc:
@@ -237,14 +236,14 @@ def _raw_object(data: bytes, source: str) -> dict:
 
 def load_state(data: bytes, source: str = "<state>") -> State:
     """Decode and fully validate a bare state (SPEC §3)."""
-    state = _decode(data, _STATE_DECODER, source)
+    state = decode_strict(data, _STATE_DECODER, source)
     validate_state(state, source)
     return state
 
 
 def load_stored_context(data: bytes, source: str = "<stored context>") -> StoredContext:
     """Decode and fully validate one stored context (SPEC §4)."""
-    ctx = _decode(data, _CONTEXT_DECODER, source)
+    ctx = decode_strict(data, _CONTEXT_DECODER, source)
     validate_state(ctx.state, source, "$.state")
     if ctx.state.hypothesis(ctx.hypothesis) is None:
         raise _fail(source, "$.hypothesis", f"hypothesis {ctx.hypothesis} is not in the state")
@@ -278,7 +277,7 @@ def copy_state(state: State) -> State:
     return _STATE_DECODER.decode(msgspec.json.encode(state))
 
 
-def _check_scalar(value: Any, source: str, path: str) -> None:
+def check_scalar(value: Any, source: str, path: str) -> None:
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return
     if isinstance(value, int):
@@ -288,7 +287,10 @@ def _check_scalar(value: Any, source: str, path: str) -> None:
         raise _fail(source, path, "NaN and infinities are not allowed")
 
 
-def _check_timestamp(value: str, source: str, path: str) -> None:
+def is_timestamp(value: object) -> bool:
+    """An RFC 3339 timestamp with an explicit offset and a real calendar date and time."""
+    if not isinstance(value, str) or re.match(TIMESTAMP_PATTERN, value) is None:
+        return False
     # RFC 3339 allows lowercase t/z and a leap second (:60), which fromisoformat does not.
     calendar = value.upper()
     if calendar[17:19] == "60":
@@ -296,7 +298,24 @@ def _check_timestamp(value: str, source: str, path: str) -> None:
     try:
         datetime.fromisoformat(calendar)
     except ValueError:
-        raise _fail(source, path, f"not a valid RFC 3339 timestamp: {value!r}") from None
+        return False
+    return True
+
+
+def _check_timestamp(value: str, source: str, path: str) -> None:
+    if not is_timestamp(value):
+        raise _fail(source, path, f"not a valid RFC 3339 timestamp: {value!r}")
+
+
+def check_payload(payload: Payload | None, source: str, path: str) -> None:
+    """Rows as wide as their columns, every cell a finite 64-bit-safe scalar."""
+    if isinstance(payload, RowsPayload):
+        width = len(payload.columns)
+        for r, row in enumerate(payload.rows):
+            if len(row) != width:
+                raise _fail(source, f"{path}.rows[{r}]", f"row has {len(row)} cells for {width} columns")
+            for c, cell in enumerate(row):
+                check_scalar(cell, source, f"{path}.rows[{r}][{c}]")
 
 
 def _check_unique(ids: list[str], source: str, path: str) -> None:
@@ -343,7 +362,7 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
     if not state.hypotheses:
         raise _fail(source, f"{root}.hypotheses", "a state needs at least one hypothesis")
     for name in ("max_cost", "cost_used"):
-        _check_scalar(getattr(state.budget, name), source, f"{root}.budget.{name}")
+        check_scalar(getattr(state.budget, name), source, f"{root}.budget.{name}")
     _check_timestamp(state.case.opened_at, source, f"{root}.case.opened_at")
 
     for i, h in enumerate(state.hypotheses):
@@ -362,19 +381,13 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
             raise _fail(source, f"{ep}.collector", f"unknown hypothesis {e.collector}")
         _check_timestamp(e.captured_at, source, f"{ep}.captured_at")
         for name in ("page", "item_count"):
-            _check_scalar(getattr(e.capture, name), source, f"{ep}.capture.{name}")
-        _check_scalar(e.budget.cost, source, f"{ep}.budget.cost")
+            check_scalar(getattr(e.capture, name), source, f"{ep}.capture.{name}")
+        check_scalar(e.budget.cost, source, f"{ep}.budget.cost")
         if e.payload is None:
             if e.content_hash is not None:
                 raise _fail(source, f"{ep}.content_hash", "must be null when the payload is null")
             continue
-        if isinstance(e.payload, RowsPayload):
-            width = len(e.payload.columns)
-            for r, row in enumerate(e.payload.rows):
-                if len(row) != width:
-                    raise _fail(source, f"{ep}.payload.rows[{r}]", f"row has {len(row)} cells for {width} columns")
-                for c, cell in enumerate(row):
-                    _check_scalar(cell, source, f"{ep}.payload.rows[{r}][{c}]")
+        check_payload(e.payload, source, f"{ep}.payload")
         expected = content_hash(e.payload)
         if e.content_hash != expected:
             raise _fail(source, f"{ep}.content_hash", f"content hash {e.content_hash} does not match the payload ({expected})")
