@@ -11,14 +11,13 @@ violation, and five recall IDs are `recall_count`.
 
 from __future__ import annotations
 
-import re
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
-from .model import EvidenceId, State, Unit
+from .model import EvidenceId, State, Unit, split_validation_error
 
 MAX_NOTES = 8
 MAX_RECALL = 4
@@ -77,7 +76,6 @@ AnyDecision = Union[Decision, RecallDecision]
 
 # One decoder per version schema, built once.
 _DECODERS = {False: msgspec.json.Decoder(Decision), True: msgspec.json.Decoder(RecallDecision)}
-_PATH_RE = re.compile(r" - at `(\$[^`]*)`$")
 
 
 def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
@@ -102,10 +100,8 @@ def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
     try:
         decision = _DECODERS[supports_recall].decode(data)
     except msgspec.ValidationError as exc:
-        text = str(exc)
-        match = _PATH_RE.search(text)
-        path = match.group(1) if match else "$"
-        raise _reject("schema_violation", f"{_PATH_RE.sub('', text)} at {path}", path=path) from None
+        message, path = split_validation_error(exc)
+        raise _reject("schema_violation", f"{message} at {path}", path=path) from None
     if isinstance(decision.next, Recall):
         refs = decision.next.evidence_refs
         if not 1 <= len(refs) <= MAX_RECALL:

@@ -210,15 +210,19 @@ def _fail(source: str, path: str, message: str) -> InvalidFile:
     return InvalidFile(f"{source}: {message} at {path}", details={"file": source, "path": path})
 
 
+def split_validation_error(exc: msgspec.ValidationError) -> tuple[str, str]:
+    """A msgspec validation error as (message, JSON path); the path is `$` where msgspec names none."""
+    text = str(exc)
+    match = _PATH_RE.search(text)
+    return _PATH_RE.sub("", text), match.group(1) if match else "$"
+
+
 def decode_strict(data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$") -> Any:
     """Decode with a strict decoder; any failure is `invalid_file` with its JSON path."""
     try:
         return decoder.decode(data)
     except msgspec.ValidationError as exc:
-        text = str(exc)
-        match = _PATH_RE.search(text)
-        path = match.group(1) if match else "$"
-        message = _PATH_RE.sub("", text)
+        message, path = split_validation_error(exc)
         raise _fail(source, prefix + path[1:], message) from None
     except msgspec.DecodeError as exc:
         raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None

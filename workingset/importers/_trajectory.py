@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import InvalidFile
+from ..model import is_timestamp, split_validation_error
 
 T = TypeVar("T")
 
@@ -84,16 +85,13 @@ def fail(file: str | Path, path: str, message: str) -> InvalidFile:
     return InvalidFile(f"{file}: {message} (at {path})", details={"file": str(file), "path": path})
 
 
-_PATH = re.compile(r" - at `(\$[^`]*)`$")
-
-
 def decode(data: bytes, kind: type[T], file: str | Path) -> T:
     """Decode JSON into `kind`; a syntax or shape error becomes `invalid_file` with its path."""
     try:
         return msgspec.json.decode(data, type=kind)
     except msgspec.ValidationError as exc:
-        match = _PATH.search(str(exc))
-        raise fail(file, match.group(1) if match else "$", _PATH.sub("", str(exc))) from None
+        message, where = split_validation_error(exc)
+        raise fail(file, where, message) from None
     except msgspec.DecodeError as exc:
         raise fail(file, "$", f"not valid JSON ({exc})") from None
 
@@ -103,9 +101,8 @@ def convert(value: Any, kind: type[T], file: str | Path, path: str) -> T:
     try:
         return msgspec.convert(value, type=kind)
     except msgspec.ValidationError as exc:
-        match = _PATH.search(str(exc))
-        inner = match.group(1)[1:] if match else ""
-        raise fail(file, path + inner, _PATH.sub("", str(exc))) from None
+        message, where = split_validation_error(exc)
+        raise fail(file, path + where[1:], message) from None
 
 
 def read_source(path: Path) -> bytes:
@@ -153,7 +150,6 @@ def from_epoch(seconds: float | int) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
 _NAIVE = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?$")
 
 
@@ -163,7 +159,7 @@ def with_offset(value: str, offset: timedelta, file: str | Path, path: str) -> s
         moment = datetime.fromisoformat(value)
     except ValueError:
         raise fail(file, path, f"not an ISO-8601 timestamp: {value!r}") from None
-    if _RFC3339.match(value):
+    if is_timestamp(value):
         return value
     if moment.tzinfo is None and _NAIVE.match(value):
         return value + _offset_text(offset)
