@@ -259,18 +259,6 @@ def test_manifest_round_trips_and_falls_back_to_both_lists():
         Manifest(evidence=5, order="id", indexed=[]).resolve(ids)
 
 
-def test_a_store_of_the_previous_schema_version_is_store_corrupt(tmp_path):
-    path = tmp_path / "s.sqlite3"
-    make(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE schema_version SET version = 1")
-    conn.commit()
-    conn.close()
-    with pytest.raises(WorkingsetError) as info:
-        fresh_show(path)
-    assert info.value.code == "store_corrupt" and info.value.details["schema_version"] == 1
-
-
 def test_a_damaged_manifest_is_store_corrupt(tmp_path):
     path = tmp_path / "s.sqlite3"
     with make(path) as inv:

@@ -105,14 +105,17 @@ def test_a_file_that_is_not_a_store_is_store_corrupt(tmp_path):
     assert code_of(make, other) == "store_corrupt"
 
 
-def test_an_unknown_schema_version_is_store_corrupt(tmp_path):
+@pytest.mark.parametrize("version", [1, 99], ids=["previous", "unknown"])
+def test_a_store_of_another_schema_version_is_store_corrupt(tmp_path, version):
     path = tmp_path / "s.sqlite3"
     make(path).close()
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE schema_version SET version = 99")
+    conn.execute("UPDATE schema_version SET version = ?", (version,))
     conn.commit()
     conn.close()
-    assert code_of(_show, path) == "store_corrupt"
+    with pytest.raises(WorkingsetError) as info:
+        _show(path)
+    assert info.value.code == "store_corrupt" and info.value.details["schema_version"] == version
 
 
 def test_damaged_rows_are_store_corrupt(tmp_path):
