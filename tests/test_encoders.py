@@ -12,7 +12,7 @@ import pytest
 
 from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.errors import SessionError, UnknownEncoder
-from workingset.model import RecallSelection, copy_state
+from workingset.model import RecallSelection, copy_state, load_stored_context
 
 from conftest import ROOT
 from factory import sample_state
@@ -277,3 +277,16 @@ def test_the_evidence_prefix_does_not_depend_on_the_selected_hypothesis(version)
     texts = [render(state, h.id, f"v{version}").text for h in state.hypotheses]
     evidence = {t.split("## Evidence", 1)[1].split("\ncaptures:", 1)[0] for t in texts}
     assert len(evidence) == 1
+
+
+@pytest.mark.parametrize("version", sorted(ENCODERS))
+def test_blocks_join_to_the_text_and_stable_sections_lead(version):
+    """Blocks cut at section boundaries join to the rendered text; stable sections come first."""
+    ctx = load_stored_context((ROOT / "fixtures" / "bug17" / "bug17-r0009.json").read_bytes())
+    out = ENCODERS[version].render(ctx.state, ctx.hypothesis)
+    blocks = out.blocks()
+    assert "".join(text for _, text in blocks) == out.text
+    assert [c for c, _ in blocks[: len(out.stable_sections)]] == list(out.stable_sections)
+    ends = out.stable_ends()
+    assert ends == tuple(sorted(ends)) and len(ends) == len(out.stable_sections)
+    assert out.text[: ends[-1]].rstrip("\n").endswith(blocks[len(ends) - 1][1].rstrip("\n"))

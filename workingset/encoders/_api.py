@@ -21,6 +21,34 @@ class RenderedContext:
     # Characters per section category (header, case, selected_hypothesis, other_hypotheses,
     # evidence, evidence_index, notes, budget, task, output_schema), in render order.
     sections: tuple[tuple[str, int], ...] = ()
+    # The same text cut into consecutive blocks, in render order and never merged:
+    # (section category, characters, separator included). Joined, the blocks are `text`.
+    chunks: tuple[tuple[str, int], ...] = ()
+    # Leading section categories the encoder declares unchanged from turn to turn of a run
+    # (where prompt-cache breakpoints go); a prefix of the categories of `chunks`.
+    stable_sections: tuple[str, ...] = ()
+
+    def blocks(self) -> tuple[tuple[str, str], ...]:
+        """The text as (category, block text) pairs that join to `text` byte for byte."""
+        out, at = [], 0
+        for category, n in self.chunks:
+            out.append((category, self.text[at : at + n]))
+            at += n
+        return tuple(out)
+
+    def stable_ends(self) -> tuple[int, ...]:
+        """Character offsets where each declared stable leading section ends, in order."""
+        ends: list[int] = []
+        at = 0
+        stable = set(self.stable_sections)
+        for i, (category, n) in enumerate(self.chunks):
+            if category not in stable:
+                break
+            at += n
+            following = self.chunks[i + 1][0] if i + 1 < len(self.chunks) else None
+            if following != category:
+                ends.append(at)
+        return tuple(ends)
 
 
 @dataclass

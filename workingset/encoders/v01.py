@@ -32,6 +32,8 @@ class V1:
     version = 1
     supports_recall = False
     evidence_heading = "Evidence"
+    # Leading sections identical in every context of a run (the case never changes).
+    stable_sections: tuple[str, ...] = ("header", "case")
 
     @property
     def name(self) -> str:
@@ -57,9 +59,11 @@ class V1:
         chunks = [c for c in self.layout(view) if c[1]]
         text = "\n\n".join(body for _, body in chunks) + "\n"
         sections: dict[str, int] = {}
+        ordered: list[tuple[str, int]] = []
         for i, (category, body) in enumerate(chunks):
             sep = 1 if i == len(chunks) - 1 else 2
             sections[category] = sections.get(category, 0) + len(body) + sep
+            ordered.append((category, len(body) + sep))
         return RenderedContext(
             encoder=self.name,
             hypothesis=selected.id,
@@ -69,6 +73,8 @@ class V1:
             chars=len(text),
             hash=hash_text(text),
             sections=tuple(sections.items()),
+            chunks=tuple(ordered),
+            stable_sections=self.stable_sections,
         )
 
     # -- what is shown -----------------------------------------------------------------
