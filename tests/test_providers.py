@@ -243,3 +243,29 @@ def test_next_messages_cli_and_bad_options_change_nothing(tmp_path, monkeypatch)
     loose = json.loads(runner.invoke(app, ["next", "--analysis", "demo", "--messages", "openai", "--no-strict"]).stdout)
     assert loose["response_format"]["json_schema"]["strict"] is False
 
+
+
+def test_the_cli_retry_loop(tmp_path, monkeypatch):
+    """next --messages, a rejected submit --json, then next --messages --retry with that answer and error."""
+    monkeypatch.setenv("WORKINGSET_STORE", str(tmp_path / "s.sqlite3"))
+    (tmp_path / "state.json").write_bytes(state_bytes())
+    runner = CliRunner()
+    A = ["--analysis", "demo"]
+    assert runner.invoke(app, ["init", "--state", str(tmp_path / "state.json")]).exit_code == 0
+    (tmp_path / "none.json").write_text("[]")
+    res = runner.invoke(app, ["next", *A, "--messages", "openai", "--retry", str(tmp_path / "none.json")])
+    assert res.exit_code == 2 and "needs an open request" in res.stderr  # and no request was made:
+    first = json.loads(runner.invoke(app, ["next", *A, "--messages", "anthropic"]).stdout)
+    answer = {"next": {"kind": "query", "source": "pg"}}
+    rejected = runner.invoke(app, ["submit", *A, "--request", "demo-r0001", json.dumps(answer), "--json"])
+    assert rejected.exit_code == 2
+    tries = [{"answer": answer, "error": json.loads(rejected.stdout)["error"]}]
+    res = runner.invoke(app, ["next", *A, "--messages", "anthropic", "--retry", "-"], input=json.dumps(tries))
+    assert res.exit_code == 0, res.stderr
+    msgs = json.loads(res.stdout)["messages"]
+    assert msgs[0] == first["messages"][0] and len(msgs) == 3
+    assert msgs[1]["content"][0]["input"] == answer and "schema_violation" in msgs[2]["content"][0]["content"]
+    (tmp_path / "bad.json").write_text('[{"answer": "x", "error": {"code": "schema_violation"}}]')
+    res = runner.invoke(app, ["next", *A, "--messages", "openai", "--retry", str(tmp_path / "bad.json"), "--json"])
+    assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "invalid_file"
+    assert runner.invoke(app, ["next", *A, "--retry", str(tmp_path / "none.json")]).exit_code == 2

@@ -263,15 +263,25 @@ def next_(
     messages: MessagesOpt = None,
     ttl: TtlOpt = None,
     strict: StrictOpt = None,
+    retry: Annotated[Optional[str], typer.Option(
+        help='With --messages: earlier rejected tries of the open request, a JSON array of {"answer", "error"} (file or -).')] = None,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Render and persist the next request (or return the open one); the text goes to stdout."""
+    from .providers import load_retry
+
     as_messages = provider_options(messages, ttl, strict)
+    if retry is not None and not as_messages:
+        raise UsageError("--retry goes with --messages PROVIDER")
+    tries = load_retry(*_input(retry)) if retry is not None else []
     with _session(store, analysis) as inv:
+        if retry is not None and inv.show().open_request is None:
+            # The tries answered a request that is no longer open: never pin them on a new one.
+            raise UsageError("--retry needs an open request: the tries answer it again, and none is open")
         req = inv.next_request(hypothesis)
     if as_messages:
-        emit_json(req.messages(messages, ttl=ttl, strict=strict))
+        emit_json(req.messages(messages, ttl=ttl, strict=strict, retry=tries))
     elif as_json:
         emit_json(req.spec())
     else:

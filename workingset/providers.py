@@ -191,6 +191,32 @@ def _checked(retry: Retry) -> list[tuple[Answer, DecisionRejected]]:
     return pairs
 
 
+class Rejection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A rejection as `submit --json` printed it under `error`."""
+
+    code: str
+    message: str
+    details: dict[str, Any] = {}
+
+
+class RetryEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """One earlier try of the open request: the answer as received (text, or a tool's input) and its rejection."""
+
+    answer: Union[str, dict[str, Any]]
+    error: Rejection
+
+
+_RETRY_FILE = msgspec.json.Decoder(list[RetryEntry])
+
+
+def load_retry(data: bytes, source: str) -> list[tuple[Answer, DecisionRejected]]:
+    """Read a retry file: a JSON array of `{"answer", "error"}` objects, oldest first (`invalid_file` if not)."""
+    from .model import decode_strict
+
+    entries = decode_strict(data, _RETRY_FILE, source)
+    return [(e.answer, DecisionRejected(e.error.message, code=e.error.code, details=dict(e.error.details))) for e in entries]
+
+
 def _as_text(answer: Answer) -> str:
     if isinstance(answer, dict):
         return msgspec.json.encode(answer).decode("utf-8")
