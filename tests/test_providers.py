@@ -103,6 +103,7 @@ def test_the_tool_and_response_formats(inv):
     req = inv.next_request("H1")
     frozen = get_encoder("v8").decision_schema
     assert req.decision_schema == frozen and req.decision_schema is not frozen
+    jsonschema.Draft202012Validator.check_schema(frozen)  # Anthropic validates input_schema as draft 2020-12
     msgs = req.messages("anthropic")
     assert msgs["tools"] == [{"name": "submit_decision", "description": msgs["tools"][0]["description"], "input_schema": frozen}]
     assert msgs["tool_choice"] == {"type": "tool", "name": "submit_decision"}

@@ -23,6 +23,7 @@ TTLS = ("5m", "1h")
 MAX_BREAKPOINTS = 4  # Anthropic's limit per request
 TOOL_NAME = "submit_decision"
 SCHEMA_NAME = "decision"
+_DESCRIPTION = "The decision answering this request: an optional assessment and notes, then the next step."
 # Rejections a model cannot fix by answering again: the controller has to act.
 NOT_RETRYABLE = ("stale_request", "analysis_closed")
 
@@ -118,9 +119,6 @@ def check_options(provider: str | None, ttl: str | None = None, strict: bool | N
         raise UsageError(f"a TTL sets Anthropic's cache breakpoints; {provider} caches prompts automatically")
     if strict is not None and provider == "anthropic":
         raise UsageError("strict chooses the OpenAI schema form; Anthropic gets the frozen schema as a tool")
-
-
-_DESCRIPTION = "The decision answering this request: an optional assessment and notes, then the next step."
 
 
 def _anthropic(req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], ttl: str | None) -> dict[str, Any]:

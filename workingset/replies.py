@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import msgspec
 from tabulate import tabulate
 
 from .model import State
+
+if TYPE_CHECKING:
+    from .encoders import RenderedContext
 
 
 class Request(msgspec.Struct, kw_only=True):
@@ -48,7 +51,7 @@ class Request(msgspec.Struct, kw_only=True):
         return messages(self, provider, retry=retry, ttl=ttl, strict=strict)
 
     @classmethod
-    def of(cls, out: Any, request_id: str, state: State, **overrides: Any) -> "Request":
+    def of(cls, out: RenderedContext, request_id: str, state: State, **overrides: Any) -> Request:
         """The request for a rendered context `out` of `state` (`overrides` replace §8 fields)."""
         from .providers import section_ends
 
