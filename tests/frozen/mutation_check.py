@@ -22,7 +22,7 @@ MUTATIONS = (  # (what it breaks, file, original text, mutated text)
     ("v5 reference on an equal hash without equal payloads", "workingset/encoders/v05.py",
      "earlier is not None and earlier.payload == ev.payload", "earlier is not None"),
     ("fence language-tag limit 40 -> 39 characters", "workingset/encoders/_render.py",
-     "{1,40}", "{1,39}"),
+     "FENCE_INFO_MAX_CHARS = 40", "FENCE_INFO_MAX_CHARS = 39"),
 )  # fmt: skip
 
 
