@@ -2,7 +2,8 @@
 
 Each RESULTS.md section says whether it is deterministic or timed. A deterministic
 section's command is rerun with `--check`, which fails unless it writes the section again
-exactly; a timed one must name the commit it was measured at. In the README, every
+exactly; a timed one must name the commit it was measured at, and the sizes it reports
+beside its timings (characters, bytes) are recomputed. In the README, every
 measured number (percentages, thousands, "about N") must belong to a claim this module
 recomputes from `workingset compare`, or to a short list of numbers that are not ours.
 """
@@ -17,7 +18,11 @@ import shlex
 import subprocess
 import sys
 
+import msgspec
 import pytest
+
+from workingset.encoders import ENCODERS
+from workingset.runs import load_context_file
 
 from conftest import BUG17, CORPUS, ROOT, invoke
 
@@ -60,6 +65,46 @@ def test_deterministic_section_reproduces_exactly(name: str):
     result = subprocess.run([sys.executable, *argv[1:], _results.CHECK_FLAG], cwd=ROOT, env=env,
                             capture_output=True, text=True)  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- what timed sections hold besides timings ----------------------------------------------
+
+
+def _github_table(section: str, first_header: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table whose header starts with `first_header`, as header -> cell."""
+    lines = section.splitlines()
+    at = next(i for i, line in enumerate(lines) if re.match(rf"^\|\s*{re.escape(first_header)}\s*\|", line))
+    cells = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731
+    headers, rows = cells(lines[at]), []
+    for line in lines[at + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(headers, cells(line))))
+    return rows
+
+
+def test_speed_section_sizes_are_current():
+    """The speed section's context and its chars column are what the encoders give now."""
+    section = SECTIONS["speed"]
+    path = BUG17 / "bug17-r0018.json"
+    ctx = load_context_file(path)
+    assert (f"Context: `fixtures/bug17/{path.name}` ({path.stat().st_size:,} bytes, {len(ctx.state.evidence)} "
+            f"evidence items, hypothesis {ctx.hypothesis})") in section  # fmt: skip
+    published = {row["version"]: row["chars"] for row in _github_table(section, "version")}
+    now = {f"v{n}": f"{enc.render(ctx.state, ctx.hypothesis).chars:,}" for n, enc in ENCODERS.items()}
+    assert published == now, "rerun benchmarks/speed.py: its render table is stale"
+
+
+def test_scale_section_sizes_are_current():
+    """The scale section's state sizes and rendered characters are what the generator and encoders give now."""
+    from synthetic import make_state
+
+    rows = _github_table(SECTIONS["scale"], "evidence items")
+    for row in rows:
+        state = make_state(int(row["evidence items"].replace(",", "")))
+        assert row["state JSON bytes"] == f"{len(msgspec.json.encode(state)):,}"
+        for v in (8, 10):
+            assert row[f"v{v} chars"] == f"{ENCODERS[v].render(state, 'H1').chars:,}", f"v{v} at {row['evidence items']}"
 
 
 def test_check_fails_on_a_changed_number_and_ignores_the_machine_line():
