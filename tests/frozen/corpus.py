@@ -18,14 +18,13 @@ from typing import NamedTuple
 
 import msgspec
 
+from workingset.encoders import ENCODERS
+from workingset.hashing import hash_text
+from workingset.model import State, validate_state
+from workingset.runs import read_run
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-sys.path.insert(0, str(ROOT))  # run as a script from a checkout without installing
-
-from workingset.encoders import ENCODERS  # noqa: E402
-from workingset.hashing import hash_text  # noqa: E402
-from workingset.model import State, validate_state  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
 
 STATES = HERE / "states.jsonl.gz"
 HASHES = HERE / "hashes.txt"
