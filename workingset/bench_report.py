@@ -192,3 +192,11 @@ def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True) -> 
         parts += ["", "Characters per section, whole run", _sections_table(cmp, None)]
         parts += ["", "Characters per section, last context", _sections_table(cmp, n - 1)]
     return "\n".join(parts) + "\n"
+
+
+def run_data(directory: str, run: list, cmp: Comparison, *, recall: bool, sections: bool = False) -> dict[str, Any]:
+    """Return `compare --json`'s object for a run read by `runs.read_run` and its comparison."""
+    data = {"run": directory, "recall": recall, **to_data(cmp, sections=sections)}
+    for (path, _), entry in zip(run, data["contexts"]):
+        entry["file"] = path.name
+    return data

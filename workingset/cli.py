@@ -154,7 +154,7 @@ def compare(
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
     from .bench import compare_contexts, strategies
-    from .bench_report import to_data, to_text
+    from .bench_report import run_data, to_text
     from .runs import read_run
     from .tokens import get_encoding
 
@@ -169,12 +169,37 @@ def compare(
     else:
         result = compare_contexts(contexts, renderers, **options)
     if as_json:
-        data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
-        for (path, _), entry in zip(run, data["contexts"]):
-            entry["file"] = path.name
-        emit_json(data)
+        emit_json(run_data(directory, run, result, recall=recall, sections=sections))
     else:
         sys.stdout.write(to_text(result, sections=sections, recall=recall))
+
+
+@app.command()
+@guarded
+def report(
+    directory: Annotated[str, typer.Argument(metavar="RUN", help="A run: a directory of stored-context files.")],
+    out: Annotated[str, typer.Option("--out", help="The HTML file to write.")],
+    strategies: Annotated[Optional[list[str]], typer.Option(help="Strategies, the base first (repeatable or a comma list; default v7,v10,v11,full-transcript,masking-10,last-5).")] = None,
+    cache: Annotated[Optional[list[str]], typer.Option(help="Cache models to show (repeatable or a comma list; default ideal).")] = None,
+    recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
+    encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
+    cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a self-contained HTML report of a run: cost per turn per strategy, and what each context showed."""
+    from .report import DEFAULT_STRATEGIES, check_output, report_data, write_report
+
+    check_output(out)
+    names = [n.strip() for arg in strategies or () for n in arg.split(",") if n.strip()] or list(DEFAULT_STRATEGIES)
+    models = [m.strip() for arg in cache or () for m in arg.split(",") if m.strip()]
+    data = report_data(directory, names, cache=models, recall=recall, encoding=encoding, cached_price=cached_price)
+    size = write_report(out, data)
+    summary = {"run": directory, "out": out, "bytes": size, "contexts": len(data["compare"]["contexts"]),
+               "strategies": data["compare"]["strategies"], "cache": list(data["series"])}  # fmt: skip
+    if as_json:
+        emit_json(summary)
+    else:
+        sys.stdout.write(f"wrote {out} ({size:,} bytes): {summary['contexts']} contexts, {', '.join(summary['strategies'])}\n")
 
 
 @app.command("import")

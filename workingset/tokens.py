@@ -19,7 +19,7 @@ import importlib
 import re
 from array import array
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .errors import WorkingsetError
 from .hashing import hash_text
@@ -171,3 +171,14 @@ def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCO
     while i < end and a[i] == b[i]:
         i += 1
     return i
+
+
+def prefix_chars(text: str, counts: Sequence[int], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """Return, for each count n, how many characters of `text` its first n tokens cover.
+
+    The text is tokenized whole, as `common_prefix_tokens` does. A token that ends inside a
+    multi-byte character covers only the characters it completes.
+    """
+    tokens = _encode(text, encoding)
+    enc = get_encoding(encoding)
+    return [len(enc.decode_bytes(tokens[:n]).decode("utf-8", "ignore")) if n else 0 for n in counts]
