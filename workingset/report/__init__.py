@@ -34,7 +34,10 @@ def resolve_strategies(names: Sequence[str]) -> tuple[dict[str, Renderer], dict[
         else:
             try:
                 label = version_label(name)
-            except UnknownEncoder as err:  # say what else a strategy can be
+            except UnknownEncoder as err:
+                if ":" in name:  # a version's options are wrong: its own message says how
+                    raise
+                # say what else a strategy can be
                 raise UnknownEncoder(f"no strategy {name!r}: {err.message}; or a baseline: {', '.join(baselines)}",
                                      code="unknown_strategy", details={"baselines": list(baselines)}) from None
             renderer, encoder = version_renderer(label), "investigation_project_" + label

@@ -43,8 +43,9 @@ def _encoder_view(state: Any, hypothesis: str, encoder: str) -> dict[str, Any]:
 
 def _baseline_view(state: Any, hypothesis: str, name: str) -> dict[str, Any]:
     text = BASELINES[name](state, hypothesis)
-    # A transcript agent's one rolling breakpoint: the end of its last message.
-    return {"text": text, "sections": [], "breakpoints": [len(text.rstrip("\n"))],
+    # A transcript agent's one rolling breakpoint: the end of its last message (the text is
+    # its messages joined, then a closing newline).
+    return {"text": text, "sections": [], "breakpoints": [len(text) - text.endswith("\n")],
             "gone": unrecoverable(name, state, hypothesis)}  # fmt: skip
 
 

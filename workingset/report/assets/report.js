@@ -85,7 +85,7 @@
       annotations.push({ text: "<b>" + s + "</b>", xref: "paper", yref: yaxis + " domain", x: 0, y: 1, xanchor: "left", yanchor: "bottom", showarrow: false });
     });
     layout.xaxis = { type: "category", tickangle: -60, automargin: true };
-    Plotly.react("chart-tokens", traces, layout, CONFIG);
+    return Plotly.react("chart-tokens", traces, layout, CONFIG);
   }
 
   function drawCost() {
@@ -95,7 +95,7 @@
       return { type: "scatter", mode: "lines", name: s, x: labels, y: series[s].cost.map((c) => (acc += c)),
         line: { color: PALETTE[k % PALETTE.length] }, hovertemplate: s + " %{x}<br>cumulative cost: %{y:,.1f}<extra></extra>" };
     });
-    Plotly.react("chart-cost", traces, { height: 360, margin: { t: 10, l: 70, r: 10, b: 80 },
+    return Plotly.react("chart-cost", traces, { height: 360, margin: { t: 10, l: 70, r: 10, b: 80 },
       xaxis: { type: "category", tickangle: -60 }, yaxis: { title: { text: "full-price tokens" } } }, CONFIG);
   }
 
@@ -107,7 +107,7 @@
     }
     const trace = { type: "bar", x: strategies, y: strategies.map(largestChars), marker: { color: strategies.map((_, k) => PALETTE[k % PALETTE.length]) },
       customdata: strategies.map(largest), hovertemplate: "%{x}<br>%{y:,} chars, %{customdata:,} tokens<extra></extra>" };
-    Plotly.react("chart-largest", [trace], { height: 360, margin: { t: 10, l: 70, r: 10, b: 80 }, shapes, annotations,
+    return Plotly.react("chart-largest", [trace], { height: 360, margin: { t: 10, l: 70, r: 10, b: 80 }, shapes, annotations,
       yaxis: { title: { text: "characters" }, rangemode: "tozero" } }, CONFIG);
   }
 
@@ -115,14 +115,14 @@
     // Per strategy and turn, the shares of earlier evidence visible in full, addressable or gone,
     // where compare's data carries them.
     const av = compare.availability;
-    if (!av) return;
+    if (!av) return null;
     $("availability-section").hidden = false;
     const traces = [];
     strategies.filter((s) => av[s]).forEach((s, k) => {
       traces.push({ type: "scatter", mode: "lines", name: s + " visible or addressable", x: labels,
         y: av[s].map((a) => 100 * (a.visible + a.addressable)), line: { color: PALETTE[k % PALETTE.length] } });
     });
-    Plotly.react("chart-availability", traces, { height: 320, yaxis: { title: { text: "% of earlier evidence" }, range: [0, 105] },
+    return Plotly.react("chart-availability", traces, { height: 320, yaxis: { title: { text: "% of earlier evidence" }, range: [0, 105] },
       xaxis: { type: "category" }, margin: { t: 10, l: 70, r: 10, b: 80 } }, CONFIG);
   }
 
@@ -216,7 +216,12 @@
     $("viewer").dataset.strategy = s;
   }
 
-  function drawAll() { drawTotals(); drawTokens(); drawCost(); drawLargest(); drawAvailability(); drawViewer(); }
+  // Resolves when every chart has drawn.
+  function drawAll() {
+    drawTotals();
+    drawViewer();
+    return Promise.all([drawTokens(), drawCost(), drawLargest(), drawAvailability()]);
+  }
 
   // --- controls ----------------------------------------------------------------------------------
   models.forEach((m) => option($("model"), m, m));
@@ -229,13 +234,14 @@
   $("strategy").addEventListener("change", (e) => { state.strategy = e.target.value; drawViewer(); });
   $("prev").addEventListener("click", () => { if (state.turn > 0) { state.turn--; drawViewer(); } });
   $("next").addEventListener("click", () => { if (state.turn < labels.length - 1) { state.turn++; drawViewer(); } });
-  drawAll();
-  $("chart-tokens").on("plotly_click", (ev) => {
-    const pt = ev.points[0];
-    state.turn = pt.pointIndex;
-    state.strategy = strategies[Math.floor(pt.curveNumber / 3)];
-    drawViewer();
-    $("viewer").scrollIntoView();
+  drawAll().then(() => {
+    $("chart-tokens").on("plotly_click", (ev) => {
+      const pt = ev.points[0];
+      state.turn = pt.pointIndex;
+      state.strategy = strategies[Math.floor(pt.curveNumber / 3)];
+      drawViewer();
+      $("viewer").scrollIntoView();
+    });
+    document.body.dataset.ready = "true";  // the browser test waits for this
   });
-  document.body.dataset.ready = "true";
 })();

@@ -1,0 +1,144 @@
+"""`workingset report`: the page's numbers are compare's, its texts the rendered ones, bad input changes nothing."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from workingset.baselines import BASELINES
+from workingset.encoders import render
+from workingset.report import DEFAULT_STRATEGIES, report_data
+from workingset.report.page import _json, render_page
+from workingset.report.texts import LineTable, decode, edits
+from workingset.runs import read_run
+
+from conftest import BUG17, invoke
+from report_page import embedded, texts
+
+
+@pytest.fixture(scope="module")
+def bug17_report():
+    """The default report of bug17, as data and as the page."""
+    data = report_data(str(BUG17))
+    return data, render_page(data)
+
+
+@pytest.mark.parametrize("report_args, compare_args", [
+    (["--strategies", "v7,v8"], []),
+    (["--strategies", ",".join(["v7"] + [f"v{n}" for n in (1, 2, 3, 4, 5, 6, 8, 9, 10, 11)] + list(BASELINES))],
+     ["--all", "--baselines"]),
+    (["--strategies", "v10", "--strategies", "v11,", "--no-recall", "--cached-price", "0.25"],
+     ["--base", "v10", "--candidate", "v11", "--no-recall", "--cached-price", "0.25"]),
+], ids=["default-pair", "all-baselines", "options"])  # fmt: skip
+def test_page_holds_compares_json(tmp_path, report_args, compare_args):
+    out = tmp_path / "r.html"
+    made = invoke("report", str(BUG17), "--out", str(out), *report_args, "--json")
+    assert made.exit_code == 0, made.output
+    compared = invoke("compare", str(BUG17), *compare_args, "--json")
+    assert compared.exit_code == 0, compared.output
+    page = out.read_text("utf-8")
+    expected = json.loads(compared.stdout)
+    got = embedded(page, "ws-compare")
+    assert got == expected
+    # The charts' series are compare's numbers per context.
+    series = embedded(page, "ws-report")["series"]["ideal"]
+    for s in got["strategies"]:
+        assert series[s]["read"] == [c["sizes"][s]["cached_tokens"] for c in got["contexts"]]
+        assert series[s]["uncached"] == [c["sizes"][s]["uncached_tokens"] for c in got["contexts"]]
+        assert series[s]["cost"] == [c["sizes"][s]["effective_cost"] for c in got["contexts"]]
+        assert sum(series[s]["read"]) == got["total"][s]["cached_tokens"]
+    assert json.loads(made.stdout) == {"run": str(BUG17), "out": str(out), "bytes": len(page.encode()),
+                                       "contexts": 18, "strategies": got["strategies"], "cache": ["ideal"]}  # fmt: skip
+
+
+def test_viewer_texts_are_the_rendered_texts(bug17_report):
+    data, _ = bug17_report
+    contexts = [ctx for _, ctx in read_run(BUG17)]
+    assert list(data["viewer"]["turns"]) == list(DEFAULT_STRATEGIES)
+    for strategy in DEFAULT_STRATEGIES:
+        decoded = texts(data, strategy)
+        for ctx, text, entry in zip(contexts, decoded, data["viewer"]["turns"][strategy]):
+            if strategy in BASELINES:
+                assert text == BASELINES[strategy](ctx.state, ctx.hypothesis)
+                assert entry["breakpoints"] == [len(text) - 1] and "shown" not in entry
+            else:
+                rendered = render(ctx.state, ctx.hypothesis, strategy)
+                assert text == rendered.text
+                assert entry["breakpoints"] == list(rendered.stable_ends())
+                assert (entry["shown"], entry["indexed"]) == (list(rendered.shown), list(rendered.indexed))
+                ends = [end for _, end in entry["sections"]]
+                assert ends == sorted(ends) and ends[-1] == len(text)
+            assert entry["length"] == len(text)
+
+
+def test_served_part_is_shared_with_the_previous_turn(bug17_report):
+    # Under the ideal model the cache serves the common token prefix: its characters start
+    # the previous turn's text too, and stop within a few characters of where they differ.
+    data, _ = bug17_report
+    for strategy in DEFAULT_STRATEGIES:
+        decoded = texts(data, strategy)
+        for i, entry in enumerate(data["viewer"]["turns"][strategy]):
+            read, written = entry["served"]["ideal"]
+            assert written == read
+            if i == 0:
+                assert read == 0
+                continue
+            prev, text = decoded[i - 1], decoded[i]
+            assert prev.startswith(text[:read])
+            common = next((k for k, (a, b) in enumerate(zip(prev, text)) if a != b), min(len(prev), len(text)))
+            assert common - read < 64, (strategy, i, common, read)
+
+
+def test_page_is_self_contained_and_deterministic(bug17_report):
+    data, page = bug17_report
+    assert render_page(data) == page
+    lowered = page.lower()
+    for tag in ("<script src", "<link rel=\"stylesheet\"", "<img", "<iframe", "@import"):
+        assert tag not in lowered
+    assert page.count("<script") == 4  # plotly.js, two data elements, the page's own script
+
+
+def test_evidence_cannot_end_a_script_element():
+    text = json.loads(_json({"t": "</script><script>alert(1)</script><!--"}))
+    assert text == {"t": "</script><script>alert(1)</script><!--"}
+    assert "<" not in _json({"t": "</script><!--"})
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["", "a", "b", "c", "```", "x y", "\u00e9", "\U0001f600"]), max_size=30),
+                min_size=1, max_size=6))  # fmt: skip
+def test_line_edits_decode_exactly(runs):
+    table, prev_ids, prev_lines = LineTable(), [], []
+    for lines in runs:
+        text = "\n".join(lines)
+        ids = table.ids(text)
+        ops = edits(prev_ids, ids)
+        out = decode(table.lines, prev_lines, ops)
+        assert "\n".join(out) == text
+        prev_ids, prev_lines = ids, out
+
+
+@pytest.mark.parametrize("args, code", [
+    (["--strategies", "v7,bogus"], "unknown_strategy"),
+    (["--strategies", "v7,v7"], "usage_error"),
+    (["--strategies", "v11:budget=12"], "unknown_encoder"),
+    (["--cache", "nope"], "usage_error"),
+    (["--encoding", "gpt2-online"], "tokenizer_unavailable"),
+])  # fmt: skip
+def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, args, code):
+    out = tmp_path / "r.html"
+    result = invoke("report", str(BUG17), "--out", str(out), *args, "--json")
+    assert result.exit_code == 2, result.output
+    assert json.loads(result.stdout)["error"]["code"] == code
+    assert not out.exists()
+
+
+def test_unwritable_output_and_missing_run(tmp_path):
+    result = invoke("report", str(BUG17), "--out", str(tmp_path / "no" / "r.html"))
+    assert result.exit_code == 2 and result.stderr.startswith("error: output_unavailable: ")
+    result = invoke("report", str(tmp_path / "none"), "--out", str(tmp_path / "r.html"))
+    assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
+    assert not (tmp_path / "r.html").exists()
