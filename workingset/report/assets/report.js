@@ -242,6 +242,7 @@
       drawViewer();
       $("viewer").scrollIntoView();
     });
+    window.wsReadyMs = performance.now();  // since navigation started: the benchmark's load time
     document.body.dataset.ready = "true";  // the browser test waits for this
   });
 })();
