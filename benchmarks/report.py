@@ -95,6 +95,7 @@ def main() -> None:
             for _ in range(LOADS):
                 report_t.append(load_ms(driver, page))
                 base_t.append(load_ms(driver, base))
+            load_ms(driver, page)
             switch = switch_ms(driver, data["compare"]["strategies"])
             n = len(data["compare"]["contexts"])
             rows.append([label, str(n), f"{size:,}", f"{parts['viewer']:,}", f"{parts['compare']:,}", f"{build:.1f}",

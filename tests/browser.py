@@ -17,7 +17,7 @@ CHROMIUM = "/usr/bin/chromium"
 INSTALL = "apt-get install chromium chromium-driver && pip install selenium (the test extra)"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-dev-shm-usage", "--window-size=1400,1000")  # fmt: skip
+         "--disable-dev-shm-usage")  # fmt: skip
 
 
 def missing() -> str | None:
@@ -33,7 +33,7 @@ def missing() -> str | None:
 
 
 @contextmanager
-def chromium() -> Iterator["object"]:
+def chromium(window: tuple[int, int] = (1400, 1000), scale: float = 1.0) -> Iterator["object"]:
     """A headless Chromium WebDriver with browser console logging on, quit on exit."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -44,6 +44,8 @@ def chromium() -> Iterator["object"]:
     for flag in FLAGS:
         options.add_argument(flag)
     options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument(f"--window-size={window[0]},{window[1]}")
+    options.add_argument(f"--force-device-scale-factor={scale}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:

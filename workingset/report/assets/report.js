@@ -71,9 +71,9 @@
   function drawTokens() {
     const series = report.series[state.model];
     const traces = [], annotations = [], n = strategies.length;
-    const layout = { barmode: "stack", height: 90 + 150 * n, margin: { t: 20, l: 70, r: 10, b: 60 },
+    const layout = { barmode: "stack", height: 110 + 150 * n, margin: { t: 40, l: 70, r: 10, b: 60 },
       grid: { rows: n, columns: 1, subplots: strategies.map((_, k) => ["xy" + (k ? k + 1 : "")]) },
-      legend: { orientation: "h", y: 1.0, yanchor: "bottom" }, annotations };
+      legend: { orientation: "h", x: 1, xanchor: "right", y: 1, yanchor: "bottom" }, annotations };
     strategies.forEach((s, k) => {
       const yaxis = "y" + (k ? k + 1 : "");
       for (const part of ["read", "written", "uncached"]) {
