@@ -15,7 +15,7 @@ from workingset.report.page import _json, render_page
 from workingset.report.texts import LineTable, decode, edits
 from workingset.runs import read_run
 
-from conftest import BUG17, invoke
+from conftest import BUG17, CORPUS, invoke, needs_corpus
 from report_page import embedded, texts
 
 
@@ -142,3 +142,16 @@ def test_unwritable_output_and_missing_run(tmp_path):
     result = invoke("report", str(tmp_path / "none"), "--out", str(tmp_path / "r.html"))
     assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
     assert not (tmp_path / "r.html").exists()
+
+
+@needs_corpus
+def test_report_of_an_imported_trajectory(tmp_path):
+    run, out = tmp_path / "run", tmp_path / "r.html"
+    assert invoke("import", "swe-agent", str(CORPUS / "sweagent-gpt4-pydicom-1458.traj"), "--out", str(run)).exit_code == 0
+    assert invoke("report", str(run), "--out", str(out)).exit_code == 0
+    page = out.read_text("utf-8")
+    report = embedded(page, "ws-report")
+    contexts = [ctx for _, ctx in read_run(run)]
+    assert embedded(page, "ws-compare")["strategies"] == list(DEFAULT_STRATEGIES)
+    assert texts(report, "full-transcript") == [BASELINES["full-transcript"](c.state, c.hypothesis) for c in contexts]
+    assert texts(report, "v11") == [render(c.state, c.hypothesis, "v11").text for c in contexts]
