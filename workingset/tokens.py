@@ -19,7 +19,7 @@ import importlib
 import re
 from array import array
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .errors import WorkingsetError
 from .hashing import hash_text
@@ -145,18 +145,29 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return count
 
 
-def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCODING) -> int:
-    """Return how many leading tokens `text` shares with `prev_text`.
+def encode_at(text: str, cuts: Sequence[int], encoding: str = DEFAULT_ENCODING) -> tuple[array, tuple[int, ...]]:
+    """Return the tokens of `text` and the token offset of each character offset in `cuts`.
 
-    This is the length of the longest common prefix of the two token sequences, each text
-    tokenized whole: exactly the tokens a provider's prefix cache could serve when `text`
-    is sent after `prev_text`. It is never more than `count_tokens(text)`. It can be a
-    token or two less than tokenizing the common *character* prefix on its own, because
-    the token that straddles the first differing character is not shared.
+    The text is tokenized piece by piece between the cuts and the pieces' tokens are
+    concatenated, so a cut is an exact token offset (a cache breakpoint). This equals
+    tokenizing the whole text when every cut is where the tokenizer restarts, as at the
+    section boundaries of a rendered context (a test checks it on every version).
     """
-    if not prev_text or not text:
-        return 0
-    a, b = _encode(prev_text, encoding), _encode(text, encoding)
+    tokens, offsets, at = array("I"), [], 0
+    for cut in cuts:
+        if not at <= cut <= len(text):
+            raise ValueError(f"cut {cut} outside {at}..{len(text)}: cuts must ascend within the text")
+        tokens.extend(_encode(text[at:cut], encoding) if cut > at else ())
+        offsets.append(len(tokens))
+        at = cut
+    tokens.extend(_encode(text[at:], encoding) if at < len(text) else ())
+    return tokens, tuple(offsets)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Return the length of the longest common prefix of two token sequences."""
+    # Slices compare equal only between arrays of one type code (an array never equals a list).
+    a, b = (x if isinstance(x, array) and x.typecode == "I" else array("I", x) for x in (a, b))
     limit = min(len(a), len(b))
     step, i = 4096, 0
     # Compare in C-level slices; fall back to single tokens only inside the differing block.
@@ -168,3 +179,17 @@ def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCO
     while i < end and a[i] == b[i]:
         i += 1
     return i
+
+
+def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCODING) -> int:
+    """Return how many leading tokens `text` shares with `prev_text`.
+
+    This is the length of the longest common prefix of the two token sequences, each text
+    tokenized whole: exactly the tokens a provider's prefix cache could serve when `text`
+    is sent after `prev_text`. It is never more than `count_tokens(text)`. It can be a
+    token or two less than tokenizing the common *character* prefix on its own, because
+    the token that straddles the first differing character is not shared.
+    """
+    if not prev_text or not text:
+        return 0
+    return common_prefix(_encode(prev_text, encoding), _encode(text, encoding))
