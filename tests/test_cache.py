@@ -47,8 +47,10 @@ def test_anthropic_writes_to_the_last_breakpoint_and_reads_the_longest_entry():
     run = [
         Prompt(tok(range(1, 11)), (4, 8), time=0),  # nothing cached: 8 written, 2 uncached
         Prompt(tok(range(1, 9), [20, 21, 22, 23]), (4, 12), time=100),  # entry 1..8 read, 9..12 written
+        Prompt(tok(range(1, 9), [30, 31]), (10,), time=450),  # every entry last used at 100: expired at 400
     ]
-    assert split(bill("anthropic", run, A)) == [(2, 8, 0, 2 + 1.25 * 8), (0, 4, 8, 1.25 * 4 + 0.8)]
+    bills = split(bill("anthropic", run, A))
+    assert bills == [(2, 8, 0, 2 + 1.25 * 8), (0, 4, 8, 1.25 * 4 + 0.8), (0, 10, 0, 12.5)]  # the README's example
 
 
 def test_anthropic_gap_longer_than_the_ttl_empties_the_cache():

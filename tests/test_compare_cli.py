@@ -221,7 +221,7 @@ def test_bug17_json_matches_the_table():
 def test_readme_bug17_table_matches_the_command():
     """The README's bug17 numbers are what `compare fixtures/bug17 --all` prints."""
     readme = (BUG17.parent.parent / "README.md").read_text()
-    section = readme[readme.index("## The offline comparison"):]
+    section = readme[readme.index("## The offline comparison") : readme.index("### Cache-true costs")]
     data = json.loads(invoke("compare", str(BUG17), "--all", "--json").stdout)
     rows = [line for line in section.splitlines() if re.match(r"^\| v\d+ \| ", line)]
     assert [row.split("|")[1].strip() for row in rows] == ["v7", "v8", "v9", "v10"]
@@ -235,3 +235,24 @@ def test_readme_bug17_table_matches_the_command():
         assert cells[4] == f"{total['effective_cost']:,.1f}"
         if cells[0] != "v7":
             assert cells[5] == f"{total['change_percent']['effective_cost']:+.1f}%".replace("-", "−")
+
+
+def test_readme_bug17_cache_table_matches_the_command():
+    """The README's cache-true bug17 numbers are what `compare --cache ideal,anthropic,openai` prints."""
+    readme = (BUG17.parent.parent / "README.md").read_text()
+    section = readme[readme.index("### Cache-true costs"):]
+    args = ("compare", str(BUG17), "--all", "--baselines", "--cache", "ideal,anthropic,openai", "--json")
+    cache = json.loads(invoke(*args).stdout)["cache"]
+    rows = [line for line in section.splitlines() if re.match(r"^\| (v\d+|full-transcript|masking-10|last-5) \| ", line)]
+    assert [row.split("|")[1].strip() for row in rows] == ["v7", "v8", "v9", "v10", "full-transcript", "masking-10", "last-5"]
+
+    def split(t: dict) -> str:
+        return f"{t['uncached_tokens']:,} / {t['written_tokens']:,} / {t['read_tokens']:,}"
+
+    for row in rows:
+        name, ideal, anthropic, anthropic_split, openai, openai_split = (c.strip() for c in row.strip("|").split("|"))
+        assert ideal == f"{cache['ideal']['total'][name]['effective_cost']:,.1f}"
+        assert anthropic == f"{cache['anthropic']['total'][name]['effective_cost']:,.1f}"
+        assert anthropic_split == split(cache["anthropic"]["total"][name])
+        assert openai == f"{cache['openai']['total'][name]['effective_cost']:,.1f}"
+        assert openai_split == split(cache["openai"]["total"][name])
