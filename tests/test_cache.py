@@ -7,6 +7,8 @@ from datetime import datetime, timezone
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from workingset import bench, tokens
@@ -224,3 +226,57 @@ def test_state_time_is_the_latest_capture_leap_seconds_and_lowercase_included():
     assert state_time(leap) == datetime(2030, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
     bare = msgspec.structs.replace(state, evidence=[])
     assert state_time(bare) == datetime.fromisoformat(state.case.opened_at.replace("Z", "+00:00")).timestamp()
+
+
+# -- property: the models against plain references on random runs ----------------------------
+
+
+def _reference_anthropic(run: list[Prompt], opts: CacheOptions) -> list[tuple]:
+    """The anthropic rule written out plainly: (uncached, written, read) per prompt."""
+    entries: dict[tuple[int, ...], float] = {}  # prefix -> time last written or read
+    out, now = [], 0.0
+    for p in run:
+        now = max(now, p.time) if p.time is not None else now
+        tokens = list(p.tokens)
+        last = p.breakpoints[-1] if p.breakpoints else 0
+        live = {e: t for e, t in entries.items() if now - t <= opts.ttl_seconds}
+        hits = [e for e in live if opts.cache_min <= len(e) <= last and tuple(tokens[: len(e)]) == e]
+        read = max((len(e) for e in hits), default=0)
+        written = last - read if last >= max(opts.cache_min, 1) else 0
+        if read:
+            live[tuple(tokens[:read])] = now
+        for b in p.breakpoints:
+            if b >= opts.cache_min:
+                live[tuple(tokens[:b])] = now
+        entries = live
+        out.append((len(tokens) - read - written, written, read))
+    return out
+
+
+@st.composite
+def runs(draw, length: int = 700):
+    """Prompts that reuse prefixes of earlier ones, with breakpoints and times that sometimes gap."""
+    prompts: list[Prompt] = []
+    now = 0.0
+    for _ in range(draw(st.integers(1, 6))):
+        base = list(draw(st.sampled_from(prompts)).tokens) if prompts and draw(st.booleans()) else []
+        keep = draw(st.integers(0, len(base)))
+        tail = draw(st.lists(st.integers(0, 3), min_size=1, max_size=length))
+        tokens = base[:keep] + tail
+        points = sorted(set(draw(st.lists(st.integers(1, len(tokens)), max_size=4))))
+        now += draw(st.sampled_from([0, 10, 200, 299, 300, 301, 4000]))
+        prompts.append(Prompt(tokens, tuple(points), now))
+    return prompts
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs(), st.sampled_from([0, 1, 64, 256]), st.sampled_from(["5m", "1h"]))
+def test_models_equal_plain_references_on_random_runs(run, floor, ttl):
+    opts = CacheOptions(ttl=ttl, cache_min=floor)
+    got = {m: bill(m, run, opts) for m in ("ideal", "anthropic", "openai")}
+    for bills in got.values():
+        assert all(b.uncached + b.written + b.read == b.tokens == len(p.tokens) for b, p in zip(bills, run))
+    assert [(b.uncached, b.written, b.read) for b in got["anthropic"]] == _reference_anthropic(run, opts)
+    times = [max(p.time for p in run[: i + 1]) for i in range(len(run))]
+    reference = _reference_openai([list(p.tokens) for p in run], times, opts.ttl_seconds, floor)
+    assert [(b.uncached, b.written, b.read) for b in got["openai"]] == reference
