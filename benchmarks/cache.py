@@ -47,6 +47,13 @@ def _order(cmp: Comparison) -> list[str]:
     return versions + [s for s in cmp.strategies if s in BASELINES]
 
 
+def _model_table(first: str, rows: list[list[str]], columns: tuple[str, ...]) -> str:
+    """A GitHub table: the first column, then `columns` (formatted with the model's name) per model."""
+    headers = [first] + [c.format(m) for m in MODELS for c in columns]
+    return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
+                    disable_numparse=True)  # fmt: skip
+
+
 def split_table(cmp: Comparison) -> str:
     """Per strategy and model: uncached / written / read tokens and the effective cost against the transcript."""
     rows = []
@@ -56,10 +63,7 @@ def split_table(cmp: Comparison) -> str:
             t, ref = cmp.cache_total(model, s), cmp.cache_total(model, TRANSCRIPT)
             row += [f"{t.uncached:,} / {t.written:,} / {t.read:,}", f"{t.cost:,.1f}", f"{t.cost / ref.cost:.2f}x"]
         rows.append(row)
-    headers = ["strategy"] + [h.format(m) for m in MODELS for h in
-                              ("{} uncached / written / read", "{} cost", "{} vs transcript")]  # fmt: skip
-    return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
-                    disable_numparse=True)  # fmt: skip
+    return _model_table("strategy", rows, ("{} uncached / written / read", "{} cost", "{} vs transcript"))
 
 
 def cheapest(cmp: Comparison, model: str) -> tuple[str, float]:
@@ -79,10 +83,7 @@ def summary(results: dict[str, Comparison]) -> str:
             best, cost = cheapest(cmp, model)
             row += [f"{ref:,.1f}", f"{best} {cost:,.1f}", f"{cost / ref:.2f}x"]
         rows.append(row)
-    headers = ["run"] + [h.format(m) for m in MODELS for h in
-                         ("{} transcript", "{} cheapest encoder", "{} ratio")]  # fmt: skip
-    return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
-                    disable_numparse=True)  # fmt: skip
+    return _model_table("run", rows, ("{} transcript", "{} cheapest encoder", "{} ratio"))
 
 
 def main() -> None:
