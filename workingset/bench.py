@@ -25,6 +25,7 @@ import msgspec
 from .cache import Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from .errors import UnknownEncoder, UsageError
 from .model import State, StoredContext
+from .providers import MAX_BREAKPOINTS, section_ends
 from .tokens import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
 
 DEFAULT_BASE, DEFAULT_CANDIDATE = "v7", "v8"
@@ -34,7 +35,6 @@ SECTION_ORDER = (
     "other_hypotheses", "notes", "budget", "task", "output_schema",
 )  # fmt: skip
 UNASSIGNED = "unassigned"  # characters a renderer did not attribute to a section
-
 
 
 class Rendering(NamedTuple):
@@ -197,7 +197,7 @@ def _bill_run(model: str, options: CacheOptions, run: Sequence[Rendering], encod
     return tuple(meter(prompt(rendering, None, encoding)) for rendering in run)
 
 
-_VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)$")
+_VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)(:.+)?$")
 
 
 def version_label(name: str) -> str:
@@ -208,7 +208,7 @@ def version_label(name: str) -> str:
     match = _VERSION.match(name)
     if match is None:
         raise UnknownEncoder(f"no encoder {name}")
-    return f"v{int(match.group(1))}"
+    return f"v{int(match.group(1))}{match.group(2) or ''}"
 
 
 def version_renderer(label: str) -> Renderer:
@@ -218,9 +218,10 @@ def version_renderer(label: str) -> Renderer:
     name = "investigation_project_" + label
 
     def run(state: State, hypothesis: str) -> Rendering:
+        # The blocks and breakpoints of the provider request (`workingset.providers`), exactly.
         rendered = render(state, hypothesis, name)
-        ends = rendered.stable_ends()
-        return Rendering(rendered.text, tuple(rendered.sections), ends, ends)
+        points = tuple(rendered.stable_ends()[-MAX_BREAKPOINTS:])
+        return Rendering(rendered.text, tuple(rendered.sections), points, tuple(section_ends(rendered.chunks)))
 
     return run
 
@@ -237,6 +238,7 @@ def baseline_renderers() -> dict[str, Renderer]:
         from .baselines import BASELINES
     except ImportError:
         raise UsageError("--baselines needs workingset.baselines, which is not installed in this version") from None
+
     def renderer(baseline: Callable[[State, str], str]) -> Renderer:
         def run(state: State, hypothesis: str) -> Rendering:
             messages = baseline.messages(state, hypothesis)  # type: ignore[attr-defined]

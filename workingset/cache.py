@@ -33,9 +33,9 @@ import xxhash
 
 from .errors import UsageError
 from .model import State
+from .providers import MAX_BREAKPOINTS
 from .tokens import common_prefix
 
-MAX_BREAKPOINTS = 4  # Anthropic's limit of cache_control markers per request
 OPENAI_BLOCK = 128  # OpenAI caches prefixes in 128-token increments
 TTLS = {"5m": 300.0, "1h": 3600.0}
 ANTHROPIC_WRITE = {"5m": 1.25, "1h": 2.0}  # cache-write price per TTL, as a fraction of the full price
