@@ -245,7 +245,7 @@ def test_readme_bug17_cache_table_matches_the_command():
     args = ("compare", str(BUG17), "--all", "--baselines", "--cache", "ideal,anthropic,openai", "--json")
     cache = json.loads(invoke(*args).stdout)["cache"]
     rows = [line for line in section.splitlines() if re.match(r"^\| (v\d+|full-transcript|masking-10|last-5) \| ", line)]
-    assert [row.split("|")[1].strip() for row in rows] == ["v7", "v8", "v9", "v10", "full-transcript", "masking-10", "last-5"]
+    assert [row.split("|")[1].strip() for row in rows] == ["v7", "v8", "v9", "v10", "v11", "full-transcript", "masking-10", "last-5"]
 
     def split(t: dict) -> str:
         return f"{t['uncached_tokens']:,} / {t['written_tokens']:,} / {t['read_tokens']:,}"
