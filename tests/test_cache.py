@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from workingset import bench, tokens
-from workingset.cache import CacheOptions, Prompt, bill, model_names, state_time
+from workingset import bench, providers, tokens
+from workingset.cache import TTLS, CacheOptions, Prompt, bill, model_names, state_time
 from workingset.cli import app
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
@@ -215,6 +215,7 @@ def test_model_names_and_options_are_validated():
         CacheOptions(ttl="10m")
     assert CacheOptions().write("anthropic") == 1.25 and CacheOptions(ttl="1h").write("anthropic") == 2.0
     assert CacheOptions().write("openai") == 1.0 and CacheOptions(write_price=1.1).write("openai") == 1.1
+    assert tuple(TTLS) == providers.TTLS  # the TTLs `compare --ttl` and `render --messages --ttl` accept
 
 
 def test_state_time_is_the_latest_capture_leap_seconds_and_lowercase_included():
