@@ -227,17 +227,14 @@ def version_renderer(label: str) -> Renderer:
 
 
 def baseline_renderers() -> dict[str, Renderer]:
-    """Return the baselines of `workingset.baselines`, or raise if that module is absent.
+    """Return the transcript baselines of `workingset.baselines` as renderers.
 
     A baseline is a chat transcript whose agent (SWE-agent, mini-swe-agent) puts one
     rolling cache breakpoint on its last message. Chat APIs delimit messages, so for the
     cache models each message is tokenized on its own (cut where its `\n\n` separator
     starts) and the breakpoint is the end of the last message, before the closing newline.
     """
-    try:
-        from .baselines import BASELINES
-    except ImportError:
-        raise UsageError("--baselines needs workingset.baselines, which is not installed in this version") from None
+    from .baselines import BASELINES
 
     def renderer(baseline: Callable[[State, str], str]) -> Renderer:
         def run(state: State, hypothesis: str) -> Rendering:

@@ -41,6 +41,9 @@ _block_chars = 0
 _BLOCK_CHARS_KEPT = 64_000_000
 _SPLITTABLE = frozenset({"cl100k_base"})
 _BLOCK_BOUNDARY = re.compile(r"\n\n(?=[!-~])")
+# Tokens compared per slice in `common_prefix_tokens`: one C-level comparison covers most of
+# a prefix, and only the slice holding the first difference is walked token by token.
+_COMPARE_SLICE = 4096
 
 
 class TokenizerUnavailable(WorkingsetError):
@@ -169,7 +172,7 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     # Slices compare equal only between arrays of one type code (an array never equals a list).
     a, b = (x if isinstance(x, array) and x.typecode == "I" else array("I", x) for x in (a, b))
     limit = min(len(a), len(b))
-    step, i = 4096, 0
+    step, i = _COMPARE_SLICE, 0
     # Compare in C-level slices; fall back to single tokens only inside the differing block.
     while i < limit and a[i : i + step] == b[i : i + step]:
         i += step
