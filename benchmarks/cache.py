@@ -1,8 +1,9 @@
 """Cache-true costs: bug17 and the corpus runs under the ideal, anthropic and openai cache models.
 
-Run: .venv/bin/python benchmarks/cache.py [--corpus DIR]
+Run: .venv/bin/python benchmarks/cache.py [--corpus DIR] [--check]
 
-bug17 and every trajectory under the corpus (imported with `workingset import`, as
+bug17 and every trajectory under the corpus (default `../shared/corpus/raw` beside the
+repository, or `$WORKINGSET_CORPUS`; imported with `workingset import`, as
 benchmarks/trajectories.py does) are measured like
 `workingset compare RUN --all --baselines --cache ideal,anthropic,openai` (the same library
 call, default options: 5-minute TTL, 1,024-token minimum, reads at 0.1, writes at 1.25 for
@@ -22,8 +23,8 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import ROOT, write_section  # noqa: E402
-from trajectories import CORPUS, _rel, detect  # noqa: E402
+from _results import CHECK_FLAG, ROOT, write_section  # noqa: E402
+from trajectories import CORPUS, DEFAULT_CORPUS, detect  # noqa: E402
 
 from workingset.baselines import BASELINES  # noqa: E402
 from workingset.bench import Comparison, compare_contexts, strategies  # noqa: E402
@@ -90,9 +91,8 @@ def main() -> None:
     """Measure bug17 and every corpus trajectory and write the `cache` section of RESULTS.md."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of trajectories (default: %(default)s)")
+    parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")
     corpus = parser.parse_args().corpus
-    # Paths as the reader will type them: relative to the repository, or as given on the command line.
-    shown = (lambda p: _rel(p)) if "--corpus" not in sys.argv else (lambda p: str(p))
     entries = sorted(p for p in corpus.iterdir() if detect(p)) if corpus.is_dir() else []
     results: dict[str, Comparison] = {}
     sections = []
@@ -103,7 +103,7 @@ def main() -> None:
             fmt = detect(path)
             write_import(import_trajectory(fmt, path), Path(tmp) / path.name)
             runs.append((path.name, Path(tmp) / path.name,
-                         f"`.venv/bin/workingset import {fmt} {shown(path)} --out RUN && .venv/bin/workingset compare "
+                         f"`.venv/bin/workingset import {fmt} $CORPUS/{path.name} --out RUN && .venv/bin/workingset compare "
                          "RUN --all --baselines --cache ideal,anthropic,openai`"))  # fmt: skip
         for name, directory, reproduce in runs:
             cmp = results[name] = measure(directory)
@@ -112,12 +112,13 @@ def main() -> None:
                             f"{split_table(cmp)}\n")  # fmt: skip
     options = CacheOptions()
     intro = (
-        f"bug17 and the corpus `{shown(corpus)}` ({len(entries)} trajectories, imported as in the "
-        "trajectories section). Tokens: cl100k_base. Each context is billed under three cache "
+        f"bug17 and the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories, "
+        "imported as in the trajectories section). Tokens: cl100k_base. Each context is billed under three cache "
         "models (see README, \"The offline comparison\"): `ideal` (the longest common token prefix with "
         f"the previous context, free to write, never expiring), `anthropic` (TTL {options.ttl}, writes "
         f"{options.write('anthropic'):g}x, reads {options.cached_price:g}x, nothing under {options.cache_min:,} tokens; "
-        "breakpoints at each encoder's declared stable sections — header and case for v1–v10 — and a "
+        "breakpoints at the ends of each encoder's declared stable sections — header and case for v1–v10; preamble, "
+        "case and journal for v11 — and a "
         "baseline's at the end of its last message) and `openai` (every prompt an entry, reads in "
         f"128-token blocks from {options.cache_min:,}, reads {options.cached_price:g}x, writes 1x). Each context "
         "is sent at its state's latest capture time; a gap longer than the TTL empties the cache. "
