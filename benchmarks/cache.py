@@ -14,7 +14,6 @@ RESULTS.md.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
@@ -23,8 +22,8 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import CHECK_FLAG, ROOT, write_section  # noqa: E402
-from trajectories import CORPUS, DEFAULT_CORPUS, detect  # noqa: E402
+from _results import ROOT, write_section  # noqa: E402
+from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
 
 from workingset.baselines import BASELINES  # noqa: E402
 from workingset.bench import Comparison, compare_contexts, strategies  # noqa: E402
@@ -89,11 +88,7 @@ def summary(results: dict[str, Comparison]) -> str:
 
 def main() -> None:
     """Measure bug17 and every corpus trajectory and write the `cache` section of RESULTS.md."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of trajectories (default: %(default)s)")
-    parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")
-    corpus = parser.parse_args().corpus
-    entries = sorted(p for p in corpus.iterdir() if detect(p)) if corpus.is_dir() else []
+    corpus, entries = corpus_entries(__doc__.splitlines()[0])
     results: dict[str, Comparison] = {}
     sections = []
     with tempfile.TemporaryDirectory() as tmp:
