@@ -172,16 +172,23 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     # Slices compare equal only between arrays of one type code (an array never equals a list).
     a, b = (x if isinstance(x, array) and x.typecode == "I" else array("I", x) for x in (a, b))
     limit = min(len(a), len(b))
-    step, i = _COMPARE_SLICE, 0
-    # Compare in C-level slices; fall back to single tokens only inside the differing block.
-    while i < limit and a[i : i + step] == b[i : i + step]:
-        i += step
-    if i >= limit:
+    step, i, end = _COMPARE_SLICE, 0, 0
+    # Compare in C-level slices, then halve the first differing slice: no per-token Python loop.
+    while i < limit:
+        end = min(i + step, limit)
+        if a[i:end] != b[i:end]:
+            break
+        i = end
+    else:
         return limit
-    end = min(i + step, limit)
-    while i < end and a[i] == b[i]:
-        i += 1
-    return i
+    lo, hi = i, end  # a[:lo] == b[:lo]; the first difference is in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
 
 
 def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCODING) -> int:
