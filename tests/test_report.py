@@ -26,12 +26,17 @@ def bug17_report():
     return data, render_page(data)
 
 
+CACHE = ["--cache", "anthropic,openai,ideal"]  # the report's default models
+
+
 @pytest.mark.parametrize("report_args, compare_args", [
-    (["--strategies", "v7,v8"], []),
+    (["--strategies", "v7,v8"], CACHE),
     (["--strategies", ",".join(["v7"] + [f"v{n}" for n in (1, 2, 3, 4, 5, 6, 8, 9, 10, 11)] + list(BASELINES))],
-     ["--all", "--baselines"]),
-    (["--strategies", "v10", "--strategies", "v11,", "--no-recall", "--cached-price", "0.25"],
-     ["--base", "v10", "--candidate", "v11", "--no-recall", "--cached-price", "0.25"]),
+     ["--all", "--baselines", *CACHE]),
+    (["--strategies", "v10", "--strategies", "v11,", "--no-recall", "--cached-price", "0.25", "--cache", "openai",
+      "--cache", "anthropic", "--ttl", "1h", "--cache-min", "2048", "--write-price", "1.5"],
+     ["--base", "v10", "--candidate", "v11", "--no-recall", "--cached-price", "0.25", "--cache", "openai,anthropic",
+      "--ttl", "1h", "--cache-min", "2048", "--write-price", "1.5"]),
 ], ids=["default-pair", "all-baselines", "options"])  # fmt: skip
 def test_page_holds_compares_json(tmp_path, report_args, compare_args):
     out = tmp_path / "r.html"
@@ -40,18 +45,21 @@ def test_page_holds_compares_json(tmp_path, report_args, compare_args):
     compared = invoke("compare", str(BUG17), *compare_args, "--json")
     assert compared.exit_code == 0, compared.output
     page = out.read_text("utf-8")
-    expected = json.loads(compared.stdout)
     got = embedded(page, "ws-compare")
-    assert got == expected
-    # The charts' series are compare's numbers per context.
-    series = embedded(page, "ws-report")["series"]["ideal"]
-    for s in got["strategies"]:
-        assert series[s]["read"] == [c["sizes"][s]["cached_tokens"] for c in got["contexts"]]
-        assert series[s]["uncached"] == [c["sizes"][s]["uncached_tokens"] for c in got["contexts"]]
-        assert series[s]["cost"] == [c["sizes"][s]["effective_cost"] for c in got["contexts"]]
-        assert sum(series[s]["read"]) == got["total"][s]["cached_tokens"]
-    assert json.loads(made.stdout) == {"run": str(BUG17), "out": str(out), "bytes": len(page.encode()),
-                                       "contexts": 18, "strategies": got["strategies"], "cache": ["ideal"]}  # fmt: skip
+    assert got == json.loads(compared.stdout)
+    # The charts' series are compare's numbers per context, under each cache model.
+    series = embedded(page, "ws-report")["series"]
+    assert list(series) == list(got["cache"])
+    for model, per in series.items():
+        for s in got["strategies"]:
+            bills = [c[s] for c in got["cache"][model]["contexts"]]
+            assert per[s]["read"] == [b["read_tokens"] for b in bills]
+            assert per[s]["written"] == [b["written_tokens"] for b in bills]
+            assert per[s]["uncached"] == [b["uncached_tokens"] for b in bills]
+            assert per[s]["cost"] == [b["effective_cost"] for b in bills]
+            assert sum(per[s]["read"]) == got["cache"][model]["total"][s]["read_tokens"]
+    assert json.loads(made.stdout) == {"run": str(BUG17), "out": str(out), "bytes": len(page.encode()), "contexts": 18,
+                                       "strategies": got["strategies"], "cache": list(got["cache"])}  # fmt: skip
 
 
 def test_viewer_texts_are_the_rendered_texts(bug17_report):
@@ -64,13 +72,14 @@ def test_viewer_texts_are_the_rendered_texts(bug17_report):
             if strategy in BASELINES:
                 assert text == BASELINES[strategy](ctx.state, ctx.hypothesis)
                 assert entry["breakpoints"] == [len(text) - 1] and "shown" not in entry
+                assert {category for category, _ in entry["sections"]} == {"message"}
             else:
                 rendered = render(ctx.state, ctx.hypothesis, strategy)
                 assert text == rendered.text
                 assert entry["breakpoints"] == list(rendered.stable_ends())
                 assert (entry["shown"], entry["indexed"]) == (list(rendered.shown), list(rendered.indexed))
-                ends = [end for _, end in entry["sections"]]
-                assert ends == sorted(ends) and ends[-1] == len(text)
+            ends = [end for _, end in entry["sections"]]
+            assert ends == sorted(ends) and ends[-1] == len(text)
             assert entry["length"] == len(text)
 
 
@@ -83,6 +92,9 @@ def test_served_part_is_shared_with_the_previous_turn(bug17_report):
         for i, entry in enumerate(data["viewer"]["turns"][strategy]):
             read, written = entry["served"]["ideal"]
             assert written == read
+            # Anthropic writes from the end of its read up to the last breakpoint, never beyond.
+            a_read, a_written = entry["served"]["anthropic"]
+            assert a_read <= a_written <= max(entry["breakpoints"])
             if i == 0:
                 assert read == 0
                 continue
@@ -126,6 +138,7 @@ def test_line_edits_decode_exactly(runs):
     (["--strategies", "v7,v7"], "usage_error"),
     (["--strategies", "v11:budget=12"], "unknown_encoder"),
     (["--cache", "nope"], "usage_error"),
+    (["--ttl", "2h"], "usage_error"),
     (["--encoding", "gpt2-online"], "tokenizer_unavailable"),
 ])  # fmt: skip
 def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, args, code):

@@ -38,6 +38,14 @@ TtlOpt = Annotated[Optional[str], typer.Option("--ttl", help="Anthropic cache TT
 StrictOpt = Annotated[Optional[bool], typer.Option(
     "--strict/--no-strict", help="OpenAI: the strict transformed schema (default), or the frozen one unenforced.")]
 
+# The cache models' options, shared by compare and report (`workingset.cache`).
+CacheOpt = Annotated[Optional[list[str]], typer.Option(
+    help="Bill under cache models: ideal, anthropic, openai (repeatable or a comma list).")]
+CacheTtlOpt = Annotated[str, typer.Option("--ttl", help="Cache entry lifetime for anthropic and openai: 5m or 1h.")]
+CacheMinOpt = Annotated[int, typer.Option(min=0, help="Fewest tokens a cache entry holds (anthropic, openai).")]
+WritePriceOpt = Annotated[Optional[float], typer.Option(
+    min=0.0, help="Price of a cache-written token (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")]
+
 
 def provider_options(messages: str | None, ttl: str | None, strict: bool | None) -> bool:
     """Check --messages and its options before anything is rendered; True when provider JSON is asked for."""
@@ -150,19 +158,26 @@ def compare(
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
     cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
+    cache: CacheOpt = None,
+    ttl: CacheTtlOpt = "5m",
+    cache_min: CacheMinOpt = 1024,
+    write_price: WritePriceOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
     from .bench import compare_contexts, strategies
     from .bench_report import run_data, to_text
+    from .cache import CacheOptions, model_names
     from .runs import read_run
     from .tokens import get_encoding
 
     get_encoding(encoding)  # fail before rendering anything
+    models = model_names(cache or ())
+    cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
     renderers = strategies(base, candidate, all_versions, baselines)
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
-    options = dict(recall=recall, encoding=encoding, cached_price=cached_price)
+    options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
     if sys.stderr.isatty():
         with typer.progressbar(length=len(contexts) * len(renderers), label="comparing", file=sys.stderr) as bar:
             result = compare_contexts(contexts, renderers, step=bar.update, **options)
@@ -180,19 +195,24 @@ def report(
     directory: Annotated[str, typer.Argument(metavar="RUN", help="A run: a directory of stored-context files.")],
     out: Annotated[str, typer.Option("--out", help="The HTML file to write.")],
     strategies: Annotated[Optional[list[str]], typer.Option(help="Strategies, the base first (repeatable or a comma list; default v7,v10,v11,full-transcript,masking-10,last-5).")] = None,
-    cache: Annotated[Optional[list[str]], typer.Option(help="Cache models to show (repeatable or a comma list; default ideal).")] = None,
+    cache: CacheOpt = None,
+    ttl: CacheTtlOpt = "5m",
+    cache_min: CacheMinOpt = 1024,
+    write_price: WritePriceOpt = None,
     recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
     cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
     as_json: JsonFlag = False,
 ) -> None:
     """Write a self-contained HTML report of a run: cost per turn per strategy, and what each context showed."""
+    from .cache import CacheOptions
     from .report import DEFAULT_STRATEGIES, check_output, report_data, write_report
 
     check_output(out)
     names = [n.strip() for arg in strategies or () for n in arg.split(",") if n.strip()] or list(DEFAULT_STRATEGIES)
-    models = [m.strip() for arg in cache or () for m in arg.split(",") if m.strip()]
-    data = report_data(directory, names, cache=models, recall=recall, encoding=encoding, cached_price=cached_price)
+    options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
+    data = report_data(directory, names, cache=cache or (), cache_options=options, recall=recall, encoding=encoding,
+                       cached_price=cached_price)  # fmt: skip
     size = write_report(out, data)
     summary = {"run": directory, "out": out, "bytes": size, "contexts": len(data["compare"]["contexts"]),
                "strategies": data["compare"]["strategies"], "cache": list(data["series"])}  # fmt: skip

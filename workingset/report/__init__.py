@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..bench import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_contexts, version_label, version_renderer
+from ..cache import CacheOptions, model_names
 from ..errors import UnknownEncoder, UsageError, WorkingsetError
 from ..runs import read_run
 from ..tokens import DEFAULT_ENCODING, get_encoding
 
 DEFAULT_STRATEGIES = ("v7", "v10", "v11", "full-transcript", "masking-10", "last-5")
-CACHE_MODELS = ("ideal",)  # the models `compare` bills under
+DEFAULT_CACHE = ("anthropic", "openai", "ideal")  # the first is the one the page opens with
 
 
 def resolve_strategies(names: Sequence[str]) -> tuple[dict[str, Renderer], dict[str, str | None]]:
@@ -49,38 +50,16 @@ def resolve_strategies(names: Sequence[str]) -> tuple[dict[str, Renderer], dict[
     return renderers, encoders
 
 
-def check_cache_models(models: Sequence[str]) -> tuple[str, ...]:
-    """Return the cache models named, in order and without repeats; an unknown one lists the valid."""
-    out: list[str] = []
-    for model in models:
-        if model not in CACHE_MODELS:
-            raise UsageError(f"no cache model {model!r}; available: {', '.join(CACHE_MODELS)}",
-                             details={"valid": list(CACHE_MODELS)})  # fmt: skip
-        if model not in out:
-            out.append(model)
-    return tuple(out or CACHE_MODELS[:1])
-
-
 def cache_series(data: dict[str, Any]) -> dict[str, dict[str, dict[str, list]]]:
     """Per cache model and strategy, the per-turn read, written and uncached tokens and effective cost.
 
-    Taken from compare's data as it is: the per-model billings under `cache` where compare
-    was given cache models, else its own prefix rule (`ideal`: cached tokens are read,
-    nothing is written).
+    Taken as they are from the per-model billings of compare's data (`cache`).
     """
-    strategies = data["strategies"]
-    if "cache" in data:
-        return {
-            model: {s: {"read": [c[s]["read_tokens"] for c in m["contexts"]],
-                        "written": [c[s]["written_tokens"] for c in m["contexts"]],
-                        "uncached": [c[s]["uncached_tokens"] for c in m["contexts"]],
-                        "cost": [c[s]["effective_cost"] for c in m["contexts"]]} for s in strategies}
-            for model, m in data["cache"].items()
-        }  # fmt: skip
-    sizes = [c["sizes"] for c in data["contexts"]]
-    return {"ideal": {s: {"read": [z[s]["cached_tokens"] for z in sizes], "written": [0] * len(sizes),
-                          "uncached": [z[s]["uncached_tokens"] for z in sizes],
-                          "cost": [z[s]["effective_cost"] for z in sizes]} for s in strategies}}  # fmt: skip
+    keys = {"read": "read_tokens", "written": "written_tokens", "uncached": "uncached_tokens", "cost": "effective_cost"}
+    return {
+        model: {s: {k: [c[s][field] for c in m["contexts"]] for k, field in keys.items()} for s in data["strategies"]}
+        for model, m in data["cache"].items()
+    }
 
 
 def budgets(encoders: dict[str, str | None]) -> dict[str, int]:
@@ -99,26 +78,34 @@ def report_data(
     directory: str,
     strategies: Sequence[str] = DEFAULT_STRATEGIES,
     *,
-    cache: Sequence[str] = (),
+    cache: Sequence[str] = DEFAULT_CACHE,
+    cache_options: CacheOptions | None = None,
     recall: bool = True,
     encoding: str = DEFAULT_ENCODING,
     cached_price: float = DEFAULT_CACHED_PRICE,
 ) -> dict[str, Any]:
-    """Everything the page shows: compare's data, the cache series, budgets and the viewer's texts."""
+    """Everything the page shows: compare's data, the cache series, budgets and the viewer's texts.
+
+    `cache` names the cache models (`workingset.cache`), `DEFAULT_CACHE` when empty.
+    """
     from ..bench_report import run_data
-    from .viewer import view_data
+    from .viewer import recording, view_data
 
     get_encoding(encoding)
-    models = check_cache_models(cache)
+    models = model_names(cache) or DEFAULT_CACHE
+    options = cache_options or CacheOptions(cached_price=cached_price)
     renderers, encoders = resolve_strategies(strategies)
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
-    result = compare_contexts(contexts, renderers, recall=recall, encoding=encoding, cached_price=cached_price)
+    sent: dict[str, list] = {name: [] for name in renderers}
+    recorded = {name: recording(renderer, sent[name]) for name, renderer in renderers.items()}
+    result = compare_contexts(contexts, recorded, recall=recall, encoding=encoding, cached_price=cached_price,
+                              cache=models, cache_options=options)  # fmt: skip
     data = run_data(directory, run, result, recall=recall)
-    series = {m: s for m, s in cache_series(data).items() if m in models}
+    series = cache_series(data)
     return {
         "compare": data, "series": series, "budgets": budgets(encoders),
-        "viewer": view_data(contexts, encoders, series, recall=recall, encoding=encoding),
+        "viewer": view_data(contexts, encoders, sent, series, recall=recall, encoding=encoding),
     }  # fmt: skip
 
 

@@ -13,8 +13,9 @@ from typing import Any, Mapping, Sequence
 import msgspec
 
 from ..baselines import BASELINES, unrecoverable
+from ..bench import Rendering, prompt
 from ..model import StoredContext
-from ..providers import MAX_BREAKPOINTS
+from ..hashing import hash_text
 from ..tokens import prefix_chars
 from .texts import LineTable, edits, utf16_offsets
 
@@ -30,28 +31,25 @@ def _sections(chunks: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
     return out
 
 
-def _encoder_view(state: Any, hypothesis: str, encoder: str) -> dict[str, Any]:
+def _view(state: Any, hypothesis: str, name: str, encoder: str | None, sent: Rendering) -> dict[str, Any]:
+    """The text, sections and evidence lists of one context under one strategy."""
+    if encoder is None:
+        # A transcript: its sections are its messages (compare cuts it where each one ends).
+        text = BASELINES[name](state, hypothesis)
+        ends = [*sent.cuts, len(text)]
+        return {"text": text, "sections": [("message", b - a) for a, b in zip([0, *ends], ends) if b > a],
+                "gone": unrecoverable(name, state, hypothesis)}  # fmt: skip
     from ..encoders import render
 
     rendered = render(state, hypothesis, encoder)
-    return {
-        "text": rendered.text, "sections": _sections(rendered.chunks),
-        "breakpoints": list(rendered.stable_ends()[-MAX_BREAKPOINTS:]),
-        "shown": list(rendered.shown), "indexed": list(rendered.indexed),
-    }  # fmt: skip
-
-
-def _baseline_view(state: Any, hypothesis: str, name: str) -> dict[str, Any]:
-    text = BASELINES[name](state, hypothesis)
-    # A transcript agent's one rolling breakpoint: the end of its last message (the text is
-    # its messages joined, then a closing newline).
-    return {"text": text, "sections": [], "breakpoints": [len(text) - text.endswith("\n")],
-            "gone": unrecoverable(name, state, hypothesis)}  # fmt: skip
+    return {"text": rendered.text, "sections": _sections(rendered.chunks),
+            "shown": list(rendered.shown), "indexed": list(rendered.indexed)}  # fmt: skip
 
 
 def view_data(
     contexts: Sequence[StoredContext],
     strategies: Mapping[str, str | None],
+    sent: Mapping[str, Sequence[Rendering]],
     series: Mapping[str, Mapping[str, Mapping[str, list]]],
     *,
     recall: bool = True,
@@ -59,9 +57,10 @@ def view_data(
 ) -> dict[str, Any]:
     """Return the viewer's data: the shared line table and, per strategy, one entry per turn.
 
-    `strategies` maps each strategy to its encoder name, or None for a baseline; `series`
-    is the per-model billing of `data.cache_series`, whose read and written tokens give the
-    served characters.
+    `strategies` maps each strategy to its encoder name, or None for a baseline; `sent`
+    holds what compare billed of each context (`recording`: the text's hash, breakpoints, cuts);
+    `series` is `cache_series`' per-model billing, whose read and written tokens become
+    the served characters, counted in the tokens the model billed.
     """
     table = LineTable()
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in strategies}
@@ -69,23 +68,38 @@ def view_data(
     for i, ctx in enumerate(contexts):
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
         for name, encoder in strategies.items():
-            view = _encoder_view(state, ctx.hypothesis, encoder) if encoder else _baseline_view(state, ctx.hypothesis, name)
+            view = _view(state, ctx.hypothesis, name, encoder, sent[name][i])
             text = view.pop("text")
-            ids = table.ids(text)
+            if hash_text(text) != sent[name][i].text:
+                raise AssertionError(f"{name} rendered {ctx.request_id} differently for the viewer than for compare")
+            rendering = sent[name][i]._replace(text=text)
+            tokens = prompt(rendering, None, encoding).tokens  # as the cache models billed them
             served = {}
             for model, per in series.items():
                 read, written = per[name]["read"][i], per[name]["written"][i]
-                served[model] = prefix_chars(text, (read, read + written), encoding)
+                served[model] = prefix_chars(tokens, (read, read + written), encoding)
             ends, at = [], 0
             for _, n in view["sections"]:
                 at += n
                 ends.append(at)
-            marks = utf16_offsets(text, [len(text), *ends, *view["breakpoints"], *(c for s in served.values() for c in s)])
-            length, marks = marks[0], marks[1:]
+            points = list(rendering.breakpoints)
+            marks = utf16_offsets(text, [len(text), *ends, *points, *(c for s in served.values() for c in s)])
+            view["length"], marks = marks[0], marks[1:]
             view["sections"] = [[cat, end] for (cat, _), end in zip(view["sections"], marks)]
-            marks = marks[len(ends):]
-            view["breakpoints"], marks = marks[: len(view["breakpoints"])], marks[len(view["breakpoints"]):]
+            view["breakpoints"], marks = marks[len(ends) : len(ends) + len(points)], marks[len(ends) + len(points) :]
             view["served"] = {model: marks[2 * k : 2 * k + 2] for k, model in enumerate(served)}
-            out[name].append({"edits": edits(prev[name], ids), "length": length, **view})
+            ids = table.ids(text)
+            out[name].append({"edits": edits(prev[name], ids), **view})
             prev[name] = ids
     return {"lines": table.lines, "turns": out}
+
+
+def recording(renderer: Any, sink: list[Rendering]) -> Any:
+    """Wrap a compare renderer so that what it hands compare is kept (the text as its hash)."""
+
+    def run(state: Any, hypothesis: str) -> Rendering:
+        out = renderer(state, hypothesis)
+        sink.append(out._replace(text=hash_text(out.text), sections=()))
+        return out
+
+    return run

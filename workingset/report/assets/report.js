@@ -42,19 +42,15 @@
   }
 
   // --- summary ---------------------------------------------------------------------------------
-  function sum(xs) { return xs.reduce((a, b) => a + b, 0); }
   function largest(s) { return Math.max(...compare.contexts.map((c) => c.sizes[s].tokens)); }
   function largestChars(s) { return Math.max(...compare.contexts.map((c) => c.sizes[s].chars)); }
 
   function drawTotals() {
-    const series = report.series[state.model];
     const head = ["strategy", "tokens sent", "read", "written", "uncached", "effective cost", "vs " + compare.base, "largest context (tokens)"];
-    const base = sum(series[compare.base].cost);
     const rows = strategies.map((s) => {
-      const z = series[s], cost = sum(z.cost);
-      const total = compare.cache && compare.cache[state.model] ? compare.cache[state.model].total[s].effective_cost : compare.total[s].effective_cost;
-      const change = s === compare.base || !base ? "" : ((100 * (total - base)) / base).toFixed(1) + "%";
-      return [s, fmt(compare.total[s].tokens), fmt(sum(z.read)), fmt(sum(z.written)), fmt(sum(z.uncached)), fmt(total), change, fmt(largest(s))];
+      const t = compare.cache[state.model].total[s];
+      const change = s === compare.base ? "" : t.change_percent == null ? "n/a" : (t.change_percent > 0 ? "+" : "") + t.change_percent.toFixed(1) + "%";
+      return [s, fmt(t.tokens), fmt(t.read_tokens), fmt(t.written_tokens), fmt(t.uncached_tokens), fmt(t.effective_cost), change, fmt(largest(s))];
     });
     const table = $("totals");
     table.innerHTML = "";
@@ -218,7 +214,16 @@
   }
 
   // Resolves when every chart has drawn.
+  function drawModel() {
+    const m = compare.cache[state.model];
+    $("model-line").textContent = state.model === "ideal"
+      ? "ideal: the longest common token prefix with the previous context is read; nothing is written."
+      : state.model + ": TTL " + m.ttl + (m.timed ? " (the contexts' capture times)" : " (no distinct times: all turns within the TTL)") +
+        "; nothing under " + fmt(m.cache_min) + " tokens cached; reads at " + m.cached_price + "\u00d7, writes at " + m.write_price + "\u00d7 the full price.";
+  }
+
   function drawAll() {
+    drawModel();
     drawTotals();
     drawViewer();
     return Promise.all([drawTokens(), drawCost(), drawLargest(), drawAvailability()]);
