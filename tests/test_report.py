@@ -12,7 +12,7 @@ from workingset.baselines import BASELINES
 from workingset.encoders import render
 from workingset.report import DEFAULT_STRATEGIES, report_data
 from workingset.report.page import _json, render_page
-from workingset.report.texts import LineTable, decode, edits
+from workingset.report.texts import LineTable, decode, edits, expand_ids, id_ranges
 from workingset.runs import read_run
 
 from conftest import BUG17, CORPUS, invoke, needs_corpus
@@ -72,13 +72,15 @@ def test_viewer_texts_are_the_rendered_texts(bug17_report):
             if strategy in BASELINES:
                 assert text == BASELINES[strategy](ctx.state, ctx.hypothesis)
                 assert entry["breakpoints"] == [len(text) - 1] and "shown" not in entry
-                assert {category for category, _ in entry["sections"]} == {"message"}
+                assert entry["names"] == [[0, "message"]]
             else:
                 rendered = render(ctx.state, ctx.hypothesis, strategy)
                 assert text == rendered.text
                 assert entry["breakpoints"] == list(rendered.stable_ends())
-                assert (entry["shown"], entry["indexed"]) == (list(rendered.shown), list(rendered.indexed))
-            ends = [end for _, end in entry["sections"]]
+                assert (expand_ids(entry["shown"]), expand_ids(entry["indexed"])) == (list(rendered.shown), list(rendered.indexed))
+                names = [name for k, name in entry["names"]]
+                assert names == [c for k, (c, _) in enumerate(rendered.chunks) if not k or rendered.chunks[k - 1][0] != c][:len(names)]
+            ends = entry["sections"]
             assert ends == sorted(ends) and ends[-1] == len(text)
             assert entry["length"] == len(text)
 
@@ -168,3 +170,15 @@ def test_report_of_an_imported_trajectory(tmp_path):
     assert embedded(page, "ws-compare")["strategies"] == list(DEFAULT_STRATEGIES)
     assert texts(report, "full-transcript") == [BASELINES["full-transcript"](c.state, c.hypothesis) for c in contexts]
     assert texts(report, "v11") == [render(c.state, c.hypothesis, "v11").text for c in contexts]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.integers(0, 30).map(lambda n: f"E{n:06d}"), st.integers(0, 5).map(lambda n: f"N{n:03d}"),
+                          st.sampled_from(["X", "E1", "E01", "7"])), max_size=40))  # fmt: skip
+def test_id_ranges_expand_back(ids):
+    assert expand_ids(id_ranges(ids)) == ids
+
+
+def test_id_ranges_join_only_consecutive_ids():
+    assert id_ranges(["E000001", "E000002", "E000003", "E000007", "N001", "E000008"]) == [
+        "E000001\u2013E000003", "E000007", "N001", "E000008"]

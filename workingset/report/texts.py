@@ -86,3 +86,48 @@ def utf16_offsets(text: str, offsets: Sequence[int]) -> list[int]:
     if not _ASTRAL.search(text):
         return list(offsets)
     return [len(text[:k].encode("utf-16-le")) // 2 for k in offsets]
+
+
+_ID = re.compile(r"^(.*?)(\d+)$")
+
+
+def id_ranges(ids: Sequence[str]) -> list[str]:
+    """Runs of consecutive IDs written as one range: `["E000001–E000003", "E000007"]`.
+
+    Two IDs are consecutive when they share the prefix and digit count and their numbers
+    differ by one; the list keeps its order. `expand_ids` undoes it.
+    """
+    out: list[str] = []
+    run: list[tuple[str, int, int, str]] = []  # (prefix, width, number, id)
+
+    def flush() -> None:
+        if run:
+            out.append(run[0][3] if len(run) == 1 else f"{run[0][3]}\u2013{run[-1][3]}")
+            run.clear()
+
+    for ident in ids:
+        m = _ID.match(ident)
+        key = (m.group(1), len(m.group(2)), int(m.group(2)), ident) if m else None
+        if key is None or "\u2013" in ident:
+            flush()
+            out.append(ident)  # an ID that cannot join a range stands alone
+            continue
+        if run and not (run[-1][0] == key[0] and run[-1][1] == key[1] and run[-1][2] + 1 == key[2]):
+            flush()
+        run.append(key)
+    flush()
+    return out
+
+
+def expand_ids(ranges: Sequence[str]) -> list[str]:
+    """The IDs that `id_ranges` wrote as ranges, one by one."""
+    out: list[str] = []
+    for item in ranges:
+        first, dash, last = item.partition("\u2013")
+        if not dash:
+            out.append(item)
+            continue
+        a, b = _ID.match(first), _ID.match(last)
+        width = len(a.group(2))
+        out.extend(f"{a.group(1)}{n:0{width}d}" for n in range(int(a.group(2)), int(b.group(2)) + 1))
+    return out

@@ -3,7 +3,9 @@
 For every context of a run and every strategy: the rendered text (as line edits of the
 previous turn's, `texts`), its section boundaries, its cache breakpoints, how far a cache
 serves it under each cache model (in characters of the text), and which evidence it shows
-in full or only indexes. Offsets are UTF-16 units, as the browser's strings count them.
+in full or only indexes (`texts.id_ranges`). Offsets are UTF-16 units, as the browser's
+strings count them. Sections are their end offsets, with `names` as `[index, name]` at each
+index where the name changes.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from ..bench import Rendering, prompt
 from ..model import StoredContext
 from ..hashing import hash_text
 from ..tokens import prefix_chars
-from .texts import LineTable, edits, utf16_offsets
+from .texts import LineTable, edits, id_ranges, utf16_offsets
 
 
 def _sections(chunks: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
@@ -43,7 +45,7 @@ def _view(state: Any, hypothesis: str, name: str, encoder: str | None, sent: Ren
 
     rendered = render(state, hypothesis, encoder)
     return {"text": rendered.text, "sections": _sections(rendered.chunks),
-            "shown": list(rendered.shown), "indexed": list(rendered.indexed)}  # fmt: skip
+            "shown": id_ranges(rendered.shown), "indexed": id_ranges(rendered.indexed)}  # fmt: skip
 
 
 def view_data(
@@ -85,7 +87,10 @@ def view_data(
             points = list(rendering.breakpoints)
             marks = utf16_offsets(text, [len(text), *ends, *points, *(c for s in served.values() for c in s)])
             view["length"], marks = marks[0], marks[1:]
-            view["sections"] = [[cat, end] for (cat, _), end in zip(view["sections"], marks)]
+            # One section name per change of name, the ends as one list (a transcript has hundreds).
+            names = [cat for cat, _ in view["sections"]]
+            view["names"] = [[k, cat] for k, cat in enumerate(names) if not k or names[k - 1] != cat]
+            view["sections"] = marks[: len(ends)]
             view["breakpoints"], marks = marks[len(ends) : len(ends) + len(points)], marks[len(ends) + len(points) :]
             view["served"] = {model: marks[2 * k : 2 * k + 2] for k, model in enumerate(served)}
             ids = table.ids(text)

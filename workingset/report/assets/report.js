@@ -136,8 +136,13 @@
     const served = entry.served[state.model] || [0, 0];
     const cuts = new Map();  // offset -> marks placed before the character at that offset
     const mark = (at, el) => { if (!cuts.has(at)) cuts.set(at, []); cuts.get(at).push(el); };
-    let start = 0;
-    for (const [category, end] of entry.sections) { mark(start, span("sec", "", category)); start = end; }
+    const names = new Map(entry.names);  // section index -> its name, where the name changes
+    let start = 0, name = "";
+    entry.sections.forEach((end, k) => {
+      name = names.get(k) || name;
+      mark(start, span("sec", "", name));
+      start = end;
+    });
     for (const at of entry.breakpoints) mark(at, span("bp"));
     const offsets = new Set([0, text.length, served[0], served[1], ...cuts.keys()]);
     const points = [...offsets].filter((x) => x >= 0 && x <= text.length).sort((a, b) => a - b);
@@ -199,14 +204,21 @@
       fmt(z.written[i]) + " written, " + fmt(z.uncached[i]) + " uncached; effective cost " + fmt(z.cost[i]) + ".";
     const ev = $("evidence");
     ev.replaceChildren();
-    const line = (name, ids) => {
+    const line = (name, count, text) => {
       const p = document.createElement("p");
-      p.appendChild(document.createTextNode(name + " (" + ids.length + "): "));
-      p.appendChild(span("", ids.join(" ") || "none"));
+      p.appendChild(document.createTextNode(name + " (" + count + "): "));
+      p.appendChild(span("", text || "none"));
       ev.appendChild(p);
     };
-    if (entry.shown) { line("Evidence shown in full", entry.shown); line("Evidence only indexed (recall brings it back)", entry.indexed); }
-    else line("Earlier outputs masked or omitted, gone for good", new Array(entry.gone).fill("").map((_, k) => "#" + (k + 1)));
+    // IDs come as ranges of consecutive IDs ("E000001\u2013E000160")
+    const count = (ranges) => ranges.reduce((n, r) => {
+      const [a, b] = r.split("\u2013").map((x) => Number((x.match(/\d+$/) || ["0"])[0]));
+      return n + (r.includes("\u2013") ? b - a + 1 : 1);
+    }, 0);
+    if (entry.shown) {
+      line("Evidence shown in full", count(entry.shown), entry.shown.join(" "));
+      line("Evidence only indexed (recall brings it back)", count(entry.indexed), entry.indexed.join(" "));
+    } else line("Earlier outputs masked or omitted, gone for good", entry.gone, entry.gone ? "their outputs are no longer in the context" : "");
     $("turn").value = String(i);
     $("strategy").value = s;
     $("viewer").dataset.turn = ctx.request_id;
