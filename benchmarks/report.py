@@ -85,8 +85,10 @@ def main() -> None:
         base = tmp / "plotly-only.html"
         baseline_page(base)
         for label, run in runs(tmp):
+            # The run is named by its directory's name alone, so that its size does not depend on where it lies.
+            os.chdir(run.parent)
             start = time.perf_counter()
-            data = report_data(str(run))
+            data = report_data(run.name)
             page = tmp / "report.html"
             size = write_report(str(page), data)
             build = time.perf_counter() - start
