@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from session_helpers import (
-    ANALYSIS, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
+    ANALYSIS, answer_events, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
 )  # fmt: skip
 
 from workingset.errors import WorkingsetError
@@ -71,11 +71,15 @@ REJECTIONS = [
 @pytest.mark.parametrize(("code", "bad"), REJECTIONS, ids=[f"{c}-{i}" for i, (c, _) in enumerate(REJECTIONS)])
 def test_a_rejected_decision_changes_nothing_and_the_request_stays_open(store, pending, code, bad):
     inv, rid = pending
-    before_dump, before_files, before_show = db_dump(store), files(store), inv.show()
-    err = code_of(inv.submit, rid, bad)
+    before_dump, before_answers, before_show = db_dump(store, answers=False), answer_events(store), inv.show()
+    raw = bad if isinstance(bad, bytes) else json.dumps(bad, indent=1).encode()  # kept byte for byte
+    err = code_of(inv.submit, rid, raw)
     assert err.code == code
-    assert db_dump(store) == before_dump
-    assert files(store) == before_files
+    # Every row but the kept answer is identical: state, status, open request, index tables.
+    assert db_dump(store, answers=False) == before_dump
+    (kept,) = answer_events(store)[len(before_answers):]
+    assert kept == {"analysis": "demo", "at": CLOCK(), "request_id": rid, "answer": raw.decode(), "outcome": "rejected",
+                    "code": code, "message": err.message, **({"details": err.details} if err.details else {})}  # fmt: skip
     after = inv.show()
     assert after == before_show and after.open_request == rid
     # The corrected answer is then accepted.
@@ -93,11 +97,13 @@ def test_rejection_details_name_ids_and_suggest_recall(pending):
 
 def test_stale_request_answered_or_unknown(store, pending):
     inv, rid = pending
-    before = db_dump(store)
+    before = db_dump(store, answers=False)
     for stale in ("demo-r0001", "demo-r0099", "other-r0001"):
         err = code_of(inv.submit, stale, decision(query(), assess("E000007")))
         assert err.code == "stale_request"
-    assert db_dump(store) == before
+    assert db_dump(store, answers=False) == before
+    assert [(a["request_id"], a["code"]) for a in answer_events(store)[-3:]] == [
+        ("demo-r0001", "stale_request"), ("demo-r0099", "stale_request"), ("other-r0001", "stale_request")]
     inv.submit(rid, decision(query(), assess("E000007")))
     assert code_of(inv.submit, rid, decision(query(), assess("E000007"))).code == "stale_request"
 
@@ -105,10 +111,11 @@ def test_stale_request_answered_or_unknown(store, pending):
 def test_analysis_closed_while_paused_and_after_completion(store, pending):
     inv, rid = pending
     inv.pause()
-    before = db_dump(store)
+    before = db_dump(store, answers=False)
     assert code_of(inv.submit, rid, decision(query(), assess("E000007"))).code == "analysis_closed"
     assert code_of(inv.next_request).code == "analysis_closed"
-    assert db_dump(store) == before
+    assert db_dump(store, answers=False) == before
+    assert answer_events(store)[-1]["code"] == "analysis_closed"
     inv.resume()
     assert inv.show().open_request == rid
     applied = inv.submit(rid, decision(conclude("supported", "E000007"), assess("E000007")))
@@ -120,10 +127,10 @@ def test_analysis_closed_while_paused_and_after_completion(store, pending):
 def test_recall_is_refused_by_versions_without_it(store, encoder):
     inv = make(store, encoder)
     req = inv.next_request()
-    before = db_dump(store)
+    before = db_dump(store, answers=False)
     err = code_of(inv.submit, req.request_id, decision(recall("E000001")))
     assert err.code == "recall_unsupported"
-    assert db_dump(store) == before and inv.show().open_request == req.request_id
+    assert db_dump(store, answers=False) == before and inv.show().open_request == req.request_id
     assert inv.submit(req.request_id, decision(query())).applied == "query"
 
 

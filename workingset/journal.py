@@ -17,15 +17,16 @@ kept state never differs from a fresh replay of the log.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from . import controller as ctl
 from .decisions import RecallDecision
-from .errors import StoreCorrupt, UsageError
+from .errors import StoreCorrupt, UsageError, WorkingsetError
 from .hashing import canonical_json
 from .model import (
     Capture, Evidence, NonNegFloat, Payload, Scope, State, check_payload, check_scalar, decode_strict, is_timestamp,
@@ -70,6 +71,40 @@ class RecordEvent(_Event):
     termination_reason: str | None
 
 
+class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
+    """One submitted answer, verbatim, with its outcome: appended for every submission, accepted or not.
+
+    It changes nothing else: not the state, the status, the open request or any index row.
+    `answer` is the submitted bytes as UTF-8 text, or their base64 when they are not UTF-8
+    (`encoding`). An accepted answer's event precedes its `decision` event in the same
+    transaction; a rejected one carries the rejection's code, message and details.
+    """
+
+    request_id: str
+    answer: str
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+    outcome: Literal["accepted", "rejected"]
+    code: str | None = None
+    message: str | None = None
+    details: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, request_id: str, data: bytes, error: WorkingsetError | None = None) -> AnswerEvent:
+        """The event for `data` submitted to `request_id`, accepted (no error) or rejected with `error`."""
+        try:
+            text, encoding = data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            text, encoding = base64.b64encode(data).decode("ascii"), "base64"
+        if error is None:
+            return cls(request_id=request_id, answer=text, encoding=encoding, outcome="accepted")
+        return cls(request_id=request_id, answer=text, encoding=encoding, outcome="rejected", code=error.code,
+                   message=error.message, details=msgspec.to_builtins(error.details))  # fmt: skip
+
+    def data(self) -> bytes:
+        """The answer's bytes exactly as they were submitted."""
+        return base64.b64decode(self.answer) if self.encoding == "base64" else self.answer.encode("utf-8")
+
+
 class LifecycleEvent(_Event):
     status: str
     prior_status: str | None
@@ -82,6 +117,7 @@ _DECODERS = {
     "decision": msgspec.json.Decoder(DecisionEvent),
     "record": msgspec.json.Decoder(RecordEvent),
 }
+ANSWER_DECODER = msgspec.json.Decoder(AnswerEvent)
 
 
 def encode_event(event: _Event) -> bytes:
