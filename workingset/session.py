@@ -27,6 +27,7 @@ from . import controller as ctl
 from .decisions import Query, check_decision, parse_decision
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import DecisionRejected, SessionError, StoreCorrupt
+from .exports import journal_lines, state_hash, write_journal
 from .hashing import content_hash
 from .journal import (
     AnswerEvent,
@@ -462,12 +463,23 @@ class Investigation:
     # -- export ------------------------------------------------------------------------
 
     def export(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write every request of the analysis as a stored-context file whose hash verifies."""
-        with self.store.read() as tx:
-            self._row(tx)
-            requests = tx.requests(self.analysis_id)
-            contexts = list(self._contexts(tx, requests))
-        return write_run(directory, contexts)
+        """Write every request as a stored-context file whose hash verifies, and the journal and answers beside them.
+
+        Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
+        are what `workingset replay` rebuilds the analysis from.
+        """
+        with self._call(write=False) as call:
+            row = self._row(call.tx)
+            requests = call.tx.requests(self.analysis_id)
+            contexts = list(self._contexts(call.tx, requests))
+            lines = journal_lines(call.tx, self.analysis_id)
+            final = call.sync().state
+        paths = write_run(directory, contexts)
+        header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
+        end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
+               "state_hash": state_hash(final)}  # fmt: skip
+        write_journal(directory, header, lines, end)
+        return paths
 
     def _contexts(self, tx: Tx, requests: list[RequestRecord]) -> Iterator[StoredContext]:
         by_seq: dict[int, list[RequestRecord]] = {}
