@@ -11,6 +11,7 @@ violation, and five recall IDs are `recall_count`.
 
 from __future__ import annotations
 
+import hashlib
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
@@ -18,6 +19,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
 from .model import EvidenceId, State, Unit, split_validation_error
+from .spans import MAX_SPANS, Span, canonical_text
 
 MAX_NOTES = 8
 MAX_RECALL = 4
@@ -72,17 +74,46 @@ class RecallDecision(_Strict, kw_only=True):
     next: Union[Query, Recall, Conclude]
 
 
-AnyDecision = Union[Decision, RecallDecision]
+class CitingConclude(Conclude, tag="conclude"):
+    """A conclusion that may cite exact spans of payloads it saw (versions with `supports_spans`)."""
 
-# One decoder per version schema, built once.
-_DECODERS = {False: msgspec.json.Decoder(Decision), True: msgspec.json.Decoder(RecallDecision)}
+    spans: Annotated[list[Span], Meta(max_length=MAX_SPANS)] = []
+
+
+class CitingDecision(_Strict, kw_only=True):
+    """A decision of a version with spans and without recall."""
+
+    assessment: Assessment | UnsetType = UNSET
+    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+    next: Union[Query, CitingConclude]
+
+
+class CitingRecallDecision(_Strict, kw_only=True):
+    """A decision of a version with spans and recall; also the stored form of every decision."""
+
+    assessment: Assessment | UnsetType = UNSET
+    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+    next: Union[Query, Recall, CitingConclude]
+
+
+AnyDecision = Union[Decision, RecallDecision, CitingDecision, CitingRecallDecision]
+# The widest schema: the event log stores every version's decisions in it (`spans` defaults to []).
+StoredDecision = CitingRecallDecision
+
+# One decoder per version schema (recall?, spans?), built once.
+_DECODERS = {
+    (False, False): msgspec.json.Decoder(Decision),
+    (True, False): msgspec.json.Decoder(RecallDecision),
+    (False, True): msgspec.json.Decoder(CitingDecision),
+    (True, True): msgspec.json.Decoder(CitingRecallDecision),
+}
 
 
 def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
     return DecisionRejected(message, code=code, details=details)
 
 
-def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
+def parse_decision(data: bytes, *, supports_recall: bool, supports_spans: bool = False) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
     try:
         raw = msgspec.json.decode(data)
@@ -98,7 +129,7 @@ def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
             path="$.next.kind",
         )
     try:
-        decision = _DECODERS[supports_recall].decode(data)
+        decision = _DECODERS[supports_recall, supports_spans].decode(data)
     except msgspec.ValidationError as exc:
         message, path = split_validation_error(exc)
         raise _reject("schema_violation", f"{message} at {path}", path=path) from None
@@ -208,6 +239,41 @@ def check_decision(
             f"{listed} {'was' if len(ungrounded) == 1 else 'were'} not shown in full in request {request_id}; {hint}",
             ids=ungrounded,
         )
+
+
+def check_spans(decision: AnyDecision, state: State, *, shown: tuple[str, ...] | list[str], request_id: str) -> None:
+    """Check every span a conclusion cites: a payload shown in full in this request, in range, the same bytes.
+
+    Applies to requests whose encoder allows spans (`supports_spans`); runs after rule G.
+    """
+    spans = getattr(decision.next, "spans", ())
+    if not spans:
+        return
+    seen = set(shown)
+    payloads = {ev.id: ev.payload for ev in state.evidence}
+    for i, span in enumerate(spans):
+        path = f"$.next.spans[{i}]"
+        eid = span.evidence_ref
+        payload = payloads.get(eid)
+        if eid not in seen or payload is None:
+            why = "its payload was not retained" if eid in payloads and payload is None else (
+                f"it was not shown in full in request {request_id}" if eid in payloads else f"it is not evidence of analysis {state.analysis_id}")  # fmt: skip
+            raise _reject("span_not_shown", f"span {i} cites {eid}, but {why}; cite only payloads this request shows in full",
+                          path=path, evidence_ref=eid)  # fmt: skip
+        data = canonical_text(payload)
+        if not span.start < span.end <= len(data):
+            raise _reject(
+                "span_out_of_range",
+                f"span {i} [{span.start}, {span.end}) is not a non-empty range inside the {len(data)} bytes of {eid}'s canonical text",
+                path=path, evidence_ref=eid, length=len(data),
+            )  # fmt: skip
+        digest = hashlib.sha256(data[span.start : span.end]).hexdigest()
+        if digest != span.sha256:
+            raise _reject(
+                "span_mismatch",
+                f"span {i}: the SHA-256 of bytes [{span.start}, {span.end}) of {eid} is {digest}, not {span.sha256}",
+                path=f"{path}.sha256", evidence_ref=eid, expected=digest, got=span.sha256,
+            )  # fmt: skip
 
 
 def _repeated(ids: list[str]) -> list[str]:

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import msgspec
 
 from . import controller as ctl
-from .decisions import RecallDecision
+from .decisions import StoredDecision
 from .errors import StoreCorrupt, UsageError, WorkingsetError
 from .hashing import canonical_json
 from .model import (
@@ -56,7 +56,7 @@ class RequestEvent(_Event):
 class DecisionEvent(_Event):
     request_id: str
     hypothesis: str
-    decision: RecallDecision  # the widest schema: it decodes every version's decisions
+    decision: StoredDecision  # the widest schema: it decodes every version's decisions
     notes: list[str]
     action: str | None
     iteration: int
@@ -125,7 +125,7 @@ def encode_event(event: _Event) -> bytes:
     return msgspec.json.encode(event)
 
 
-_DECISION_DECODER = msgspec.json.Decoder(RecallDecision)
+_DECISION_DECODER = msgspec.json.Decoder(StoredDecision)
 _EVIDENCE_DECODER = msgspec.json.Decoder(Evidence)
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
 _STATE_CHANGES = frozenset({"created", "decision", "record"})

@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 
 from . import controller as ctl
-from .decisions import Query, check_decision, parse_decision
+from .decisions import Query, check_decision, check_spans, parse_decision
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import DecisionRejected, SessionError, StoreCorrupt
 from .exports import journal_lines, state_hash, write_journal
@@ -318,14 +318,17 @@ class Investigation:
         req = tx.open_request(aid)
         if req is None or req.request_id != request_id:
             raise _stale(tx, aid, request_id, req)
-        supports_recall = get_encoder(req.encoder).supports_recall
-        parsed = parse_decision(data, supports_recall=supports_recall)
+        enc = get_encoder(req.encoder)
+        supports_recall = enc.supports_recall
+        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans)
         view = call.sync()
         state = view.state
         # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
         shown = self._resolved(req, _evidence_ids(state)).shown
         check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,
                        shown=shown, supports_recall=supports_recall)  # fmt: skip
+        if enc.supports_spans:
+            check_spans(parsed, state, shown=shown, request_id=request_id)
         ids = ctl.allocate(state, parsed, numbers=view.numbers)
         busy = _busy(tx, aid) | ({req.hypothesis} if ids.action else set())
         call.change()
