@@ -50,13 +50,14 @@ def test_every_answer_is_exported_verbatim_with_its_outcome(export):
     answers = lines(export / "answers.jsonl")
     assert [(a["request_id"], a["outcome"], a.get("code")) for a in answers] == [
         ("demo-r0001", "rejected", "malformed_json"),
-        ("demo-r0001", "rejected", "malformed_json"),
+        ("demo-r0001", "rejected", "schema_violation"),  # the fenced JSON is read, and kept fenced
         ("demo-r0001", "rejected", "malformed_json"),
         ("demo-r0001", "accepted", None),
         ("demo-r0002", "accepted", None),
         ("demo-r0003", "rejected", "assessment_missing"),
         ("demo-r0003", "accepted", None),
     ]
+    assert answers[1]["answer"] == "```json\n{}\n```"
     assert answer_bytes(answers[2]) == b"\xff\xfe not utf-8" and answers[2]["encoding"] == "base64"
     assert answers[3]["answer"] == json.dumps(decision(query("select count(*) from retries")), indent=2)
     assert all(a["at"] == CLOCK() and a["message"] for a in answers if a["outcome"] == "rejected")
