@@ -394,6 +394,20 @@ def export(
 
 @app.command()
 @guarded
+def schema(
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="state, context, result or decision.")],
+    encoder: Annotated[Optional[str], typer.Option(help="The version whose decisions to describe (default v10).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print the JSON Schema of a state, stored context, result or decision, from the types that validate them."""
+    from .schemas import json_schema
+
+    out = json_schema(kind, encoder)
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(out), indent=2).decode("utf-8") + "\n")
+
+
+@app.command()
+@guarded
 def replay(
     directory: Annotated[str, typer.Argument(help="An export: stored contexts, journal.jsonl and answers.jsonl.")],
     as_json: JsonFlag = False,

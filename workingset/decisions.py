@@ -101,13 +101,14 @@ AnyDecision = Union[Decision, RecallDecision, CitingDecision, CitingRecallDecisi
 # The widest schema: the event log stores every version's decisions in it (`spans` defaults to []).
 StoredDecision = CitingRecallDecision
 
-# One decoder per version schema (recall?, spans?), built once.
-_DECODERS = {
-    (False, False): msgspec.json.Decoder(Decision),
-    (True, False): msgspec.json.Decoder(RecallDecision),
-    (False, True): msgspec.json.Decoder(CitingDecision),
-    (True, True): msgspec.json.Decoder(CitingRecallDecision),
+# The decision type of each version schema (recall?, spans?), and its decoder, built once.
+DECISION_TYPES: dict[tuple[bool, bool], type[msgspec.Struct]] = {
+    (False, False): Decision,
+    (True, False): RecallDecision,
+    (False, True): CitingDecision,
+    (True, True): CitingRecallDecision,
 }
+_DECODERS = {key: msgspec.json.Decoder(cls) for key, cls in DECISION_TYPES.items()}
 
 
 def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
