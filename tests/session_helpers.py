@@ -120,10 +120,12 @@ def decision(next_: dict[str, Any], assessment: dict[str, Any] | None = None, no
     return out
 
 
-def result(text: str = "42 rows", cost: float = 0.0, scope: str = "query_result") -> dict[str, Any]:
+def result(text: str = "42 rows", cost: float = 0.0, scope: str = "query_result", *, query: str = "select 1",
+           origin: str = "pg:orders") -> dict[str, Any]:  # fmt: skip
+    """A query's result; `query` and `origin` must be those its action decided (`query()`'s defaults)."""
     return {
         "scope": scope,
-        "capture": {"query": "select 1", "origin": "pg:orders", "item_count": 1, "eof": True},
+        "capture": {"query": query, "origin": origin, "item_count": 1, "eof": True},
         "payload": {"kind": "text", "language": None, "text": text},
         "cost": cost,
     }

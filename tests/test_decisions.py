@@ -155,7 +155,7 @@ def test_rule_g_ungrounded_reference_lists_ids_and_suggests_recall():
 def test_rule_g_covers_the_assessment_but_not_recall():
     err = _check_code(decision(query(), assess("E000002")), _pending_state(), shown=("E000001",))
     assert err.code == "ungrounded_reference" and err.details["ids"] == ["E000002"]
-    _check(decision(recall("E000003", "E000004")), shown=())
+    _check(decision(recall("E000003", "E000005")), shown=())
 
 
 def test_rule_g_without_recall_does_not_suggest_it():

@@ -26,7 +26,7 @@ def export(tmp_path) -> Path:
                 inv.submit(r1.request_id, bad)
         act = inv.submit(r1.request_id, json.dumps(decision(query("select count(*) from retries")), indent=2)).action
         r2 = inv.next_request("H2")
-        inv.record(act, result("retries: 9000", cost=0.5), captured_at="2026-06-10T21:05:00+02:00")
+        inv.record(act, result("retries: 9000", cost=0.5, query="select count(*) from retries"), captured_at="2026-06-10T21:05:00+02:00")
         inv.submit(r2.request_id, decision(recall("E000003")))
         inv.pause()
         inv.resume()

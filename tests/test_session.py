@@ -46,7 +46,7 @@ def pending(store):
     inv = make(store)
     r1 = inv.next_request("H1")
     applied = inv.submit(r1.request_id, decision(query("select * from retries")))
-    inv.record(applied.action, result("retry count 9000"))
+    inv.record(applied.action, result("retry count 9000", query="select * from retries"))
     r2 = inv.next_request("H1")
     assert r2.shown == ["E000007"] and "E000001" in r2.indexed
     yield inv, r2.request_id
@@ -62,6 +62,7 @@ REJECTIONS = [
     ("recall_count", decision(recall(), assess("E000007"))),
     ("recall_duplicate", decision(recall("E000001", "E000001"), assess("E000007"))),
     ("unknown_evidence", decision(recall("E000001", "E000099", "E000098"), assess("E000007"))),
+    ("recall_not_retained", decision(recall("E000001", "E000004"), assess("E000007"))),
     ("assessment_missing", decision(query())),
     ("assessment_mismatch", decision(query(), assess("E000001"))),
     ("ungrounded_reference", decision(conclude("supported", "E000007", "E000001", "E000002"), assess("E000007"))),
@@ -158,24 +159,26 @@ def test_recall_lifecycle_across_process_restarts(store, tmp_path):
     a = ["--analysis", ANALYSIS]
     cli(store, "init", "--state", str(state_file), "--encoder", "v8")
 
-    # Process 1..: H1 recalls two archived items (one with a payload that was not retained).
+    # Process 1..: H1 recalls two archived items; one whose payload was not retained is refused.
     r1 = cli(store, "next", *a, "--hypothesis", "H1")
-    assert {"E000003", "E000004"} <= set(r1["indexed"])
+    assert {"E000003", "E000005"} <= set(r1["indexed"])
+    refused = cli(store, "submit", *a, "--request", r1["request_id"], json.dumps(decision(recall("E000003", "E000004"))))
+    assert refused["error"]["code"] == "recall_not_retained" and refused["error"]["details"]["ids"] == ["E000004"]
     assert cli(store, "submit", *a, "--request", r1["request_id"], "-",
-               stdin=json.dumps(decision(recall("E000003", "E000004"))))["applied"] == "recall"  # fmt: skip
+               stdin=json.dumps(decision(recall("E000003", "E000005"))))["applied"] == "recall"  # fmt: skip
 
     # Another hypothesis takes a turn with a query, and its result is recorded.
     r2 = cli(store, "next", *a)
     assert r2["hypothesis"] == "H2"
     sub = cli(store, "submit", *a, "--request", r2["request_id"], json.dumps(decision(query("select * from refunds"))))
-    rec = cli(store, "record", *a, "--action", sub["action"], json.dumps(result("refund rows")))
+    rec = cli(store, "record", *a, "--action", sub["action"], json.dumps(result("refund rows", query="select * from refunds")))
     assert rec["evidence"] == "E000007"
 
     # After the restarts, the selection survived and its payloads are in H1's next context in full.
     show = cli(store, "show", *a)
-    assert show["state"]["recall"]["H1"]["evidence_refs"] == ["E000003", "E000004"]
+    assert show["state"]["recall"]["H1"]["evidence_refs"] == ["E000003", "E000005"]
     r3 = cli(store, "next", *a, "--hypothesis", "H1")
-    assert r3["shown"][:2] == ["E000003", "E000004"] or {"E000003", "E000004"} <= set(r3["shown"])
+    assert r3["shown"][:2] == ["E000003", "E000005"] or {"E000003", "E000005"} <= set(r3["shown"])
     assert "def retry(n):" in r3["text"] and "E000003" not in r3["indexed"]
 
     # A repeat recall replaces the selection.
@@ -217,7 +220,7 @@ def test_iteration_limit_ends_a_recall_loop_with_budget_exhausted(store):
     inv = make(store, max_iterations=4)
     for i in range(4):
         req = inv.next_request("H1")
-        applied = inv.submit(req.request_id, decision(recall(f"E00000{i + 1}")))
+        applied = inv.submit(req.request_id, decision(recall(f"E00000{i + 1 + (i == 3)}")))  # E000004 is unknown
     assert applied.status == "completed" and applied.iteration == 4
     show = inv.show()
     assert (show.status, show.termination_reason) == ("completed", "budget_exhausted")
@@ -325,6 +328,10 @@ def test_record_errors_change_nothing(store):
     err = code_of(inv.record, act, bad_rows)
     assert err.code == "invalid_file" and err.details["path"] == "$.payload.rows[0]"
     assert code_of(inv.record, act, {**result(), "cost": -1}).code == "invalid_file"
+    # A result is of the query its action decided: same origin (the source) and the same query text.
+    for field, bad in (("query", result(query="select 2")), ("origin", result(origin="pg:replica"))):
+        err = code_of(inv.record, act, bad)
+        assert err.code == "result_mismatch" and err.details["path"] == f"$.capture.{field}"
     assert code_of(inv.record, act, result(), captured_at="2026-06-10 20:00").code == "usage_error"
     assert db_dump(store) == before
     inv.record(act, result())
@@ -420,7 +427,7 @@ def test_export_writes_a_run_that_verifies(store, tmp_path):
     inv = make(store)
     for hid in ("H1", "H2", "H1"):
         req = inv.next_request(hid)
-        applied = inv.submit(req.request_id, decision(recall("E000004") if hid == "H1" else query()))
+        applied = inv.submit(req.request_id, decision(recall("E000005") if hid == "H1" else query()))
         if applied.action:
             inv.record(applied.action, result())
     inv.next_request("H3")

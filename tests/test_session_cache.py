@@ -63,7 +63,7 @@ def fresh_show(path):
 
 def turn(inv: Investigation, req, pending: str | None, text: str):
     applied = inv.submit(req.request_id, decision(query(text), assess(pending) if pending else None))
-    recorded = inv.record(applied.action, result(text))
+    recorded = inv.record(applied.action, result(text, query=text))
     return inv.next_request(req.hypothesis), recorded.evidence
 
 
@@ -104,7 +104,7 @@ def test_a_cached_handle_sees_a_second_process_change(tmp_path, monkeypatch):
         "from workingset.session import Investigation\n"
         "with Investigation.open({store!r}, 'demo') as other:\n"
         "    act = other.submit({rid!r}, decision(query('select 2'))).action\n"
-        "    other.record(act, result('from the other process'))\n"
+        "    other.record(act, result('from the other process', query='select 2'))\n"
     ).format(tests=str(Path(__file__).parent), store=str(path), rid=req.request_id)
     subprocess.run([sys.executable, "-c", script], check=True)
     reads.reset()

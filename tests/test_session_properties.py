@@ -87,7 +87,8 @@ def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(encoder
             assert after.open_request is None
             validate_state(after.state)
             if applied.action:
-                inv.record(applied.action, result("r"))
+                (act,) = [p for p in inv.show().pending_actions if p.action == applied.action]
+                inv.record(applied.action, result("r", query=act.query, origin=act.source))
         kept = inv.show()  # from the state this handle kept and updated turn by turn
         inv.close()
         with Investigation.open(store, ANALYSIS) as again:  # the replayed store agrees with itself

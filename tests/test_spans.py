@@ -82,7 +82,7 @@ SPAN_REJECTIONS = [
 @pytest.mark.parametrize(("code", "make", "says"), SPAN_REJECTIONS, ids=[f"{c}-{i}" for i, (c, _, _) in enumerate(SPAN_REJECTIONS)])
 def test_a_bad_span_rejects_the_decision(tmp_path, citing, code, make, says):
     with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder=citing, clock=CLOCK) as inv:
-        rid = recalled(inv, "E000002", "E000004")
+        rid = recalled(inv, "E000002")
         before = inv.show()
         answer = decision({**conclude("supported", "E000002"), "spans": [span("E000002", LOG, 6, 11), make()]})
         with pytest.raises(DecisionRejected) as info:

@@ -211,6 +211,8 @@ def check_decision(
             ids=unknown,
         )
 
+    check_recall_retained(decision, state)
+
     pending = state.pending_result(hypothesis_id)
     assessment = assessment_of(decision)
     if pending is not None and assessment is None:
@@ -252,6 +254,22 @@ def check_decision(
             "ungrounded_reference",
             f"{listed} {'was' if len(ungrounded) == 1 else 'were'} not shown in full in request {request_id}; {hint}",
             ids=ungrounded,
+        )
+
+
+def check_recall_retained(decision: AnyDecision, state: State) -> None:
+    """Refuse a recall of items whose payload was never retained: it would spend an iteration to show nothing."""
+    if not isinstance(decision.next, Recall):
+        return
+    unretained = {ev.id for ev in state.evidence if ev.payload is None}
+    ids = [eid for eid in decision.next.evidence_refs if eid in unretained]
+    if ids:
+        raise _reject(
+            "recall_not_retained",
+            f"the payload of {', '.join(ids)} was not retained (its index row says `unknown`): a recall cannot show it; "
+            "recall items whose payload is `archived`",
+            path="$.next.evidence_refs",
+            ids=ids,
         )
 
 

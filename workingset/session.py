@@ -382,6 +382,7 @@ class Investigation:
                     details={"action": action_id, "pending": pending},
                 )
             parsed = result if isinstance(result, ResultInput) else decode_result(_as_bytes(result), source)
+            _check_result_matches(parsed, action)
             view = call.sync()
             state = view.state
             eid = ctl.next_evidence_id(state, view.numbers)
@@ -534,6 +535,18 @@ def _externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:
                 payloads[digest] = stored_payload(ev.payload)
             ev.payload = None
     return state
+
+
+def _check_result_matches(result: ResultInput, action: ActionRow) -> None:
+    """A result must be of the query its action decided: `capture.origin` is its source, `capture.query` its query."""
+    for field, got, expected in (("origin", result.capture.origin, action.source), ("query", result.capture.query, action.query)):
+        if got != expected:
+            raise SessionError(
+                f"the result's capture.{field} {got!r} is not the {'source' if field == 'origin' else 'query'} "
+                f"{expected!r} that {action.action_id} decided; record the result of that query",
+                code="result_mismatch",
+                details={"action": action.action_id, "path": f"$.capture.{field}", "expected": expected, "got": got},
+            )
 
 
 def _evidence_ids(state: State) -> list[str]:
