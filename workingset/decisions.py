@@ -126,15 +126,31 @@ def unfence(data: bytes) -> bytes:
     return match.group(2) if match else data
 
 
+_EXPECTED = 'expected one JSON object such as {"next": {"kind": "query", "source": ..., "query": ..., "purpose": ...}}'
+
+
+def malformed_hint(data: bytes) -> str:
+    """What an unparseable answer looks like, and what is expected instead (appended to `malformed_json`)."""
+    text = data.strip()
+    if not text:
+        return f"; the answer is empty: {_EXPECTED}"
+    if text.startswith(b"```") or b"\n```" in text:
+        return ("; it looks like Markdown with a code fence: send the JSON object alone "
+                "(one ```json block that is the whole answer is also accepted)")  # fmt: skip
+    if not text.startswith((b"{", b"[")) and b"{" in text:
+        return "; the answer has text before its JSON object: send the object alone, starting with `{`"
+    return f"; {_EXPECTED}"
+
+
 def parse_decision(data: bytes, *, supports_recall: bool, supports_spans: bool = False) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
     data = unfence(data)
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc})", path="$") from None
+        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc}){malformed_hint(data)}", path="$") from None
     if not isinstance(raw, dict):
-        raise _reject("malformed_json", f"the decision must be a JSON object, not {_json_type(raw)}", path="$")
+        raise _reject("malformed_json", f"the decision must be a JSON object, not {_json_type(raw)}; {_EXPECTED}", path="$")
     nxt = raw.get("next")
     if not supports_recall and isinstance(nxt, dict) and nxt.get("kind") == "recall":
         raise _reject(
@@ -145,7 +161,7 @@ def parse_decision(data: bytes, *, supports_recall: bool, supports_spans: bool =
     try:
         decision = _DECODERS[supports_recall, supports_spans].decode(data)
     except msgspec.ValidationError as exc:
-        message, path = split_validation_error(exc)
+        message, path = split_validation_error(exc, DECISION_TYPES[supports_recall, supports_spans])
         raise _reject("schema_violation", f"{message} at {path}", path=path) from None
     if isinstance(decision.next, Recall):
         refs = decision.next.evidence_refs
