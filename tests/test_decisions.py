@@ -208,7 +208,8 @@ def test_an_invalid_enum_value_lists_the_valid_ones(d, with_recall, path, listed
     (b"", "the answer is empty: expected one JSON object"),
     (b" \n", "the answer is empty"),
     (b"Here it is:\n```json\n{}\n```\nDone.", "looks like Markdown with a code fence"),
-    (b"```json\n{\"next\": \n```", "looks like Markdown with a code fence"),
+    (b"```json\n{\"next\": \n```", "truncated) inside its ```json fence; expected one JSON object"),
+    (b"```json\n{\"next\": {}", "looks like Markdown with a code fence"),
     (b'Sure: {"next": {}}', "text before its JSON object"),
     (b"[1]", "expected one JSON object such as"),
 ])  # fmt: skip

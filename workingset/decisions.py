@@ -144,11 +144,12 @@ def malformed_hint(data: bytes) -> str:
 
 def parse_decision(data: bytes, *, supports_recall: bool, supports_spans: bool = False) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
-    data = unfence(data)
+    received, data = data, unfence(data)
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc}){malformed_hint(data)}", path="$") from None
+        hint = malformed_hint(received) if data is received else " inside its ```json fence" + malformed_hint(data)
+        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc}){hint}", path="$") from None
     if not isinstance(raw, dict):
         raise _reject("malformed_json", f"the decision must be a JSON object, not {_json_type(raw)}; {_EXPECTED}", path="$")
     nxt = raw.get("next")
