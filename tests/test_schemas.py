@@ -114,3 +114,9 @@ def test_the_schema_command():
         bad = CliRunner().invoke(app, [*args, "--json"])
         assert bad.exit_code == 2 and bad.stderr.startswith(f"error: {code}: ")
         assert json.loads(bad.stdout)["error"]["code"] == code
+
+
+def test_the_package_is_typed():
+    import workingset
+
+    assert (Path(workingset.__file__).parent / "py.typed").is_file()

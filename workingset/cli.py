@@ -385,7 +385,7 @@ def export(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write every request of the analysis as a stored-context file (a run that verify and compare accept)."""
+    """Write every request as a stored-context file (a run verify and compare accept), with journal.jsonl and answers.jsonl."""
     with _session(store, analysis) as inv:
         paths = inv.export(out)
     if as_json:

@@ -1,0 +1,59 @@
+"""docs/protocol.md stays true: it names every error code the code base raises, and every exception."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import workingset
+from workingset.errors import WorkingsetError
+
+ROOT = Path(__file__).parent.parent
+DOC = (ROOT / "docs" / "protocol.md").read_text()
+# A code is given as `code="…"`, as a class attribute `code = "…"`, or as the first argument of `_reject(…)`.
+CODE_RE = re.compile(r'(?:\bcode\s*=\s*|\b_reject\(\s*)"([a-z][a-z0-9_]*)"')
+
+
+def source_codes() -> set[str]:
+    codes: set[str] = set()
+    for path in (ROOT / "workingset").rglob("*.py"):
+        codes.update(CODE_RE.findall(path.read_text()))
+    codes.discard("error")  # the base class's placeholder; every raised error has its own code
+    return codes
+
+
+def table(heading: str) -> str:
+    return DOC.split(f"\n## {heading}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def documented_codes() -> set[str]:
+    return set(re.findall(r"^\| `([a-z0-9_]+)` \|", table("Errors"), re.M))
+
+
+def test_every_code_the_code_base_raises_is_documented_and_no_other():
+    found = source_codes()
+    assert {"malformed_json", "store_busy", "replay_diverged", "span_mismatch"} <= found  # the scan works
+    missing = sorted(found - documented_codes())
+    assert not missing, f"docs/protocol.md, section Errors, lacks a row for: {', '.join(missing)}"
+    stale = sorted(documented_codes() - found)
+    assert not stale, f"docs/protocol.md documents codes nothing raises: {', '.join(stale)}"
+
+
+def test_every_exception_class_is_documented():
+    for info in pkgutil.walk_packages(workingset.__path__, "workingset."):
+        importlib.import_module(info.name)
+    classes, todo = set(), [WorkingsetError]
+    while todo:
+        cls = todo.pop()
+        classes.add(cls)
+        todo.extend(cls.__subclasses__())
+    section = table("Python exceptions")
+    missing = sorted(c.__name__ for c in classes if f"`{c.__name__}`" not in section and f".{c.__name__}`" not in section)
+    assert not missing, f"docs/protocol.md, section Python exceptions, lacks: {', '.join(missing)}"
+
+
+def test_the_readme_points_at_the_protocol_reference():
+    readme = (ROOT / "README.md").read_text()
+    assert "docs/protocol.md" in readme and "SPEC.md" not in readme
