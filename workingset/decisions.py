@@ -59,19 +59,22 @@ class Conclude(_Strict, tag_field="kind", tag="conclude"):
     evidence_refs: Annotated[list[EvidenceId], Meta(min_length=1)]
 
 
-class Decision(_Strict, kw_only=True):
-    """A decision of a version without recall (v1–v7, v10)."""
+class _Answer(_Strict, kw_only=True):
+    """What every version's decision has besides `next`: the optional assessment and notes."""
 
     assessment: Assessment | UnsetType = UNSET
     notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+
+
+class Decision(_Answer, kw_only=True):
+    """A decision of a version without recall (v1–v7, v10)."""
+
     next: Union[Query, Conclude]
 
 
-class RecallDecision(_Strict, kw_only=True):
-    """A decision of a version with recall (v8, v9)."""
+class RecallDecision(_Answer, kw_only=True):
+    """A decision of a version with recall (v8, v9, v11)."""
 
-    assessment: Assessment | UnsetType = UNSET
-    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
     next: Union[Query, Recall, Conclude]
 
 
@@ -81,19 +84,15 @@ class CitingConclude(Conclude, tag="conclude"):
     spans: Annotated[list[Span], Meta(max_length=MAX_SPANS)] = []
 
 
-class CitingDecision(_Strict, kw_only=True):
+class CitingDecision(_Answer, kw_only=True):
     """A decision of a version with spans and without recall."""
 
-    assessment: Assessment | UnsetType = UNSET
-    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
     next: Union[Query, CitingConclude]
 
 
-class CitingRecallDecision(_Strict, kw_only=True):
+class CitingRecallDecision(_Answer, kw_only=True):
     """A decision of a version with spans and recall; also the stored form of every decision."""
 
-    assessment: Assessment | UnsetType = UNSET
-    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
     next: Union[Query, Recall, CitingConclude]
 
 
