@@ -155,3 +155,25 @@ def test_first_difference_walks_to_the_first_changed_leaf():
     assert first_difference({"a": 1}, {"a": 1, "b": 2}) == ("$.b", "(absent)", 2)
     assert first_difference(1, 1.0) == ("$", 1, 1.0)  # a type change is a change
     assert first_difference({"a": [1]}, {"a": [1]}) is None
+
+
+def test_a_v11_export_with_a_compacted_journal_and_a_recall_replays(tmp_path):
+    from session_helpers import make_state
+
+    from workingset.encoders.v11 import MIN_BUDGET
+
+    with Investigation.create(tmp_path / "s.sqlite3", make_state(limits=(20, 6, 6)), encoder=f"v11:budget={MIN_BUDGET}",
+                              clock=CLOCK) as inv:  # fmt: skip
+        for turn in range(6):
+            req = inv.next_request("H1")
+            pending = inv.state.pending_result("H1")
+            applied = inv.submit(req.request_id, decision(query(f"q{turn}", source="loki"), assess(pending) if pending else None))
+            inv.record(applied.action, {"scope": "log", "capture": {"query": f"q{turn}", "origin": "loki"},
+                                        "payload": {"kind": "text", "language": None, "text": f"{turn}" + "x" * 9000}})  # fmt: skip
+        req = inv.next_request("H1")
+        assert req.indexed  # the journal was compacted
+        inv.submit(req.request_id, decision(recall(req.indexed[0]), assess(inv.state.pending_result("H1"))))
+        inv.next_request("H1")
+        inv.export(tmp_path / "run")
+    report = replay_export(tmp_path / "run")
+    assert report.ok and report.requests == 8 and lines(tmp_path / "run" / "journal.jsonl")[0]["encoder"].endswith(f"budget={MIN_BUDGET}")
