@@ -57,3 +57,31 @@ def test_every_exception_class_is_documented():
 def test_the_readme_points_at_the_protocol_reference():
     readme = (ROOT / "README.md").read_text()
     assert "docs/protocol.md" in readme and "SPEC.md" not in readme
+
+
+def test_the_controller_in_the_protocol_reference_runs(tmp_path):
+    import json
+
+    from session_helpers import conclude, decision, query, state_bytes
+
+    code = DOC.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(compile(code, "docs/protocol.md", "exec"), scope)
+    seen: list[int] = []
+
+    def ask_model(messages):
+        # A scripted model: prose around a fenced query (rejected, retried), then the query, then a conclusion.
+        seen.append(len(messages))
+        fenced = "```json\n" + json.dumps(decision(query("select count(*) from retries", source="pg:prod"))) + "\n```"
+        if len(seen) == 1:
+            return "Here is my decision:\n" + fenced
+        if len(seen) == 2:
+            return fenced  # one fenced block that is the whole answer is accepted
+        return json.dumps(decision(conclude("supported", "E000007")))
+
+    def run_query(source, q):
+        assert (source, q) == ("pg:prod", "select count(*) from retries")
+        return {"kind": "rows", "columns": ["n"], "rows": [[9000]]}, 1, 0.1
+
+    status = scope["drive"](str(tmp_path / "s.sqlite3"), state_bytes(), ask_model, run_query)
+    assert status == ("completed", "root_cause_found") and seen == [1, 3, 1]
