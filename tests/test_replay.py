@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from session_helpers import answer_bytes, assess, conclude, decision, query, recall, result, state_bytes
 from typer.testing import CliRunner
@@ -177,3 +178,20 @@ def test_a_v11_export_with_a_compacted_journal_and_a_recall_replays(tmp_path):
         inv.export(tmp_path / "run")
     report = replay_export(tmp_path / "run")
     assert report.ok and report.requests == 8 and lines(tmp_path / "run" / "journal.jsonl")[0]["encoder"].endswith(f"budget={MIN_BUDGET}")
+
+
+def test_an_answer_refused_as_too_large_keeps_only_its_head_and_replays_at_its_size():
+    from workingset.errors import DecisionRejected
+    from workingset.journal import AnswerEvent
+    from workingset.replay import _answer_bytes
+
+    err = DecisionRejected("the decision is 3,000 bytes; the limit is 1,000 bytes", code="too_large",
+                           details={"path": "$", "limit": 1000})  # fmt: skip
+    event = AnswerEvent.of("demo-r0001", b"{" + b"x" * 2999, err)
+    assert (len(event.data()), event.size, event.code) == (1000, 3000, "too_large")
+    line = json.loads(msgspec.json.encode(event))
+    assert _answer_bytes(line) == b"{" + b"x" * 999 + b" " * 2000
+    small = AnswerEvent.of("demo-r0001", b"{}", err)  # under the limit: kept whole
+    assert small.size is None and small.data() == b"{}"
+    other = AnswerEvent.of("demo-r0001", b"{" + b"x" * 2999, DecisionRejected("m", code="malformed_json", details={"limit": 10}))
+    assert other.size is None and len(other.data()) == 3000

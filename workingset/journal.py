@@ -83,6 +83,9 @@ class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
     request_id: str
     answer: str
     encoding: Literal["utf-8", "base64"] = "utf-8"
+    # Set only when the answer was refused as `too_large`: its whole size; `answer` then keeps
+    # its first `details.limit` bytes, so a flood of bytes cannot grow the store past the limit.
+    size: int | None = None
     outcome: Literal["accepted", "rejected"]
     code: str | None = None
     message: str | None = None
@@ -91,17 +94,21 @@ class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
     @classmethod
     def of(cls, request_id: str, data: bytes, error: WorkingsetError | None = None) -> AnswerEvent:
         """The event for `data` submitted to `request_id`, accepted (no error) or rejected with `error`."""
+        size = None
+        limit = error.details.get("limit") if error is not None and error.code == "too_large" else None
+        if isinstance(limit, int) and 0 <= limit < len(data):
+            size, data = len(data), data[:limit]
         try:
             text, encoding = data.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
             text, encoding = base64.b64encode(data).decode("ascii"), "base64"
         if error is None:
             return cls(request_id=request_id, answer=text, encoding=encoding, outcome="accepted")
-        return cls(request_id=request_id, answer=text, encoding=encoding, outcome="rejected", code=error.code,
-                   message=error.message, details=msgspec.to_builtins(error.details))  # fmt: skip
+        return cls(request_id=request_id, answer=text, encoding=encoding, size=size, outcome="rejected",
+                   code=error.code, message=error.message, details=msgspec.to_builtins(error.details))  # fmt: skip
 
     def data(self) -> bytes:
-        """The answer's bytes exactly as they were submitted."""
+        """The kept bytes: the answer exactly as submitted, or its first `details.limit` bytes when `size` is set."""
         return base64.b64decode(self.answer) if self.encoding == "base64" else self.answer.encode("utf-8")
 
 

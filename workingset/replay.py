@@ -314,9 +314,12 @@ def _answer_bytes(line: dict[str, Any]) -> bytes:
     answer = line.get("answer")
     if not isinstance(answer, str):
         raise InvalidFile(f"{ANSWERS}: event {line['seq']} has no answer text", details={"file": ANSWERS, "path": "$.answer"})
-    if line.get("encoding") == "base64":
-        return base64.b64decode(answer)
-    return answer.encode("utf-8")
+    data = base64.b64decode(answer) if line.get("encoding") == "base64" else answer.encode("utf-8")
+    size = line.get("size")
+    if isinstance(size, int) and size > len(data):
+        # A `too_large` answer kept only its head: the same size is refused the same way, whatever the rest was.
+        data += b" " * (size - len(data))
+    return data
 
 
 def _show(value: Any) -> str:
