@@ -12,14 +12,19 @@ from workingset.errors import WorkingsetError
 
 ROOT = Path(__file__).parent.parent
 DOC = (ROOT / "docs" / "protocol.md").read_text()
-# A code is given as `code="…"`, as a class attribute `code = "…"`, or as the first argument of `_reject(…)`.
-CODE_RE = re.compile(r'(?:\bcode\s*=\s*|\b_reject\(\s*)"([a-z][a-z0-9_]*)"')
+# A code is given as `code="…"`, as a class attribute `code = "…"`, as the first argument of
+# `_reject(…)`, as the value of an errno → code table (`errno.ENOENT: "…"`, `…CODES.get(x, "…")`),
+# or written straight into an `error: <code>:` line.
+CODE_RE = re.compile(
+    r'(?:\bcode\s*=\s*|\b_reject\(\s*|\berrno\.E[A-Z0-9]+:\s*|CODES\.get\([^()]*,\s*)"([a-z][a-z0-9_]*)"'
+    r'|"error: ([a-z][a-z0-9_]*):'
+)
 
 
 def source_codes() -> set[str]:
     codes: set[str] = set()
     for path in (ROOT / "workingset").rglob("*.py"):
-        codes.update(CODE_RE.findall(path.read_text()))
+        codes.update(a or b for a, b in CODE_RE.findall(path.read_text()))
     codes.discard("error")  # the base class's placeholder; every raised error has its own code
     return codes
 
@@ -30,6 +35,14 @@ def table(heading: str) -> str:
 
 def documented_codes() -> set[str]:
     return set(re.findall(r"^\| `([a-z0-9_]+)` \|", table("Errors"), re.M))
+
+
+def test_the_scan_finds_codes_in_each_form_it_knows():
+    sample = (
+        'raise X("m", code="a_code")\nclass Y:\n    code = "b_code"\n_reject(\n    "c_code", "m")\n'
+        '_MAP = {errno.ENOENT: "d_code"}\nOS_CODES.get(n, "e_code")\nwrite("error: f_code: m")\n'
+    )
+    assert {a or b for a, b in CODE_RE.findall(sample)} == {"a_code", "b_code", "c_code", "d_code", "e_code", "f_code"}
 
 
 def test_every_code_the_code_base_raises_is_documented_and_no_other():
