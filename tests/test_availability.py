@@ -53,3 +53,19 @@ def test_v11_keeps_every_identifier_reachable_and_masking_loses_some():
         lost += availability(ctx.state, [e.id for e in ctx.state.evidence if e.id not in masked], [], recall=False).gone
     assert lost > 0
     assert render(run[-1][1].state, run[-1][1].hypothesis, "v11:budget=20000").indexed  # the small budget archives
+
+
+def test_compare_reports_availability_beside_cost():
+    import json
+
+    from conftest import invoke
+
+    data = json.loads(invoke("compare", str(BUG17), "--base", "v10", "--candidate", "v11", "--baselines",
+                             "--availability", "--json").stdout)  # fmt: skip
+    avail = data["availability"]
+    assert avail["v11"]["min_reachable_share"] == 1.0 and avail["v10"]["total"]["gone"] == 0
+    assert avail["masking-10"]["min_reachable_share"] < 1.0 and avail["masking-10"]["total"]["gone"] > 0
+    assert len(avail["v11"]["contexts"]) == len(data["contexts"])
+    text = invoke("compare", str(BUG17), "--base", "v10", "--candidate", "v11", "--availability").stdout
+    assert "Availability (identifiers harvested" in text and "lowest reachable %" in text
+    assert "availability" not in json.loads(invoke("compare", str(BUG17), "--json").stdout)
