@@ -26,7 +26,7 @@ def bug17_report():
     return data, render_page(data)
 
 
-CACHE = ["--cache", "anthropic,openai,ideal"]  # the report's default models
+CACHE = ["--cache", "anthropic,openai,ideal", "--availability"]  # the report's default models; it always charts availability
 
 
 @pytest.mark.parametrize("report_args, compare_args", [
@@ -36,7 +36,7 @@ CACHE = ["--cache", "anthropic,openai,ideal"]  # the report's default models
     (["--strategies", "v10", "--strategies", "v11,", "--no-recall", "--cached-price", "0.25", "--cache", "openai",
       "--cache", "anthropic", "--ttl", "1h", "--cache-min", "2048", "--write-price", "1.5"],
      ["--base", "v10", "--candidate", "v11", "--no-recall", "--cached-price", "0.25", "--cache", "openai,anthropic",
-      "--ttl", "1h", "--cache-min", "2048", "--write-price", "1.5"]),
+      "--ttl", "1h", "--cache-min", "2048", "--write-price", "1.5", "--availability"]),
 ], ids=["default-pair", "all-baselines", "options"])  # fmt: skip
 def test_page_holds_compares_json(tmp_path, report_args, compare_args):
     out = tmp_path / "r.html"

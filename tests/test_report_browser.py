@@ -43,7 +43,7 @@ def test_report_in_headless_chromium(tmp_path):
         assert marks["read"] > 0 and marks["diff"] > 0
         assert marks["breakpoints"] == len(rendered.stable_ends())
         assert marks["sections"][:3] == ["preamble", "case", "journal"]
-        bars = driver.execute_script("""return Object.fromEntries(['chart-tokens', 'chart-cost', 'chart-largest'].map(
+        bars = driver.execute_script("""return Object.fromEntries(['chart-tokens', 'chart-cost', 'chart-largest', 'chart-availability'].map(
             id => [id, document.querySelectorAll('#' + id + ' .main-svg .point, #' + id + ' .main-svg .js-line').length]))""")
         assert all(n > 0 for n in bars.values()), bars
         driver.find_element("id", "prev").click()

@@ -101,7 +101,7 @@ def report_data(
     recorded = {name: recording(renderer, sent[name]) for name, renderer in renderers.items()}
     result = compare_contexts(contexts, recorded, recall=recall, encoding=encoding, cached_price=cached_price,
                               cache=models, cache_options=options)  # fmt: skip
-    data = run_data(directory, run, result, recall=recall)
+    data = run_data(directory, run, result, recall=recall, availability=True)
     series = cache_series(data)
     return {
         "compare": data, "series": series, "budgets": budgets(encoders),

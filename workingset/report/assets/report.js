@@ -46,11 +46,13 @@
   function largestChars(s) { return Math.max(...compare.contexts.map((c) => c.sizes[s].chars)); }
 
   function drawTotals() {
-    const head = ["strategy", "tokens sent", "read", "written", "uncached", "effective cost", "vs " + compare.base, "largest context (tokens)"];
+    const head = ["strategy", "tokens sent", "read", "written", "uncached", "effective cost", "vs " + compare.base, "largest context (tokens)",
+      "lowest availability"];
+    const lowest = (s) => { const a = compare.availability && compare.availability[s]; return a && a.min_reachable_share != null ? (100 * a.min_reachable_share).toFixed(1) + "%" : ""; };
     const rows = strategies.map((s) => {
       const t = compare.cache[state.model].total[s];
       const change = s === compare.base ? "" : t.change_percent == null ? "n/a" : (t.change_percent > 0 ? "+" : "") + t.change_percent.toFixed(1) + "%";
-      return [s, fmt(t.tokens), fmt(t.read_tokens), fmt(t.written_tokens), fmt(t.uncached_tokens), fmt(t.effective_cost), change, fmt(largest(s))];
+      return [s, fmt(t.tokens), fmt(t.read_tokens), fmt(t.written_tokens), fmt(t.uncached_tokens), fmt(t.effective_cost), change, fmt(largest(s)), lowest(s)];
     });
     const table = $("totals");
     table.innerHTML = "";
@@ -108,18 +110,22 @@
       yaxis: { title: { text: "characters" }, rangemode: "tozero" } }, CONFIG);
   }
 
+  function reachable(a) {
+    const total = a.visible + a.addressable + a.gone;
+    return total ? (100 * (a.visible + a.addressable)) / total : null;
+  }
+
   function drawAvailability() {
-    // Per strategy and turn, the shares of earlier evidence visible in full, addressable or gone,
-    // where compare's data carries them.
+    // Per strategy and turn: the share of identifiers from earlier evidence still visible in
+    // full or addressable through the index (compare --availability); the rest is gone.
     const av = compare.availability;
     if (!av) return null;
     $("availability-section").hidden = false;
-    const traces = [];
-    strategies.filter((s) => av[s]).forEach((s, k) => {
-      traces.push({ type: "scatter", mode: "lines", name: s + " visible or addressable", x: turns,
-        y: av[s].map((a) => 100 * (a.visible + a.addressable)), line: { color: PALETTE[k % PALETTE.length] } });
-    });
-    return Plotly.react("chart-availability", traces, { height: 320, yaxis: { title: { text: "% of earlier evidence" }, range: [0, 105] },
+    const traces = strategies.filter((s) => av[s]).map((s) => ({
+      type: "scatter", mode: "lines", name: s, x: turns, y: av[s].contexts.map(reachable), customdata: labels,
+      line: { color: PALETTE[strategies.indexOf(s) % PALETTE.length] },
+      hovertemplate: s + " %{customdata}<br>visible or addressable: %{y:.1f}%<extra></extra>" }));
+    return Plotly.react("chart-availability", traces, { height: 320, yaxis: { title: { text: "% visible or addressable" }, range: [0, 105] },
       xaxis: { title: { text: "turn" } }, margin: { t: 10, l: 70, r: 10, b: 50 } }, CONFIG);
   }
 
@@ -191,6 +197,11 @@
     $("diff").replaceChildren(frag);
   }
 
+  function availabilityNote(s, i) {
+    const a = compare.availability && compare.availability[s] && compare.availability[s].contexts[i];
+    return a ? " Identifiers of earlier evidence: " + fmt(a.visible) + " visible, " + fmt(a.addressable) + " addressable, " + fmt(a.gone) + " gone." : "";
+  }
+
   function drawViewer() {
     const s = state.strategy, i = state.turn;
     const entry = report.viewer.turns[s][i];
@@ -201,7 +212,7 @@
     const ctx = compare.contexts[i], z = report.series[state.model][s];
     $("turn-info").textContent = ctx.request_id + " (hypothesis " + ctx.hypothesis + ", file " + (ctx.file || "") + ") under " + s + ": " +
       fmt(ctx.sizes[s].chars) + " chars, " + fmt(ctx.sizes[s].tokens) + " tokens; " + state.model + " cache: " + fmt(z.read[i]) + " read, " +
-      fmt(z.written[i]) + " written, " + fmt(z.uncached[i]) + " uncached; effective cost " + fmt(z.cost[i]) + ".";
+      fmt(z.written[i]) + " written, " + fmt(z.uncached[i]) + " uncached; effective cost " + fmt(z.cost[i]) + "." + availabilityNote(s, i);
     const ev = $("evidence");
     ev.replaceChildren();
     const line = (name, count, text) => {
