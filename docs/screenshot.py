@@ -23,7 +23,7 @@ def main() -> None:
         page = Path(tmp) / "report.html"
         subprocess.run([str(ROOT / ".venv" / "bin" / "workingset"), "report", "fixtures/bug17", "--out", str(page)],
                        cwd=ROOT, check=True)  # fmt: skip
-        with chromium(window=(1400, 2300), scale=0.6) as driver:
+        with chromium(window=(1400, 3000), scale=0.5) as driver:
             driver.get(page.as_uri())
             while driver.execute_script("return document.body.dataset.ready") != "true":
                 pass
