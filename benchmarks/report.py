@@ -89,6 +89,7 @@ def main() -> None:
             os.chdir(run.parent)
             start = time.perf_counter()
             data = report_data(run.name)
+            os.chdir(ROOT)
             page = tmp / "report.html"
             size = write_report(str(page), data)
             build = time.perf_counter() - start
