@@ -55,6 +55,11 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
         except WorkingsetError as err:
             report_error(err, bool(kwargs.get("as_json")))
             raise typer.Exit(2) from None
+        except OSError as exc:  # a failure of the world the library did not name: its OS code (files.OS_CODES)
+            from .files import os_error
+
+            report_error(os_error(exc), bool(kwargs.get("as_json")))
+            raise typer.Exit(2) from None
 
     return wrapper
 
@@ -161,8 +166,10 @@ def import_(
     as_json: JsonFlag = False,
 ) -> None:
     """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
+    from .files import check_new_run_dir
     from .importers import ENCODER, import_trajectory, write_import
 
+    check_new_run_dir(out)  # before reading the source
     imported = import_trajectory(fmt, source, analysis)
     paths = write_import(imported, out)
     remarks = list(imported.trajectory.remarks)
@@ -188,7 +195,7 @@ AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")
 def _store(store: str | None) -> str:
     from .session import default_store_path
 
-    return store or default_store_path()
+    return store if store is not None else default_store_path()  # an empty --store is refused, not the default
 
 
 def _input(arg: str) -> tuple[bytes, str]:
@@ -202,10 +209,10 @@ def _input(arg: str) -> tuple[bytes, str]:
     return read_file(arg), arg
 
 
-def _session(store: str | None, analysis: str) -> Any:
+def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
     from .session import Investigation
 
-    return Investigation.open(_store(store), analysis)
+    return Investigation.open(_store(store), analysis, read_only=read_only)
 
 
 @app.command()
@@ -295,7 +302,7 @@ def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fals
     """Status, iteration, budget, hypotheses, open request, pending actions and recall selections."""
     from .replies import describe
 
-    with _session(store, analysis) as inv:
+    with _session(store, analysis, read_only=True) as inv:
         out = inv.show()
     if as_json:
         # SPEC §8 names the pending actions; their queries are in `state` and the API's show().
@@ -344,7 +351,7 @@ def export(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every request of the analysis as a stored-context file (a run that verify and compare accept)."""
-    with _session(store, analysis) as inv:
+    with _session(store, analysis, read_only=True) as inv:
         paths = inv.export(out)
     if as_json:
         emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})

@@ -27,6 +27,7 @@ from . import controller as ctl
 from .decisions import Query, check_decision, parse_decision
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import DecisionRejected, SessionError, StoreCorrupt
+from .files import check_new_run_dir
 from .hashing import content_hash
 from .journal import (
     CreatedEvent,
@@ -63,13 +64,11 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool) -> tuple[SqliteStore, bool]:
+def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool, read_only: bool = False) -> tuple[SqliteStore, bool]:
+    """The store and whether the handle owns it; a store that must exist is never created, nor its schema."""
     if isinstance(store, SqliteStore):
         return store, False
-    path = os.fspath(store)
-    if must_exist and not os.path.exists(path):
-        raise SessionError(f"no store at {path}", code="unknown_analysis", details={"store": path})
-    return SqliteStore(path), True
+    return SqliteStore(os.fspath(store), create=not must_exist, read_only=read_only), True
 
 
 def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct) -> bytes:
@@ -165,11 +164,19 @@ class Investigation:
         self.store.views[aid] = view
 
     @classmethod
-    def open(cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now) -> Investigation:
-        """Open an existing analysis; `unknown_analysis` if the store does not hold it."""
-        db, owns = _open_store(store, must_exist=True)
+    def open(cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
+             read_only: bool = False) -> Investigation:  # fmt: skip
+        """Open an existing analysis; `unknown_analysis` if the store does not hold it.
+
+        With `read_only` the store file is opened read-only (`show`, `state`, `requests`, `export`
+        work, also on read-only media; the other calls are `store_unavailable`).
+        """
+        db, owns = _open_store(store, must_exist=True, read_only=read_only)
         inv = cls(db, analysis_id, owns_store=owns, clock=clock)
         try:
+            if db.empty:
+                raise SessionError(f"no analysis {analysis_id!r} in {db.path}: the store is empty; known: none",
+                                   code="unknown_analysis", details={"analysis": analysis_id})  # fmt: skip
             with db.read() as tx:
                 inv._row(tx)
         except BaseException:
@@ -444,7 +451,11 @@ class Investigation:
     # -- export ------------------------------------------------------------------------
 
     def export(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write every request of the analysis as a stored-context file whose hash verifies."""
+        """Write every request of the analysis as a stored-context file whose hash verifies.
+
+        `directory` must be new or hold no `.json` files (checked first); all files are written or none.
+        """
+        check_new_run_dir(directory)
         with self.store.read() as tx:
             self._row(tx)
             requests = tx.requests(self.analysis_id)
