@@ -26,7 +26,7 @@ import msgspec
 from . import controller as ctl
 from .decisions import Query, check_decision, parse_decision
 from .encoders import DEFAULT_ENCODER, get_encoder
-from .errors import DecisionRejected, SessionError, StoreCorrupt
+from .errors import DecisionRejected, SessionError, StoreCorrupt, UnknownEncoder
 from .files import check_new_run_dir
 from .hashing import content_hash
 from .journal import (
@@ -285,7 +285,7 @@ class Investigation:
             else:
                 ctl.check_choice(state, hypothesis, busy)
                 hid = hypothesis
-            out = get_encoder(row.encoder).render(state, hid)
+            out = _stored_encoder(row.encoder, f"analysis {aid}").render(state, hid)
             number = tx.request_count(aid) + 1
             rid = f"{aid}-r{number:04d}"
             manifest = Manifest.of(out.shown, out.indexed, _evidence_ids(state))
@@ -308,7 +308,7 @@ class Investigation:
             req = tx.open_request(aid)
             if req is None or req.request_id != request_id:
                 raise _stale(tx, aid, request_id, req)
-            supports_recall = get_encoder(req.encoder).supports_recall
+            supports_recall = _stored_encoder(req.encoder, f"request {req.request_id}").supports_recall
             parsed = parse_decision(data, supports_recall=supports_recall)
             view = call.sync()
             state = view.state
@@ -467,10 +467,13 @@ class Investigation:
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
         for seq, state in replay(tx, self.analysis_id):
-            for req in by_seq.get(seq, ()):
+            for req in by_seq.pop(seq, ()):
                 yield self._context(req, copy_state(state))
+        for seq, reqs in by_seq.items():
+            raise _points_nowhere(self.store.path, self.analysis_id, reqs[0], seq)
 
     def _context(self, req: RequestRecord, state: State) -> StoredContext:
+        _stored_encoder(req.encoder, f"request {req.request_id}")
         ctx = make_stored_context(req.request_id, req.encoder, req.hypothesis, state)
         if ctx.rendered is None or ctx.rendered.hash != req.hash:
             raise StoreCorrupt(
@@ -484,8 +487,11 @@ class Investigation:
         if view is not None and view.changed <= req.state_seq <= view.seq:
             state = view.state  # nothing changed the state since the request was rendered
         else:
-            state = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq).state
-        out = get_encoder(req.encoder).render(state, req.hypothesis)
+            at = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq) if req.state_seq >= 1 else None
+            if at is None or at.seq != req.state_seq:
+                raise _points_nowhere(self.store.path, self.analysis_id, req, req.state_seq)
+            state = at.state
+        out = _stored_encoder(req.encoder, f"request {req.request_id}").render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
@@ -514,6 +520,19 @@ def _externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:
                 payloads[digest] = stored_payload(ev.payload)
             ev.payload = None
     return state
+
+
+def _stored_encoder(name: str, owner: str) -> Any:
+    """The encoder a store row names; an unknown name there is damage, not the caller's `unknown_encoder`."""
+    try:
+        return get_encoder(name)
+    except UnknownEncoder as err:
+        raise StoreCorrupt(f"{owner} names an unknown encoder ({err.message})", details={"encoder": name}) from None
+
+
+def _points_nowhere(path: str, analysis_id: str, req: RequestRecord, seq: int) -> StoreCorrupt:
+    return StoreCorrupt(f"store {path}: request {req.request_id} points at event {seq}, which the log of {analysis_id} "
+                        "does not have", details={"analysis": analysis_id, "request_id": req.request_id, "seq": seq})  # fmt: skip
 
 
 def _evidence_ids(state: State) -> list[str]:

@@ -21,7 +21,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol
 
 import msgspec
@@ -101,12 +101,15 @@ def _checkpoint(step: str) -> None:
     """Called after every write statement and around COMMIT; tests replace it to inject crashes."""
 
 
+Status = Literal["active", "paused", "completed", "failed", "cancelled"]
+
+
 @dataclass(frozen=True)
 class AnalysisRow:
     analysis_id: str
     encoder: str
-    status: str
-    prior_status: str | None
+    status: Status
+    prior_status: Status | None
     termination_reason: str | None
     created_at: str
 
@@ -199,7 +202,7 @@ class RequestRecord:
     chars: int
     hash: str
     state_seq: int
-    status: str
+    status: Literal["open", "answered", "abandoned"]
 
     def resolved(self, ids: list[str]) -> RequestRow:
         """The row with `shown` and `indexed` spelled out, given the evidence IDs of the state now."""
@@ -218,8 +221,11 @@ class ActionRow:
     source: str
     query: str
     purpose: str
-    status: str
+    status: Literal["pending", "recorded"]
     evidence_id: str | None = None
+
+
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (AnalysisRow, RequestRecord, ActionRow)}
 
 
 class Tx(Protocol):
@@ -402,8 +408,15 @@ class _SqliteTx:
         _checkpoint(step)
         return cur
 
-    def _corrupt(self, what: str, exc: Exception) -> StoreCorrupt:
-        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path})
+    def _corrupt(self, what: str, exc: Exception, **where: Any) -> StoreCorrupt:
+        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path, **where})
+
+    def _checked(self, kind: type, row: tuple, what: str, **where: Any) -> Any:
+        """A row read back as `kind`, its types and statuses checked: a damaged one is `store_corrupt` naming it."""
+        try:
+            return msgspec.convert(dict(zip(_FIELDS[kind], row)), kind)
+        except msgspec.ValidationError as exc:
+            raise self._corrupt(what, exc, **where) from None
 
     def analysis(self, analysis_id: str) -> AnalysisRow | None:
         row = self._c.execute(
@@ -411,7 +424,7 @@ class _SqliteTx:
             " FROM analyses WHERE analysis_id = ?",
             (analysis_id,),
         ).fetchone()
-        return AnalysisRow(*row) if row else None
+        return self._checked(AnalysisRow, row, f"analysis row {analysis_id}", analysis=analysis_id) if row else None
 
     def analysis_ids(self) -> list[str]:
         return [r[0] for r in self._c.execute("SELECT analysis_id FROM analyses ORDER BY analysis_id")]
@@ -446,9 +459,18 @@ class _SqliteTx:
             "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
             (analysis_id, after, upto if upto is not None else 2**62),
         ).fetchall()
-        if any(r[0] != i for i, r in enumerate(rows, after + 1)):
-            raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
-        return [EventRow(seq, kind, at, data.encode()) for seq, kind, at, data in rows]
+        out = []
+        for i, (seq, kind, at, data) in enumerate(rows, after + 1):
+            where = {"store": self._path, "analysis": analysis_id, "seq": seq}
+            if seq != i or type(seq) is not int:
+                raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap or a misnumbered "
+                                   f"event at {i} (found {seq!r})", details=where)  # fmt: skip
+            if not (type(kind) is str and type(at) is str and type(data) is str):
+                found = ", ".join(f"{n} {type(v).__name__}" for n, v in (("kind", kind), ("at", at), ("data", data)))
+                raise StoreCorrupt(f"store {self._path}: event {seq} of {analysis_id} is damaged (not text: {found})",
+                                   details=where)  # fmt: skip
+            out.append(EventRow(seq, kind, at, data.encode()))
+        return out
 
     def put_payload(self, payload: Payload) -> str:
         data = canonical_json(payload)
@@ -501,14 +523,23 @@ class _SqliteTx:
 
     def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
         rows = self._c.execute(f"SELECT {self._REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
-        try:
-            return [RequestRecord(*r[:5], _MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
-        except (msgspec.DecodeError, TypeError) as exc:
-            raise self._corrupt("request manifest", exc) from None
+        out = []
+        for r in rows:
+            at = {"analysis": r[0], "request_id": r[2]}
+            try:
+                manifest = _MANIFEST_DECODER.decode(r[5])
+            except (msgspec.DecodeError, TypeError) as exc:
+                raise self._corrupt(f"manifest of request {r[2]!r}", exc, **at) from None
+            out.append(self._checked(RequestRecord, (*r[:5], manifest, *r[6:]), f"request row {r[2]!r}", **at))
+        return out
 
     def open_request(self, analysis_id: str) -> RequestRecord | None:
         """The analysis's open request (at most one, by a unique partial index)."""
         rows = self._requests("analysis_id = ? AND status = 'open'", (analysis_id,))
+        if len(rows) > 1:
+            ids = [r.request_id for r in rows]
+            raise StoreCorrupt(f"store {self._path}: analysis {analysis_id} has {len(rows)} open requests ({', '.join(ids)})",
+                               details={"store": self._path, "analysis": analysis_id, "open_requests": ids})  # fmt: skip
         return rows[0] if rows else None
 
     def request(self, analysis_id: str, request_id: str) -> RequestRecord | None:
@@ -544,7 +575,10 @@ class _SqliteTx:
     def action(self, analysis_id: str, action_id: str) -> ActionRow | None:
         row = self._c.execute(f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND action_id = ?",
                               (analysis_id, action_id)).fetchone()  # fmt: skip
-        return ActionRow(*row) if row else None
+        return self._action(row) if row else None
+
+    def _action(self, row: tuple) -> ActionRow:
+        return self._checked(ActionRow, row, f"action row {row[1]!r}", analysis=row[0], action=row[1])
 
     def pending_actions(self, analysis_id: str) -> list[ActionRow]:
         """The analysis's pending actions in ID order (by the partial index `actions_pending`)."""
@@ -552,10 +586,10 @@ class _SqliteTx:
             f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND status = 'pending' ORDER BY action_id",
             (analysis_id,),
         ).fetchall()
-        return [ActionRow(*r) for r in rows]
+        return [self._action(r) for r in rows]
 
     def actions(self, analysis_id: str) -> list[ActionRow]:
         rows = self._c.execute(
             f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? ORDER BY action_id", (analysis_id,)
         ).fetchall()
-        return [ActionRow(*r) for r in rows]
+        return [self._action(r) for r in rows]
