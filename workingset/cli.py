@@ -372,6 +372,9 @@ def export(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every request of the analysis as a stored-context file (a run that verify and compare accept)."""
+    from .files import check_new_run_dir
+
+    check_new_run_dir(out)  # before opening the store
     with _session(store, analysis, read_only=True) as inv:
         paths = inv.export(out)
     if as_json:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,9 +39,9 @@ def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
     regular file (a FIFO or a dangling link is `invalid_file`, never skipped in silence).
     """
     root = Path(directory)
-    if not root.is_dir():
-        raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$"})
     try:
+        if not stat.S_ISDIR(os.stat(root).st_mode):
+            raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$", "reason": "not_a_directory"})
         files = sorted(p for p in root.iterdir() if p.suffix == ".json" and not p.is_dir())
     except OSError as exc:
         raise InvalidFile(f"{root}: cannot list ({describe(exc)})",
