@@ -266,14 +266,14 @@ def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -
     return _apply(analysis_id, None, row, event, payloads)
 
 
-def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[int, State]]:
-    """Yield (seq, state after that event) for each event; the one state object is updated in place."""
+def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[EventRow, Any, State]]:
+    """Yield (event row, decoded event, state after it) for each event; the one state object is updated in place."""
     decoded = _decode(analysis_id, tx.events(analysis_id, upto))
     payloads = _payloads(tx, decoded)
     view: Replayed | None = None
     for row, event in decoded:
         view = _apply(analysis_id, view, row, event, payloads)
-        yield row.seq, view.state
+        yield row, event, view.state
 
 
 class ResultInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -204,6 +204,7 @@ class Investigation:
             known = ", ".join(tx.analysis_ids()) or "none"
             raise SessionError(f"no analysis {self.analysis_id!r} in {self.store.path}; known: {known}",
                                code="unknown_analysis", details={"analysis": self.analysis_id})  # fmt: skip
+        _stored_encoder(row.encoder, f"analysis {self.analysis_id}")
         return row
 
     @contextmanager
@@ -459,6 +460,7 @@ class Investigation:
         with self.store.read() as tx:
             self._row(tx)
             requests = tx.requests(self.analysis_id)
+            tx.actions(self.analysis_id)  # read only to check them: an export reads everything once
             contexts = list(self._contexts(tx, requests))
         return write_run(directory, contexts)
 
@@ -466,8 +468,12 @@ class Investigation:
         by_seq: dict[int, list[RequestRecord]] = {}
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
-        for seq, state in replay(tx, self.analysis_id):
-            for req in by_seq.pop(seq, ()):
+        for row, event, state in replay(tx, self.analysis_id):
+            for req in by_seq.pop(row.seq, ()):
+                if row.kind != "request" or (event.request_id, event.hash) != (req.request_id, req.hash):
+                    raise StoreCorrupt(f"store {self.store.path}: request {req.request_id} points at event {row.seq}, "
+                                       f"which is not its request event", details={"analysis": self.analysis_id,
+                                       "request_id": req.request_id, "seq": row.seq})  # fmt: skip
                 yield self._context(req, copy_state(state))
         for seq, reqs in by_seq.items():
             raise _points_nowhere(self.store.path, self.analysis_id, reqs[0], seq)

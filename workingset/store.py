@@ -28,7 +28,7 @@ import msgspec
 
 from .errors import StoreCorrupt, WorkingsetError
 from .hashing import canonical_json, hash_bytes
-from .model import Payload
+from .model import ActionId, AnalysisId, EvidenceId, Hash, HypothesisId, NonNegInt, Payload, RequestId
 from .storepath import (  # noqa: F401 - the constants are part of this module's interface
     BUSY_TIMEOUT, BUSY_TIMEOUT_MAX, SERVED_SCHEMES, SQLITE_HEADER, busy_timeout_seconds, check_busy_timeout,
     connect_read_only, on_read_only_medium, read_store_header, store_scheme,
@@ -106,7 +106,7 @@ Status = Literal["active", "paused", "completed", "failed", "cancelled"]
 
 @dataclass(frozen=True)
 class AnalysisRow:
-    analysis_id: str
+    analysis_id: AnalysisId
     encoder: str
     status: Status
     prior_status: Status | None
@@ -193,14 +193,14 @@ class RequestRow:
 class RequestRecord:
     """A row of the `requests` table: the manifest as stored."""
 
-    analysis_id: str
-    number: int
-    request_id: str
-    hypothesis: str
+    analysis_id: AnalysisId
+    number: NonNegInt
+    request_id: RequestId
+    hypothesis: HypothesisId
     encoder: str
     manifest: Manifest
-    chars: int
-    hash: str
+    chars: NonNegInt
+    hash: Hash
     state_seq: int
     status: Literal["open", "answered", "abandoned"]
 
@@ -213,16 +213,16 @@ class RequestRecord:
 
 @dataclass(frozen=True)
 class ActionRow:
-    analysis_id: str
-    action_id: str
-    hypothesis: str
-    request_id: str
-    iteration: int
+    analysis_id: AnalysisId
+    action_id: ActionId
+    hypothesis: HypothesisId
+    request_id: RequestId
+    iteration: NonNegInt
     source: str
     query: str
     purpose: str
     status: Literal["pending", "recorded"]
-    evidence_id: str | None = None
+    evidence_id: EvidenceId | None = None
 
 
 _FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (AnalysisRow, RequestRecord, ActionRow)}
@@ -445,6 +445,9 @@ class _SqliteTx:
 
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int:
         last = self._c.execute("SELECT max(seq) FROM events WHERE analysis_id = ?", (analysis_id,)).fetchone()[0]
+        if last is not None and type(last) is not int:
+            raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a misnumbered event ({last!r})",
+                               details={"store": self._path, "analysis": analysis_id, "seq": last})  # fmt: skip
         seq = (last or 0) + 1
         self._write(
             "append_event",
@@ -486,7 +489,9 @@ class _SqliteTx:
             batch = wanted[start : start + PAYLOAD_BATCH]
             marks = ", ".join("?" * len(batch))
             for digest, data in self._c.execute(f"SELECT hash, data FROM payloads WHERE hash IN ({marks})", batch):
-                data = bytes(data)
+                if not isinstance(data, bytes):
+                    raise StoreCorrupt(f"store {self._path}: payload {digest} is not stored as bytes ({type(data).__name__})",
+                                       details={"store": self._path, "payload": digest})  # fmt: skip
                 if hash_bytes(data) != digest:
                     raise StoreCorrupt(f"store {self._path}: payload {digest} does not match its hash",
                                        details={"store": self._path})  # fmt: skip
