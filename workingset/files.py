@@ -83,6 +83,8 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     FIFO that replaced the file in between, and `fstat` checks what was actually opened.
     """
     path = os.fspath(path)
+    if "\0" in path:  # os.stat would raise ValueError: the same failure as any other bad path
+        raise OSError(errno.EINVAL, "a path cannot hold a NUL byte", path)
     _refuse(path, os.stat(path).st_mode)
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:

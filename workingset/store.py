@@ -427,7 +427,12 @@ class _SqliteTx:
         return self._checked(AnalysisRow, row, f"analysis row {analysis_id}", analysis=analysis_id) if row else None
 
     def analysis_ids(self) -> list[str]:
-        return [r[0] for r in self._c.execute("SELECT analysis_id FROM analyses ORDER BY analysis_id")]
+        ids = [r[0] for r in self._c.execute("SELECT analysis_id FROM analyses ORDER BY analysis_id")]
+        damaged = [i for i in ids if type(i) is not str]
+        if damaged:
+            raise StoreCorrupt(f"store {self._path}: damaged analysis row (ID {damaged[0]!r} is not text)",
+                               details={"store": self._path})  # fmt: skip
+        return ids
 
     def insert_analysis(self, row: AnalysisRow) -> None:
         self._write(
