@@ -37,6 +37,9 @@ from .storepath import (  # noqa: F401 - the constants are part of this module's
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
+# `events(upto=None)` reads to the end of the log: an upper bound above any sequence number
+# (they count from 1) that still fits SQLite's signed 64-bit integers.
+_NO_LIMIT_SEQ = 2**62
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -465,7 +468,7 @@ class _SqliteTx:
         """The events with `after` < seq <= `upto`, in order; a gap in their numbering is `store_corrupt`."""
         rows = self._c.execute(
             "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-            (analysis_id, after, upto if upto is not None else 2**62),
+            (analysis_id, after, upto if upto is not None else _NO_LIMIT_SEQ),
         ).fetchall()
         out = []
         for i, (seq, kind, at, data) in enumerate(rows, after + 1):
