@@ -83,6 +83,17 @@ def test_an_input_that_is_not_a_readable_regular_file_is_invalid_file_with_its_r
     assert snapshot(store) == before
 
 
+def test_an_import_source_that_is_a_special_file_is_refused_without_blocking(tmp_path, places):
+    conversation = tmp_path / "conversation" / "events"
+    conversation.mkdir(parents=True)
+    os.mkfifo(conversation / "event-00000-x.json")
+    for fmt, source in (("mini-swe-agent", places["fifo"]), ("swe-agent", "/dev/zero"),
+                        ("openhands", str(conversation.parent))):  # fmt: skip
+        res = cli_process("import", fmt, source, "--out", str(tmp_path / "run")).rejected("invalid_file")
+        assert "not a regular file" in res.err
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_run_directory_with_a_special_file_or_no_access_is_invalid_file(tmp_path, places, store):
     run = tmp_path / "run"
     cli("export", "--analysis", "demo", "--store", store, "--out", run)
