@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -252,6 +253,15 @@ def test_read_only_commands_never_write_the_store(tmp_path, store):
         extra = ["--out", str(tmp_path / "e")] if verb == "export" else []
         cli(verb, "--analysis", "demo", "--store", empty, *extra).rejected("unknown_analysis")
     assert empty.read_bytes() == b"" and not (tmp_path / "e").exists()
+    blank = tmp_path / "blank.sqlite3"  # a SQLite database with no tables: not ours to write a schema into
+    conn = sqlite3.connect(blank)
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("DROP TABLE t")
+    conn.close()
+    blank_bytes = blank.read_bytes()
+    for verb in ("show", "pause", "resume"):
+        cli(verb, "--analysis", "demo", "--store", blank).rejected("unknown_analysis")
+    assert blank.read_bytes() == blank_bytes
     with Investigation.open(str(store), "demo", read_only=True) as inv:
         assert inv.show().open_request == "demo-r0002"
         with pytest.raises(Exception) as info:
