@@ -25,7 +25,8 @@ import msgspec
 
 from . import controller as ctl
 from .decisions import Query, check_decision, parse_decision
-from .encoders import DEFAULT_ENCODER, get_encoder
+from .encoders import DEFAULT_ENCODER, RenderedContext, get_encoder
+from .encoders.v11 import V11
 from .errors import DecisionRejected, SessionError, StoreCorrupt, UnknownEncoder
 from .files import check_new_run_dir
 from .hashing import content_hash
@@ -286,7 +287,7 @@ class Investigation:
             else:
                 ctl.check_choice(state, hypothesis, busy)
                 hid = hypothesis
-            out = _stored_encoder(row.encoder, f"analysis {aid}").render(state, hid)
+            out = render_kept(call.sync(), row.encoder, hid)
             number = tx.request_count(aid) + 1
             rid = f"{aid}-r{number:04d}"
             manifest = Manifest.of(out.shown, out.indexed, _evidence_ids(state))
@@ -491,12 +492,13 @@ class Investigation:
         view = call.view
         if view is not None and view.changed <= req.state_seq <= view.seq:
             state = view.state  # nothing changed the state since the request was rendered
+            out = render_kept(view, req.encoder, req.hypothesis)
         else:
             at = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq) if req.state_seq >= 1 else None
             if at is None or at.seq != req.state_seq:
                 raise _points_nowhere(self.store.path, self.analysis_id, req, req.state_seq)
             state = at.state
-        out = _stored_encoder(req.encoder, f"request {req.request_id}").render(state, req.hypothesis)
+            out = _stored_encoder(req.encoder, f"request {req.request_id}").render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
@@ -510,6 +512,17 @@ class Investigation:
         if row.status != ctl.ACTIVE:
             raise _closed(row, decision)
         return row
+
+
+def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContext:
+    """Render the kept state; an encoder that can resume its work between turns (v11) keeps it on the view."""
+    enc = _stored_encoder(encoder, "a stored row")
+    if not isinstance(enc, V11):
+        return enc.render(view.state, hypothesis)
+    journal = view.renders.get(enc.name)
+    if journal is None:
+        journal = view.renders[enc.name] = enc.new_journal(view.state)
+    return enc.render(view.state, hypothesis, journal=journal)
 
 
 def _externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:
