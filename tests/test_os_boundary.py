@@ -84,6 +84,13 @@ def test_an_input_that_is_not_a_readable_regular_file_is_invalid_file_with_its_r
     assert snapshot(store) == before
 
 
+@pytest.mark.skipif(not os.access("/proc/kmsg", os.R_OK), reason="/proc/kmsg is not readable here")
+def test_a_pseudo_file_that_would_wait_is_refused_without_blocking():
+    """/proc/kmsg looks like a regular file but waits for kernel messages: read without blocking, it is refused."""
+    res = cli_process("render", "/proc/kmsg", "--json").rejected("invalid_file")
+    assert res.error["details"]["reason"] == "io_error" and "would wait" in res.error["message"]
+
+
 def test_an_import_source_that_is_a_special_file_is_refused_without_blocking(tmp_path, places):
     conversation = tmp_path / "conversation" / "events"
     conversation.mkdir(parents=True)

@@ -9,6 +9,7 @@ refused at once instead of blocking or reading forever.
 from __future__ import annotations
 
 import errno
+import io
 import os
 import stat
 from pathlib import Path
@@ -76,11 +77,23 @@ def _refuse(path: str, mode: int) -> None:
         raise SpecialFile(code, f"is {kind}, not a regular file", path)
 
 
+class _NonBlockingReader(io.BufferedReader):
+    """A reader that raises instead of waiting: a regular file never waits, a pseudo-file like /proc/kmsg would."""
+
+    def read(self, size: int | None = -1) -> bytes:
+        data = super().read(size)
+        if data is None:
+            raise BlockingIOError(errno.EAGAIN, "a pseudo-file that would wait for data", getattr(self, "path", None))
+        return data
+
+
 def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     """Open a regular file for reading; a FIFO, socket, device or directory raises `SpecialFile` without blocking.
 
     `stat` refuses those before opening; `O_NONBLOCK` keeps the open itself from waiting on a
-    FIFO that replaced the file in between, and `fstat` checks what was actually opened.
+    FIFO that replaced the file in between, and `fstat` checks what was actually opened. The
+    file stays non-blocking: reading a regular file never waits anyway, and a kernel
+    pseudo-file that looks like one but produces data over time raises `BlockingIOError`.
     """
     path = os.fspath(path)
     if "\0" in path:  # os.stat would raise ValueError: the same failure as any other bad path
@@ -89,8 +102,9 @@ def open_regular(path: str | os.PathLike[str]) -> BinaryIO:
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         _refuse(path, os.fstat(fd).st_mode)
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        reader = _NonBlockingReader(io.FileIO(fd, "rb", closefd=True))
+        reader.path = path
+        return reader
     except BaseException:
         os.close(fd)
         raise
