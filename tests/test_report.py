@@ -152,11 +152,26 @@ def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, args, code):
 
 
 def test_unwritable_output_and_missing_run(tmp_path):
-    result = invoke("report", str(BUG17), "--out", str(tmp_path / "no" / "r.html"))
-    assert result.exit_code == 2 and result.stderr.startswith("error: output_unavailable: ")
+    (tmp_path / "file").write_text("x")
+    for out, code in ((tmp_path / "no" / "r.html", "not_found"), (tmp_path, "is_a_directory"),
+                      (tmp_path / "file" / "r.html", "not_a_directory")):  # fmt: skip
+        result = invoke("report", str(BUG17), "--out", str(out))
+        assert result.exit_code == 2 and result.stderr.startswith(f"error: {code}: cannot write {out}"), result.stderr
     result = invoke("report", str(tmp_path / "none"), "--out", str(tmp_path / "r.html"))
     assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
-    assert not (tmp_path / "r.html").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
+    import workingset.report as report
+
+    def fail(src, dst):
+        raise OSError(28, "No space left on device", str(dst))
+
+    monkeypatch.setattr(report.os, "replace", fail)
+    result = invoke("report", str(BUG17), "--out", str(tmp_path / "r.html"), "--strategies", "v7", "--json")
+    assert result.exit_code == 2 and json.loads(result.stdout)["error"]["code"] == "io_error"
+    assert list(tmp_path.iterdir()) == []
 
 
 @needs_corpus

@@ -7,12 +7,16 @@ re-rendered here and stored once (`texts`). The page is `page.render_page`.
 
 from __future__ import annotations
 
+import errno
+import os
+
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..bench import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_contexts, version_label, version_renderer
 from ..cache import CacheOptions, model_names
-from ..errors import UnknownEncoder, UsageError, WorkingsetError
+from ..errors import UnknownEncoder, UsageError
+from ..files import os_error
 from ..runs import read_run
 from ..tokens import DEFAULT_ENCODING, get_encoding
 
@@ -110,20 +114,29 @@ def report_data(
 
 
 def check_output(out: str) -> None:
-    """Fail before any rendering when `out` cannot be written (no such directory, or a directory)."""
+    """Fail before any rendering when `out` cannot be written: a directory, or in no directory.
+
+    The errors are the file-system boundary's codes (`files.os_error`): `is_a_directory`,
+    `not_found`, `not_a_directory`.
+    """
     path = Path(out)
-    if path.is_dir() or not path.parent.is_dir():
-        why = "is a directory" if path.is_dir() else f"no directory {str(path.parent)!r}"
-        raise WorkingsetError(f"cannot write {out}: {why}", code="output_unavailable", details={"out": out})
+    if path.is_dir():
+        raise os_error(IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), out), out, "write")
+    if not path.parent.is_dir():
+        code = errno.ENOTDIR if path.parent.exists() else errno.ENOENT
+        raise os_error(OSError(code, os.strerror(code), str(path.parent)), out, "write")
 
 
 def write_report(out: str, data: dict[str, Any]) -> int:
-    """Write the page for `report_data`'s data to `out`; return its size in bytes."""
+    """Write the page for `report_data`'s data to `out` whole (through a temporary file); return its size in bytes."""
     from .page import render_page
 
     page = render_page(data).encode("utf-8")
+    tmp = Path(f"{out}.tmp-{os.getpid()}")
     try:
-        Path(out).write_bytes(page)
+        tmp.write_bytes(page)
+        os.replace(tmp, out)
     except OSError as err:
-        raise WorkingsetError(f"cannot write {out}: {err.strerror}", code="output_unavailable", details={"out": out}) from None
+        tmp.unlink(missing_ok=True)
+        raise os_error(err, out, "write") from None
     return len(page)
