@@ -197,3 +197,16 @@ def test_id_ranges_expand_back(ids):
 def test_id_ranges_join_only_consecutive_ids():
     assert id_ranges(["E000001", "E000002", "E000003", "E000007", "N001", "E000008"]) == [
         "E000001\u2013E000003", "E000007", "N001", "E000008"]
+
+
+def test_prefix_chars_counts_whole_characters():
+    from workingset.tokens import get_encoding, prefix_chars
+
+    text = "h\u00e9llo \U0001f600 w\u00f6rld \u4e2d\u6587"
+    tokens = get_encoding().encode_ordinary(text)
+    counts = list(range(len(tokens) + 1))
+    got = prefix_chars(tokens, counts[::-1])[::-1]  # any order, each token decoded once
+    for n, chars in zip(counts, got):
+        whole = get_encoding().decode_bytes(tokens[:n]).decode("utf-8", "ignore")
+        assert chars == len(whole) and text.startswith(whole)
+    assert got[-1] == len(text)

@@ -209,9 +209,15 @@ def prefix_chars(tokens: Sequence[int], counts: Sequence[int], encoding: str = D
     """Return, for each count n, how many characters the first n of `tokens` decode to.
 
     A token that ends inside a multi-byte character covers only the characters it completes.
+    Each token is decoded once, however many counts are asked for.
     """
     enc = get_encoding(encoding)
-    return [len(enc.decode_bytes(tokens[:n]).decode("utf-8", "ignore")) if n else 0 for n in counts]
+    data, at, chars = bytearray(), 0, {0: 0}
+    for n in sorted(set(counts) - {0}):
+        data += enc.decode_bytes(tokens[at:n])
+        at = n
+        chars[n] = len(data.decode("utf-8", "ignore"))
+    return [chars[n] for n in counts]
 
 
 def text_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> array:

@@ -57,13 +57,21 @@ def _table_ops(ids: Sequence[int]) -> list[Any]:
 
 def edits(prev: Sequence[int], cur: Sequence[int]) -> list[Any]:
     """Return the edit list that turns the previous text's line IDs into the current ones."""
-    out: list[Any] = []
-    matcher = SequenceMatcher(None, prev, cur, autojunk=len(prev) > 2000)
+    # Most turns extend or edit the previous text in one place: match the common head and
+    # tail directly and leave only the middle to difflib (quadratic at worst).
+    limit = min(len(prev), len(cur))
+    head = next((k for k in range(limit) if prev[k] != cur[k]), limit)
+    tail = next((k for k in range(limit - head) if prev[-1 - k] != cur[-1 - k]), limit - head)
+    out: list[Any] = [[-1, head]] if head else []
+    a_end, b_end = len(prev) - tail, len(cur) - tail
+    matcher = SequenceMatcher(None, prev[head:a_end], cur[head:b_end], autojunk=a_end - head > 2000)
     for tag, a0, a1, b0, b1 in matcher.get_opcodes():
         if tag == "equal":
-            out.append([-1 - a0, a1 - a0])
+            out.append([-1 - head - a0, a1 - a0])
         elif b1 > b0:  # replace or insert; what was deleted is implied by the gap in copies
-            out.extend(_table_ops(cur[b0:b1]))
+            out.extend(_table_ops(cur[head + b0 : head + b1]))
+    if tail:
+        out.append([-1 - a_end, tail])
     return out
 
 
