@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,9 @@ ROOT = Path(__file__).resolve().parents[1]
 BUG17 = ROOT / "fixtures" / "bug17"
 VERSIONS = sorted(ENCODERS)
 
-# The public trajectories beside the project (read-only; tests skip where they are absent).
-CORPUS = ROOT.parent / "shared" / "corpus" / "raw"
+# The public trajectories beside the project, or where $WORKINGSET_CORPUS points (read-only;
+# tests skip where they are absent).
+CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw")
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}")
 CORPUS_SOURCES = {  # name -> (format, agent actions)
     "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),

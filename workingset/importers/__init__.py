@@ -18,6 +18,7 @@ from ..model import State
 from ..runs import make_stored_context, write_run
 from . import mini_swe_agent, openhands, swe_agent
 from ._build import HYPOTHESIS, build_states
+from ._sniff import WHAT, identify
 from ._trajectory import Trajectory, analysis_id, fail
 
 FORMATS: dict[str, Callable[[Path], Trajectory]] = {
@@ -52,6 +53,10 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
     path = Path(source)
     if not path.exists():
         raise fail(path, "$", "no such file or directory")
+    found = identify(path)
+    if found is not None and found != fmt:
+        use = f", not the format {fmt}; use the format {found}" if found in FORMATS else ""
+        raise fail(path, "$", f"this is {WHAT[found]}{use}")
     traj = parser(path)
     if traj.actions == 0:
         raise fail(path, "$", "the trajectory holds no agent actions (commands or tool calls)")

@@ -142,8 +142,13 @@ def first_line(text: str) -> str:
     return "(untitled)"
 
 
-def from_epoch(seconds: float | int) -> str:
+LAST_UNIX_SECOND = 253402300799  # 9999-12-31T23:59:59Z, the last instant RFC 3339 can write
+
+
+def from_epoch(seconds: float | int, file: str | Path, path: str) -> str:
     """An RFC 3339 UTC timestamp for Unix seconds (microseconds kept when given)."""
+    if not 0 <= seconds <= LAST_UNIX_SECOND:
+        raise fail(file, path, f"a Unix time out of range (0 … {LAST_UNIX_SECOND}): {seconds!r}")
     moment = datetime.fromtimestamp(seconds, timezone.utc)
     if isinstance(seconds, int) or moment.microsecond == 0:
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

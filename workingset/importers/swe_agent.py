@@ -51,11 +51,6 @@ class _Traj(Struct):
     info: dict[str, Any] = {}
 
 
-class _Probe(Struct):
-    trajectory_format: str | None = None
-    messages: Any = None
-
-
 def _statement(message: str) -> str:
     """The issue text inside SWE-agent's instance template, or the whole message."""
     for start, end in (("ISSUE:\n", "\n\nINSTRUCTIONS:\n"), ("<pr_description>\n", "\n</pr_description>")):
@@ -98,9 +93,6 @@ def _from_history(traj: _Traj, commands: frozenset[str], source: Path) -> list[I
 def parse(source: Path) -> Trajectory:
     """Parse a SWE-agent `.traj` file."""
     data = read_source(source)
-    probe = decode(data, _Probe, source)
-    if probe.trajectory_format is not None or probe.messages is not None:
-        raise fail(source, "$", "this is a mini-swe-agent trajectory, not SWE-agent's; use the format mini-swe-agent")
     traj = decode(data, _Traj, source)
     if traj.trajectory is not None and not traj.trajectory:
         raise fail(source, "$.trajectory", "the trajectory holds no steps")
