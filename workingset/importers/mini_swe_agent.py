@@ -29,6 +29,7 @@ from typing import Any
 from msgspec import Struct
 
 from ._trajectory import (
+    dig,
     Action, Feedback, Item, Thought, Trajectory, decode, fail, first_line, from_epoch, number,
     read_source, text_of,
 )  # fmt: skip
@@ -67,11 +68,6 @@ class _Traj(Struct):
     instance_id: str | None = None
 
 
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return obj
-
 
 def _statement(message: str, template: Any) -> str:
     """The `{{task}}` part of the rendered instance template, or the whole message."""
@@ -106,14 +102,14 @@ def _output_facts(text: str | None, returncode: Any = None) -> tuple[str | None,
 
 def _timestamp(extra: dict[str, Any], source: Path, path: str) -> str | None:
     """The message's Unix time (`extra.timestamp`, else the response's `created`) as RFC 3339."""
-    for key, value in (("timestamp", extra.get("timestamp")), ("response.created", _get(extra, "response", "created"))):
+    for key, value in (("timestamp", extra.get("timestamp")), ("response.created", dig(extra, "response", "created"))):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             return from_epoch(value, source, f"{path}.extra.{key}")
     return None
 
 
 def _cost(extra: dict[str, Any]) -> float:
-    return number(extra["cost"]) if "cost" in extra else number(_get(extra, "response", "usage", "cost"))
+    return number(extra["cost"]) if "cost" in extra else number(dig(extra, "response", "usage", "cost"))
 
 
 def _feedback_origin(msg: _Message, after_bad_reply: bool) -> str:
@@ -133,7 +129,7 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
             return [], content
         m = found[0]
         return [(m.group(1).strip(), None, "bash")], (content[: m.start()] + content[m.end() :]).strip()
-    parsed = _get(msg.extra, "actions")
+    parsed = dig(msg.extra, "actions")
     parsed = [a for a in parsed if isinstance(a, dict)] if isinstance(parsed, list) else []
     by_id = {a["tool_call_id"]: a for a in parsed if isinstance(a.get("tool_call_id"), str)}
     out = []
@@ -146,7 +142,7 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
             raw = call.function.arguments if call.function else ""
             try:
                 command = json.loads(raw)["command"]
-            except (ValueError, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError, RecursionError):
                 command = raw  # kept exactly as the model wrote it
             if not isinstance(command, str):
                 raise fail(source, f"{path}.tool_calls[{k}].function.arguments", "the command is not a string")
@@ -171,8 +167,8 @@ def parse(source: Path) -> Trajectory:
     if (fmt == "mini-swe-agent-1" and not text_mode) or (fmt == "mini-swe-agent-1.1" and text_mode):
         read_as = "tool calls" if tool_shaped else "text actions"
         remarks.append(f"trajectory_format {fmt!r} disagrees with the messages; read as {read_as}, as the messages hold")
-    config = _get(traj.info, "config") or {}
-    regex = re.compile(_get(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
+    config = dig(traj.info, "config") or {}
+    regex = re.compile(dig(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
     by_call = {m.tool_call_id: i for i, m in enumerate(msgs) if m.role == "tool" and m.tool_call_id}
 
     items: list[Item] = []
@@ -196,7 +192,7 @@ def parse(source: Path) -> Trajectory:
                 output = text_of(out_msg.content) if out_msg else None
                 if at is not None:
                     used.add(at)
-                coverage, truncated = _output_facts(output, _get(out_msg.extra, "returncode") if out_msg else None)
+                coverage, truncated = _output_facts(output, dig(out_msg.extra, "returncode") if out_msg else None)
                 action = Action(
                     query=command, origin=f"mini-swe-agent:{tool}", output=output, coverage=coverage,
                     truncated=truncated, cost=cost if k == 0 else 0.0,
@@ -214,16 +210,16 @@ def parse(source: Path) -> Trajectory:
         elif text_of(msg.content):
             origin = _feedback_origin(msg, after_bad_reply)
             items.append(Feedback(text_of(msg.content) or "", f"mini-swe-agent:{origin}", when))
-    statement = _statement(text_of(msgs[task_at].content) or "", _get(config, "agent", "instance_template"))
-    step_limit, cost_limit = _get(config, "agent", "step_limit"), _get(config, "agent", "cost_limit")
-    version = _get(traj.info, "mini_version")
+    statement = _statement(text_of(msgs[task_at].content) or "", dig(config, "agent", "instance_template"))
+    step_limit, cost_limit = dig(config, "agent", "step_limit"), dig(config, "agent", "cost_limit")
+    version = dig(traj.info, "mini_version")
     opened_at = next((t for i, m in enumerate(msgs) if (t := _timestamp(m.extra, source, f"$.messages[{i}]"))), None)
     name = traj.instance_id or source.name.removesuffix(".json").removesuffix(".traj")
     return Trajectory(
         source=str(source), name=name, title=traj.instance_id or first_line(statement), statement=statement,
         opened_at=opened_at,
         agent=f"mini-swe-agent {version}" if isinstance(version, str) else "mini-swe-agent",
-        model=_get(config, "model", "model_name") if isinstance(_get(config, "model", "model_name"), str) else None,
+        model=dig(config, "model", "model_name") if isinstance(dig(config, "model", "model_name"), str) else None,
         items=tuple(items),
         max_iterations=step_limit if isinstance(step_limit, int) and step_limit > 0 else None,
         max_cost=number(cost_limit) or None,

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 
 from ._trajectory import (
+    dig,
     Action, Feedback, Item, Thought, Trajectory, between, convert, decode, fail, first_line,
     read_source, text_of, with_offset,
 )  # fmt: skip
@@ -141,11 +142,6 @@ def _load(path: Path, kind: type) -> Any:
     return decode(data, kind, path)
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return obj
-
 
 def _calls(base: _Base) -> dict[str, _Call]:
     """Each model call by response ID (`token_usages[i]` and `costs[i]` are one call)."""
@@ -182,7 +178,7 @@ def _output(answer: _Answer | None) -> tuple[str | None, str | None, bool | None
         return answer.error if answer.error is not None else answer.rejection_reason, "error", None
     obs = answer.observation
     flags = []
-    if isinstance(_dig(obs, "metadata", "exit_code"), int):
+    if isinstance(dig(obs, "metadata", "exit_code"), int):
         flags.append(f"exit_code={obs['metadata']['exit_code']}")
     if obs.get("timeout") is True:
         flags.append("timeout")
@@ -282,8 +278,8 @@ def parse(source: Path) -> Trajectory:
         remarks.append("Condensation: every forgotten event is imported in full; the summary is not")
     statement = between(task, "<issue_description>\n", "\n</issue_description>") if task is not None else None
     statement = statement if statement is not None else (task if task is not None else "(the source holds no task message)")
-    agent_kind = _dig(base.agent, "kind")
-    model = _dig(base.agent, "llm", "model")
+    agent_kind = dig(base.agent, "kind")
+    model = dig(base.agent, "llm", "model")
     max_iterations = base.max_iterations
     return Trajectory(
         source=str(source), name=_name(source), title=first_line(statement) if task is not None else _name(source),
