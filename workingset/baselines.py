@@ -6,7 +6,7 @@ deterministically, as a chat transcript would carry it: the task, then every ste
 order — the agent's notes, its action (the exact query, with its origin) and the output.
 
 - `full-transcript`: every action and output verbatim.
-- `masking-10`: outputs of the last 10 steps verbatim; older ones become `<MASKED>`, as
+- `masking-10`: outputs of the last 10 steps verbatim; older outputs become `<MASKED>`, as
   OpenHands' ObservationMaskingCondenser does (the observation masking that JetBrains'
   "The Complexity Trap" found as effective as LLM summarization).
 - `last-5`: SWE-agent's `LastNObservations(n=5)`: older outputs become
@@ -14,7 +14,11 @@ order — the agent's notes, its action (the exact query, with its origin) and t
 
 A masked output is gone from the agent's context for good: `unrecoverable` counts them.
 (workingset hides nothing it cannot give back: every archived payload is one recall away.)
-A step is an evidence item, in ID order; notes come before the evidence of their iteration.
+A step is what the agents count: an action and its output, i.e. an evidence item with a
+query, in ID order. Messages that answer no action (`query: null`, such as imported
+format-error feedback) are not steps: they neither count towards the window nor are ever
+masked, as OpenHands masks only observations and SWE-agent only environment outputs. Notes
+come before the evidence of their iteration and are always kept.
 """
 
 from __future__ import annotations
@@ -61,10 +65,11 @@ class Baseline:
     placeholder: Callable[[str], str] = lambda text: MASKED
 
     def masked(self, state: State) -> set[str]:
-        """IDs of the evidence items whose retained output this strategy replaces."""
+        """IDs of the action outputs this strategy replaces: all but the last `keep` steps'."""
         if self.keep is None:
             return set()
-        older = state.evidence[: max(0, len(state.evidence) - self.keep)]
+        steps = [ev for ev in state.evidence if ev.capture.query is not None]
+        older = steps[: max(0, len(steps) - self.keep)]
         return {ev.id for ev in older if ev.payload is not None}
 
     def unrecoverable(self, state: State, hypothesis: str) -> int:
