@@ -62,15 +62,16 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 @app.command()
 @guarded
 def render(
-    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4).")],
+    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4), or a run (file or directory) with --request.")],
     encoder: Annotated[Optional[str], typer.Option(help="Encoder version (default: the file's own).")] = None,
+    request: Annotated[Optional[str], typer.Option("--request", help="The request ID of the context to render from a run.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
     from .encoders import get_encoder
-    from .runs import load_context_file
+    from .runs import pick_context
 
-    ctx = load_context_file(file)
+    ctx = pick_context(file, request)
     out = get_encoder(encoder or ctx.encoder).render(ctx.state, ctx.hypothesis)
     if as_json:
         emit_json({
@@ -84,7 +85,7 @@ def render(
 @app.command()
 @guarded
 def verify(
-    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
     as_json: JsonFlag = False,
 ) -> None:
     """Re-render every stored context with its frozen encoder and check its recorded hash."""
@@ -115,7 +116,7 @@ def verify(
 @app.command()
 @guarded
 def compare(
-    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
     base: Annotated[str, typer.Option(help="Base encoder version; changes are relative to it.")] = "v7",
     candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = "v8",
     all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
@@ -158,23 +159,43 @@ def import_(
     source: Annotated[str, typer.Argument(metavar="SOURCE", help="A .traj/.traj.json file, or an OpenHands conversation directory.")],
     out: Annotated[str, typer.Option("--out", help="The run directory to write (new or empty).")],
     analysis: Annotated[Optional[str], typer.Option(help="Analysis ID (default: from the instance ID or file name).")] = None,
+    layout: Annotated[str, typer.Option(help="run: one run file, each payload stored once; contexts: one stored-context file per step.")] = "run",
     as_json: JsonFlag = False,
 ) -> None:
     """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
     from .importers import ENCODER, import_trajectory, write_import
 
     imported = import_trajectory(fmt, source, analysis)
-    paths = write_import(imported, out)
+    paths = write_import(imported, out, layout)
     remarks = list(imported.trajectory.remarks)
+    steps = len(imported.states)
     if as_json:
         emit_json({
             "format": fmt, "source": source, "out": out, "analysis": imported.analysis, "encoder": ENCODER,
-            "steps": len(paths), "files": [p.name for p in paths], "remarks": remarks,
+            "steps": steps, "layout": layout, "files": [p.name for p in paths], "remarks": remarks,
         })  # fmt: skip
         return
-    sys.stdout.write(f"imported {len(paths)} steps of {source} as analysis {imported.analysis} into {out} ({ENCODER})\n")
+    sys.stdout.write(f"imported {steps} steps of {source} as analysis {imported.analysis} into {out} ({ENCODER}, layout {layout})\n")
     for remark in remarks:
-        sys.stdout.write(f"note: {remark}\n")
+        sys.stderr.write(f"note: {remark}\n")
+
+
+@app.command()
+@guarded
+def convert(
+    source: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file (or its directory).")],
+    out: Annotated[str, typer.Option("--out", help="The directory to write (new or empty).")],
+    layout: Annotated[Optional[str], typer.Option(help="run or contexts (default: the other layout than the source's).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Rewrite a run in the other layout: stored-context files to one run file, or back."""
+    from .runs import convert_run
+
+    written, paths = convert_run(source, out, layout)
+    if as_json:
+        emit_json({"source": source, "out": out, "layout": written, "files": [p.name for p in paths]})
+    else:
+        sys.stdout.write(f"wrote {source} as layout {written} into {out} ({len(paths)} file{'s' if len(paths) != 1 else ''})\n")
 
 
 # -- sessions (SPEC §8): init, next, submit, record, show, pause, resume, cancel, export ----------

@@ -1,4 +1,10 @@
-"""Runs: directories of stored-context files, named so that sorting orders them by turn."""
+"""Runs: a directory of stored-context files (sorted by name = by turn), or one run file.
+
+A run is kept in one of two layouts, and every reader takes both: `contexts`, one
+`stored-context@1` file per turn named `<request_id>.json`; or `run`, one run file
+(`workingset/run@1`, `run.json` in the directory, see `runfile.py`) in which every payload
+and repeated record is stored once. `convert_run` turns either into the other.
+"""
 
 from __future__ import annotations
 
@@ -7,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .encoders import ENCODERS, get_encoder
-from .errors import InvalidFile, WorkingsetError
+from .errors import InvalidFile, UsageError, WorkingsetError
 from .model import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_json, load_stored_context, read_file
+from .runfile import RUN_FILE, RUN_FORMAT, is_run_file, pack, unpack
 
 
 def make_stored_context(request_id: str, encoder: str, hypothesis: str, state: State) -> StoredContext:
@@ -30,9 +37,41 @@ def load_context_file(path: str | os.PathLike) -> StoredContext:
     return load_stored_context(read_file(str(path)), str(path))
 
 
+LAYOUTS = ("run", "contexts")
+
+
+def pick_context(path: str | os.PathLike, request: str | None = None) -> StoredContext:
+    """One stored context: a stored-context file, or the context `request` of a run."""
+    root = Path(path)
+    if request is None:
+        if root.is_dir() or (root.is_file() and is_run_file(read_file(str(root)))):
+            raise UsageError(f"{root} is a run: name the context to render with --request <request ID>")
+        return load_context_file(root)
+    run = read_run(root)
+    for _, ctx in run:
+        if ctx.request_id == request:
+            return ctx
+    ids = [ctx.request_id for _, ctx in run]
+    raise UsageError(f"no request {request!r} in {root}; it holds {ids[0]} … {ids[-1]} ({len(ids)} contexts)", details={"valid": ids})
+
+
 def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
-    """Every `*.json` stored context in `directory`, sorted by file name (= by turn)."""
+    """Every stored context of a run, in turn order, each with the path it is known by.
+
+    `directory` is a run directory (stored-context files, or a `run.json` run file) or a run
+    file itself; a context of a run file is known as `<run file>#<request_id>`.
+    """
     root = Path(directory)
+    if _packed(root):
+        path = root if root.is_file() else root / RUN_FILE
+        if root.is_dir() and any(p.suffix == ".json" and p.name != RUN_FILE for p in root.iterdir()):
+            raise InvalidFile(f"{root}: holds both a run file ({RUN_FILE}) and stored-context files; keep one layout",
+                              details={"file": str(root), "path": "$"})  # fmt: skip
+        data = read_file(str(path))
+        if not is_run_file(data):
+            raise InvalidFile(f"{path}: not a run file (format {RUN_FORMAT}); a run is a directory or a run file",
+                              details={"file": str(path), "path": "$.format"})  # fmt: skip
+        return [(path.with_name(f"{path.name}#{ctx.request_id}"), ctx) for ctx in unpack(data, str(path))]
     if not root.is_dir():
         raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$"})
     files = sorted(p for p in root.iterdir() if p.suffix == ".json" and p.is_file())
@@ -51,6 +90,41 @@ def write_run(directory: str | os.PathLike, contexts: list[StoredContext]) -> li
         path.write_bytes(dump_json(ctx))
         paths.append(path)
     return paths
+
+
+def _packed(path: Path) -> bool:
+    """Whether `path` is kept in the `run` layout: a file, or a directory holding `run.json`."""
+    return path.is_file() or (path / RUN_FILE).is_file()
+
+
+def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext]) -> list[Path]:
+    """Write the contexts as one run file, `<directory>/run.json`; returns its path."""
+    root = Path(directory)
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / RUN_FILE
+    path.write_bytes(pack(contexts))
+    return [path]
+
+
+def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str) -> list[Path]:
+    """Write a run in `layout` (`run` or `contexts`) into a new or empty directory."""
+    if layout not in LAYOUTS:
+        raise UsageError(f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}", details={"valid": list(LAYOUTS)})
+    root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise UsageError(f"{root}: exists and is not a directory")
+    if root.is_dir() and any(p.suffix == ".json" for p in root.iterdir()):
+        raise UsageError(f"{root}: already holds .json files; write into a new or empty directory")
+    return (write_run_file if layout == "run" else write_run)(root, contexts)
+
+
+def convert_run(source: str | os.PathLike, out: str | os.PathLike, layout: str | None = None) -> tuple[str, list[Path]]:
+    """Rewrite a run in the other layout (or `layout`); returns (the layout written, its paths)."""
+    src = Path(source)
+    if layout is None:
+        layout = "contexts" if _packed(src) else "run"
+    contexts = [ctx for _, ctx in read_run(src)]
+    return layout, write_layout(out, contexts, layout)
 
 
 @dataclass(frozen=True)

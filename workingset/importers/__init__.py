@@ -2,7 +2,7 @@
 
 `FORMATS` is the one registry: format name -> parser of a source path into a
 `Trajectory`. `import_trajectory` parses and builds the states; `write_import` renders
-them with encoder v7 and writes the run. The mapping is documented in the README
+them with encoder v7 and writes the run (a run file by default, see `runs.py`). The mapping is documented in the README
 ("Importing agent trajectories") and in each parser's docstring.
 """
 
@@ -15,7 +15,7 @@ from typing import Callable
 
 from ..errors import UsageError
 from ..model import State
-from ..runs import make_stored_context, write_run
+from ..runs import make_stored_context, write_layout
 from . import mini_swe_agent, openhands, swe_agent
 from ._build import HYPOTHESIS, build_states
 from ._sniff import WHAT, identify
@@ -64,18 +64,17 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
     return Imported(trajectory=traj, analysis=name, states=build_states(traj, name))
 
 
-def write_import(imported: Imported, out: str | Path) -> list[Path]:
-    """Render each state with v7 for H1 and write the run; `out` must hold no stored contexts yet."""
-    root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise UsageError(f"{root}: exists and is not a directory")
-    if root.is_dir() and any(p.suffix == ".json" for p in root.iterdir()):
-        raise UsageError(f"{root}: already holds .json files; import into a new or empty directory")
+def write_import(imported: Imported, out: str | Path, layout: str = "run") -> list[Path]:
+    """Render each state with v7 for H1 and write the run in `layout` into a new or empty `out`.
+
+    `run` (the default) writes one run file, `out/run.json`, in which every payload is stored
+    once; `contexts` writes one stored-context file per step.
+    """
     contexts = [
         make_stored_context(imported.request_id(k), ENCODER, HYPOTHESIS, state)
         for k, state in enumerate(imported.states, start=1)
     ]
-    return write_run(root, contexts)
+    return write_layout(out, contexts, layout)
 
 
 __all__ = ["ENCODER", "FORMATS", "Imported", "Trajectory", "import_trajectory", "write_import"]
