@@ -13,7 +13,7 @@ import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -22,17 +22,8 @@ from hypothesis import strategies as st
 from workingset.errors import InvalidFile, WorkingsetError
 from workingset.importers import import_trajectory
 
+from test_fuzz_files import paths
 from test_importers_excerpts import EXCERPTS, MINI_2X, OPENHANDS, SWE_0X
-
-
-def _paths(value: Any, at: tuple = ()) -> Iterator[tuple]:
-    yield at
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*at, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _paths(item, (*at, i))
 
 
 def _set(value: Any, at: tuple, new: Any) -> Any:
@@ -48,7 +39,7 @@ for _source, (_fmt, _) in EXCERPTS.items():
     _files = [_source] if _source.is_file() else sorted(_source.rglob("*.json"))
     for _file in _files:
         _raw = json.loads(_file.read_text(encoding="utf-8"))
-        TARGETS.append((_fmt, _source, _file, _raw, list(_paths(_raw))))
+        TARGETS.append((_fmt, _source, _file, _raw, [at for at, _ in paths(_raw)]))
 
 HOSTILE = st.one_of(
     st.sampled_from([None, True, False, 0, -1, 1e20, 1e300, -1e300, 2**64, -(2**70), "", "x", [], {}, [[]], {"a": None}]),

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from msgspec import Struct
 
 from ._trajectory import Action, dig, Item, Thought, Trajectory, between, decode, fail, first_line, number, read_source, text_of
@@ -58,7 +59,7 @@ class _Traj(Struct):
 
 
 # 0.x names its one environment; 1.x names the environment after the instance.
-_GENERIC_ENVIRONMENTS = frozenset({"swe_main", "main"})
+_GENERIC_ENVIRONMENTS = frozenset({"swe_main", "main", "docker", "local", "modal"})
 
 
 @dataclass(frozen=True)
@@ -71,13 +72,17 @@ class _RunFacts:
     call_limit: int | None = None
 
 
-def _run_facts(traj: _Traj, source: Path) -> _RunFacts:
+def _run_facts(traj: _Traj, remarks: list[str]) -> _RunFacts:
     """The instance ID, model and limits from `replay_config` (a JSON string or an object)."""
     config = traj.replay_config
     if isinstance(config, str):
-        config = decode(config.encode("utf-8"), dict[str, Any], f"{source} $.replay_config")
-    if config is not None and not isinstance(config, dict):
-        raise fail(source, "$.replay_config", f"Expected `object | str | null`, got `{type(config).__name__}`")
+        try:
+            config = msgspec.json.decode(config)
+        except (msgspec.DecodeError, RecursionError):
+            config = None
+    if traj.replay_config is not None and not isinstance(config, dict):
+        remarks.append("replay_config is not a JSON object: the model, instance ID and limits it would give are unknown")
+        config = {}
     config = config or {}
     model = dig(config, "agent", "model") or {}
     instance = dig(config, "problem_statement", "id")
@@ -86,12 +91,13 @@ def _run_facts(traj: _Traj, source: Path) -> _RunFacts:
         instance = env if isinstance(env, str) and env and env not in _GENERIC_ENVIRONMENTS else None
     name = dig(model, "name")
     cost_limit, call_limit = dig(model, "per_instance_cost_limit"), dig(model, "per_instance_call_limit")
+    if config and not (isinstance(call_limit, int) and call_limit > 0):
+        remarks.append("no call limit in replay_config (per_instance_call_limit 0 or absent): the step limit is the step count")
     return _RunFacts(
         instance=instance, model=name if isinstance(name, str) and name else None,
         cost_limit=number(cost_limit) or None,
         call_limit=call_limit if isinstance(call_limit, int) and not isinstance(call_limit, bool) and call_limit > 0 else None,
     )  # fmt: skip
-
 
 
 def _statement(message: str) -> str:
@@ -162,9 +168,7 @@ def parse(source: Path) -> Trajectory:
     else:
         costs = "the source records no costs; evidence costs are 0"
     version = traj.info.get("swe_agent_version")
-    run = _run_facts(traj, source)
-    if run.call_limit is None and traj.replay_config is not None:
-        remarks.append("no call limit in replay_config (per_instance_call_limit 0 or absent): the step limit is the step count")
+    run = _run_facts(traj, remarks)
     return Trajectory(
         source=str(source), name=run.instance or source.name.removesuffix(".traj").removesuffix(".json"),
         title=run.instance or first_line(statement), statement=statement,
