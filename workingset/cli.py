@@ -114,9 +114,15 @@ def verify(
 ) -> None:
     """Re-render every stored context with its frozen encoder and check its recorded hash."""
     from .errors import HashMismatch
+    from .progress import progress
     from .runs import read_run, verify_context
 
-    verdicts = [verify_context(str(path), ctx) for path, ctx in read_run(directory)]
+    run = read_run(directory)
+    verdicts = []
+    with progress("verifying", len(run)) as step:
+        for path, ctx in run:
+            verdicts.append(verify_context(str(path), ctx))
+            step(1)
     failed = [v for v in verdicts if v.status in ("mismatch", "error")]
     if as_json:
         emit_json({"ok": not failed, "contexts": [dict(v.__dict__, diff=list(v.diff)) for v in verdicts]})
@@ -154,6 +160,7 @@ def compare(
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
     from .bench import compare_contexts, strategies
     from .bench_report import to_data, to_text
+    from .progress import progress
     from .runs import read_run
     from .tokens import get_encoding
 
@@ -162,11 +169,8 @@ def compare(
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price)
-    if sys.stderr.isatty():
-        with typer.progressbar(length=len(contexts) * len(renderers), label="comparing", file=sys.stderr) as bar:
-            result = compare_contexts(contexts, renderers, step=bar.update, **options)
-    else:
-        result = compare_contexts(contexts, renderers, **options)
+    with progress("comparing", len(contexts) * len(renderers)) as step:
+        result = compare_contexts(contexts, renderers, step=step, **options)
     if as_json:
         data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
         for (path, _), entry in zip(run, data["contexts"]):
@@ -188,9 +192,11 @@ def import_(
 ) -> None:
     """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
     from .importers import ENCODER, import_trajectory, write_import
+    from .progress import progress
 
     imported = import_trajectory(fmt, source, analysis)
-    paths = write_import(imported, out, layout)
+    with progress("importing", len(imported.states)) as step:
+        paths = write_import(imported, out, layout, step=step)
     remarks = list(imported.trajectory.remarks)
     steps = len(imported.states)
     if as_json:
