@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from workingset import bench, bench_report, tokens
 from workingset.bench import Size, change_percent, compare_texts
+from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
 from workingset.hashing import content_hash
 from workingset.model import (
@@ -203,9 +204,10 @@ def test_no_recall_renders_without_the_selection():
 
 def test_strategies_all_puts_base_first_and_validates_names():
     names = list(bench.strategies("v8", "v8", all_versions=True, baselines=False))
-    assert names[0] == "v8" and sorted(names, key=lambda s: int(s[1:])) == [f"v{i}" for i in range(1, 11)]
+    assert names[0] == "v8" and sorted(names, key=lambda s: int(s[1:])) == [f"v{i}" for i in sorted(ENCODERS)]
     assert list(bench.strategies("investigation_project_v7", "v10", False, False)) == ["v7", "v10"]
     with pytest.raises(UsageError):
         bench.strategies("v7", "v7", False, False)
     with pytest.raises(bench.UnknownEncoder):
-        bench.strategies("v11", "v8", False, False)
+        bench.strategies("v12", "v8", False, False)
+    assert list(bench.strategies("v10", "v11:budget=60000", False, False)) == ["v10", "v11:budget=60000"]

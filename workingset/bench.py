@@ -147,7 +147,7 @@ def compare_texts(
     )  # fmt: skip
 
 
-_VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)$")
+_VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)(:.+)?$")
 
 
 def version_label(name: str) -> str:
@@ -158,7 +158,7 @@ def version_label(name: str) -> str:
     match = _VERSION.match(name)
     if match is None:
         raise UnknownEncoder(f"no encoder {name}")
-    return f"v{int(match.group(1))}"
+    return f"v{int(match.group(1))}{match.group(2) or ''}"
 
 
 def version_renderer(label: str) -> Renderer:
