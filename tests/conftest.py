@@ -26,6 +26,12 @@ CORPUS_SOURCES = {  # name -> (format, agent actions)
 }
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Keep the on-disk caches (token counts, vocabularies) of the test run out of the user's."""
+    os.environ["WORKINGSET_CACHE_DIR"] = str(tmp_path_factory.mktemp("workingset-cache"))
+
+
 @pytest.fixture(params=VERSIONS, ids=[f"v{n}" for n in VERSIONS])
 def encoder(request):
     """Each test using this runs once per encoder version (the shared invariants)."""

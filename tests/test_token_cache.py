@@ -91,3 +91,31 @@ def test_concurrent_processes_lose_nothing(tmp_path: Path):
 @pytest.fixture(autouse=True)
 def _no_user_cache(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("WORKINGSET_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def test_the_parsed_vocabulary_is_kept_and_a_damaged_one_rebuilt(tmp_path: Path):
+    from workingset.token_cache import vocabulary
+
+    calls = []
+
+    def build():
+        calls.append(1)
+        return {"name": "toy", "pat_str": r"\w+", "special_tokens": {"<|end|>": 3}, "mergeable_ranks": {b"a": 0, b"b": 1, b"ab": 2}}
+
+    first = vocabulary("toy-1", build)
+    assert vocabulary("toy-1", build) == first == build() and len(calls) == 2  # the second call read the file
+    (tmp_path / "cache" / "vocabulary-toy-1.msgpack").write_bytes(b"\x00garbage")
+    assert vocabulary("toy-1", build) == first and len(calls) == 3  # rebuilt
+    assert vocabulary("toy-1", build) == first and len(calls) == 3  # and kept again
+    assert vocabulary("toy-1", build, use=False) == first and len(calls) == 4
+
+
+def test_the_real_encoding_counts_the_same_through_the_kept_vocabulary():
+    import workingset.tokens as tokens
+
+    text = "def f(x):\n    return x  # <|endoftext|> counted as text\n"
+    expected = tokens.get_encoding("cl100k_base").encode_ordinary(text)
+    tokens._encodings.clear()
+    assert tokens.get_encoding("cl100k_base").encode_ordinary(text) == expected  # built, kept on disk
+    tokens._encodings.clear()
+    assert tokens.get_encoding("cl100k_base").encode_ordinary(text) == expected  # read back

