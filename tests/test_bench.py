@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -69,19 +70,50 @@ def test_common_prefix_matches_brute_force(common, tail_a, tail_b):
 # Pieces that stress the pre-tokenizer around newlines: runs of blank lines, trailing
 # spaces, \r, punctuation that absorbs newlines, non-ASCII spaces and separators.
 PIECES = st.sampled_from([
-    "\n", "\n\n", "\n\n\n", " ", "  ", "\t", "\r", "\r\n", "|", "}", "```", "#", "-", "'s", "'ll",
+    "\n", "\n\n", "\n\n\n", " ", "  ", "    ", "\t", "\r", "\r\n", "|", "}", "```", "#", "-", "'s", "'ll",
     "word", "Word", "12345", "é", "中文", "🙂", "\u00a0", "\u2028", "\x1c", "\u3000", ".", ",", "{\"k\": 1}",
 ])  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+def _split_mismatches(texts) -> list[str]:
+    """The texts whose blocks, tokenized one by one, do not give the whole text's tokens."""
+    enc = tokens.get_encoding()
+    bad = []
+    for text in texts:
+        blocks = tokens._blocks(text, "cl100k_base")
+        assert "".join(blocks) == text
+        if [t for b in blocks for t in enc.encode_ordinary(b)] != enc.encode_ordinary(text):
+            bad.append(text)
+    return bad
+
+
+# Every kind of boundary, fixed: what comes before a newline run, the run itself, and what
+# follows it (spaces, tabs, printable ASCII, non-ASCII, CR LF, more newlines). A rule that
+# also cut before a space (`\n\n(?=[ -~])`) would split "\n\n    \n", one token whole.
+BEFORE = ("", "x", "x ", "x  ", "}", "\t", "é")
+RUNS = ("\n", "\n\n", "\n\n\n", "\n\n\n\n", "\r\n", "\r\n\r\n", "\n\r\n", "\n \n")
+AFTER = ("", " ", "  ", "    ", "    \n", " x", "\tx", "\t\n", "x", "}", "#", "é", "中文", "🙂", "\u00a0x", "\u3000",
+         "\u2028", "\r\n", "\n", "\rx")  # fmt: skip
+BOUNDARY_CASES = [b + r + a + tail for b in BEFORE for r in RUNS for a in AFTER for tail in ("", "\n\nend")]
+
+
+def test_block_split_at_every_boundary_kind():
+    assert tokens.count_tokens("\n\n    \n") == 1
+    assert _split_mismatches(BOUNDARY_CASES) == []
+
+
+@pytest.mark.parametrize("wrong", [r"\n\n(?=[ -~])", r"\n(?=[ -~])", r"\n(?=[!-~\s])"])
+def test_boundary_cases_reject_wrong_split_rules(monkeypatch, wrong):
+    """Each of these rules cuts where cl100k does not restart; the fixed cases must show it."""
+    monkeypatch.setattr(tokens, "_BLOCK_BOUNDARY", re.compile(wrong))
+    assert _split_mismatches(BOUNDARY_CASES)
+
+
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(PIECES, max_size=80).map("".join))
 def test_block_split_tokenizes_exactly_like_the_whole_text(text):
-    whole = tokens.get_encoding().encode_ordinary(text)
-    blocks = tokens._blocks(text, "cl100k_base")
-    assert "".join(blocks) == text
-    assert [t for b in blocks for t in tokens.get_encoding().encode_ordinary(b)] == whole
-    assert list(tokens._encode(text, "cl100k_base")) == whole
+    assert _split_mismatches([text]) == []
+    assert list(tokens._encode(text, "cl100k_base")) == tokens.get_encoding().encode_ordinary(text)
 
 
 def test_block_split_on_every_rendered_version():

@@ -14,7 +14,7 @@ from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.errors import SessionError, UnknownEncoder
 from workingset.model import RecallSelection, copy_state, load_stored_context
 
-from conftest import ROOT
+from conftest import BUG17, ROOT
 from factory import sample_state
 from recover import blocks, evidence_payloads, journal_records, parse_table, table_after
 
@@ -289,7 +289,7 @@ def test_the_evidence_prefix_does_not_depend_on_the_selected_hypothesis(version)
 @pytest.mark.parametrize("version", sorted(ENCODERS))
 def test_blocks_join_to_the_text_and_stable_sections_lead(version):
     """Blocks cut at section boundaries join to the rendered text; stable sections come first."""
-    ctx = load_stored_context((ROOT / "fixtures" / "bug17" / "bug17-r0009.json").read_bytes())
+    ctx = load_stored_context((BUG17 / "bug17-r0009.json").read_bytes())
     out = ENCODERS[version].render(ctx.state, ctx.hypothesis)
     blocks = out.blocks()
     assert "".join(text for _, text in blocks) == out.text

@@ -175,11 +175,9 @@ def version_renderer(label: str) -> Renderer:
 
 
 def baseline_renderers() -> dict[str, Renderer]:
-    """Return the baselines of `workingset.baselines`, or raise if that module is absent."""
-    try:
-        from .baselines import BASELINES
-    except ImportError:
-        raise UsageError("--baselines needs workingset.baselines, which is not installed in this version") from None
+    """Return the transcript baselines of `workingset.baselines` as renderers."""
+    from .baselines import BASELINES
+
     return {name: (lambda fn: lambda s, h: (fn(s, h), ()))(fn) for name, fn in BASELINES.items()}
 
 
