@@ -119,3 +119,35 @@ def test_the_real_encoding_counts_the_same_through_the_kept_vocabulary():
     assert tokens.get_encoding("cl100k_base").encode_ordinary(text) == expected  # built, kept on disk
     tokens._encodings.clear()
     assert tokens.get_encoding("cl100k_base").encode_ordinary(text) == expected  # read back
+
+
+def test_compare_gives_the_same_numbers_from_the_disk_cache(tmp_path: Path):
+    import json
+
+    from conftest import BUG17, invoke
+
+    import workingset.tokens as tokens
+
+    def compare(*extra: str) -> dict:
+        result = invoke("compare", str(BUG17), "--all", "--baselines", "--json", *extra)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout)
+
+    cold = compare()
+    db = tmp_path / "cache" / FILE
+    assert db.is_file()
+    stored = sqlite3.connect(db).execute("SELECT count(*) FROM counts").fetchone()[0]
+    assert stored > 0
+    tokens._counts.clear()
+    tokens._arrays.clear()
+    tokens._block_cache.clear()
+    calls = []
+    real = tokens._encode
+    tokens._encode = lambda text, encoding: calls.append(1) or real(text, encoding)
+    try:
+        warm = compare()
+    finally:
+        tokens._encode = real
+    assert warm == cold and calls == []  # every count and shared prefix came from the disk
+    off = compare("--no-token-cache")
+    assert off == cold

@@ -157,6 +157,7 @@ def compare(
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
     cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
+    token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
@@ -164,6 +165,7 @@ def compare(
     from .bench_report import to_data, to_text
     from .progress import progress
     from .runs import read_run
+    from .token_cache import counted_on_disk
     from .tokens import get_encoding
 
     get_encoding(encoding)  # fail before rendering anything
@@ -171,7 +173,7 @@ def compare(
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price)
-    with progress("comparing", len(contexts) * len(renderers)) as step:
+    with progress("comparing", len(contexts) * len(renderers)) as step, counted_on_disk(token_cache):
         result = compare_contexts(contexts, renderers, step=step, **options)
     if as_json:
         data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
