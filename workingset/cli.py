@@ -158,14 +158,16 @@ def compare(
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
     cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
     token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one strategy at a time each.")] = 1,
+    summary: Annotated[bool, typer.Option("--summary", help="Totals only: no per-context tables (with --json, no contexts).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
-    from .bench import compare_contexts, strategies
+    from .bench import strategies
     from .bench_report import to_data, to_text
+    from .parallel import compare_parallel
     from .progress import progress
     from .runs import read_run
-    from .token_cache import counted_on_disk
     from .tokens import get_encoding
 
     get_encoding(encoding)  # fail before rendering anything
@@ -173,15 +175,17 @@ def compare(
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price)
-    with progress("comparing", len(contexts) * len(renderers)) as step, counted_on_disk(token_cache):
-        result = compare_contexts(contexts, renderers, step=step, **options)
+    with progress("comparing", len(contexts) * len(renderers)) as step:
+        result = compare_parallel(contexts, renderers, jobs, step=step, token_cache=token_cache, **options)
     if as_json:
         data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
         for (path, _), entry in zip(run, data["contexts"]):
             entry["file"] = path.name
+        if summary:
+            del data["contexts"]
         emit_json(data)
     else:
-        sys.stdout.write(to_text(result, sections=sections, recall=recall))
+        sys.stdout.write(to_text(result, sections=sections, recall=recall, summary=summary))
 
 
 @app.command("import")

@@ -177,10 +177,11 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING, digest: str | None
         count = _disk.count(*key)
         if count is not None:
             _counts[key] = count
+            return count
     if count is None:
         count = len(_encode(text, encoding))
-        if _disk is not None:
-            _disk.put_count(*key, count)
+    if _disk is not None:
+        _disk.put_count(*key, count)  # also what this process counted before the disk was on
     return count
 
 
