@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 
+import pytest
+
 from workingset.progress import progress
 
 
@@ -12,25 +14,16 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_no_bar_when_the_stream_is_not_a_terminal():
-    out = io.StringIO()
-    with progress("working", 3, stream=out, delay=0) as step:
+@pytest.mark.parametrize(
+    ("stream", "delay", "drawn"),
+    [
+        (io.StringIO(), 0, False),  # not a terminal: never
+        (_Terminal(), 3600, False),  # a terminal, but the work ends before the delay
+        (_Terminal(), 0, True),  # a terminal and long work
+    ],
+)
+def test_a_bar_only_on_a_terminal_for_long_work(stream, delay, drawn):
+    with progress("working", 3, stream=stream, delay=delay) as step:
         for _ in range(3):
             step(1)
-    assert out.getvalue() == ""
-
-
-def test_no_bar_for_work_shorter_than_the_delay():
-    out = _Terminal()
-    with progress("working", 3, stream=out, delay=3600) as step:
-        for _ in range(3):
-            step(1)
-    assert out.getvalue() == ""
-
-
-def test_a_bar_on_a_terminal_for_long_work():
-    out = _Terminal()
-    with progress("working", 4, stream=out, delay=0) as step:
-        for _ in range(4):
-            step(1)
-    assert "working" in out.getvalue()
+    assert ("working" in stream.getvalue()) is drawn and (stream.getvalue() == "") is not drawn
