@@ -198,6 +198,13 @@ def test_openhands_v0_event_list_is_refused_saying_what_it_is(fmt: str, tmp_path
         import_trajectory(fmt, _write(tmp_path, V0_EVENTS, "traj_x.json"))
 
 
+@pytest.mark.parametrize("fmt", ["swe-agent", "mini-swe-agent", "openhands"])
+def test_a_json_string_is_refused_saying_what_it_is(fmt: str, tmp_path: Path):
+    log = "ConversationStateUpdate(key=agent_status, value=idle)\nActionEvent (agent)\n  Action: ExecuteBashAction\n"
+    with pytest.raises(InvalidFile, match="one JSON string, not a trajectory"):
+        import_trajectory(fmt, _write(tmp_path, log, "traj_x.json"))
+
+
 WRONG = [(src, fmt) for src, (right, _) in EXCERPTS.items() for fmt in ("swe-agent", "mini-swe-agent", "openhands") if fmt != right]
 
 

@@ -24,6 +24,10 @@ WHAT = {
         "a part of an OpenHands V1 conversation (its base_state.json or one event file); import the "
         "conversation directory with the format openhands"
     ),
+    "json-text": (
+        "one JSON string, not a trajectory (some OpenHands scripts save a printed log of the events "
+        "this way); there are no events or messages to import"
+    ),
     "openhands-v0": (
         "an OpenHands V0 event list (`traj_*.json`: events with `action`/`observation` keys, as the "
         "legacy OpenHands writes); workingset reads OpenHands V1 (agent-sdk) conversations, a "
@@ -46,6 +50,8 @@ def identify(path: Path) -> str | None:
 
 
 def _shape(top: Any, path: Path) -> str | None:
+    if isinstance(top, str):
+        return "json-text"
     if isinstance(top, dict):
         if "messages" in top:
             return "mini-swe-agent"
