@@ -9,7 +9,7 @@ and compared by the command line in a fresh process, as a user runs it, each tim
 directory; `warm`, the same command again (token counts and the parsed vocabulary now on
 disk); `warm, --jobs N` (default 2, the cores of the reference machine); and `off`, warm
 in memory terms but with `--no-token-cache`. Wall-clock seconds of the whole process
-(start-up included), one run each; the ratios to `cold` are what travels across machines.
+(start-up included) and CPU seconds of the process and its workers, one run each.
 It also counts the lines `compare` prints with and without `--summary`. Writes the
 `compare_speed` section of RESULTS.md (timed).
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import tempfile
@@ -36,12 +37,18 @@ from workingset.importers import import_trajectory, write_import  # noqa: E402
 CLI = [sys.executable, "-m", "workingset.cli"]
 
 
-def _compare(run: Path, cache: Path, *extra: str) -> tuple[float, str]:
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # reaped descendants: the command and its workers
+    return used.ru_utime + used.ru_stime
+
+
+def _compare(run: Path, cache: Path, *extra: str) -> tuple[str, str]:
+    """('wall / CPU' seconds, stdout) of one `compare --all --baselines` process."""
     env = {**os.environ, "WORKINGSET_CACHE_DIR": str(cache)}
-    start = time.perf_counter()
+    cpu, start = _cpu(), time.perf_counter()
     out = subprocess.run([*CLI, "compare", str(run), "--all", "--baselines", *extra], env=env, cwd=ROOT,
                          capture_output=True, text=True, check=True)  # fmt: skip
-    return time.perf_counter() - start, out.stdout
+    return f"{time.perf_counter() - start:.1f} / {_cpu() - cpu:.1f}", out.stdout
 
 
 def measure(name: str, run: Path, steps: int, work: Path, jobs: int) -> list[str]:
@@ -51,10 +58,7 @@ def measure(name: str, run: Path, steps: int, work: Path, jobs: int) -> list[str
     parallel, _ = _compare(run, cache, "--jobs", str(jobs))
     off, _ = _compare(run, cache, "--no-token-cache")
     _, short = _compare(run, cache, "--summary")
-    return [
-        name, f"{steps}", f"{len(full.splitlines())}", f"{len(short.splitlines())}", f"{cold:.1f}",
-        f"{warm:.1f} ({warm / cold:.2f})", f"{parallel:.1f} ({parallel / cold:.2f})", f"{off:.1f} ({off / cold:.2f})",
-    ]  # fmt: skip
+    return [name, f"{steps}", f"{len(full.splitlines())}", f"{len(short.splitlines())}", cold, warm, parallel, off]
 
 
 def main() -> None:
@@ -78,16 +82,19 @@ def main() -> None:
         for run in args.run:
             steps = len(subprocess.run([*CLI, "verify", str(run)], capture_output=True, text=True).stdout.splitlines()) - 1
             rows.append(measure(run.name, run, steps, work, args.jobs))
-    headers = ["run", "steps", "lines printed", "with --summary", "cold s", "warm s (× cold)",
-               f"warm --jobs {args.jobs} s (× cold)", "--no-token-cache s (× cold)"]  # fmt: skip
+    headers = ["run", "steps", "lines printed", "with --summary", "cold", "warm", f"warm, --jobs {args.jobs}",
+               "warm, --no-token-cache"]  # fmt: skip
     table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 7, disable_numparse=True)
     body = (
         f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository. Each run is imported (run file) and compared by "
         "`workingset compare RUN --all --baselines` in a fresh process: cold (empty token cache directory), warm "
         f"(the same again), warm with `--jobs {args.jobs}`, and warm with `--no-token-cache` (tokenizes again; "
-        "the parsed vocabulary is still read from disk). Wall-clock seconds of the whole process, one run each, on "
-        "a machine shared with other work (see the load average); in parentheses the ratio to cold. The last "
-        "columns count the lines printed without and with `--summary`.\n\n" + table + "\n"
+        "the parsed vocabulary is still read from disk). Each cell is `wall / CPU` seconds of the whole process "
+        "(start-up included; CPU: user and system time of the command and its worker processes), one run each. "
+        "The machine is shared with other work (see the load average), so wall time is up to several times the "
+        "CPU time; on an idle machine the wall time of one process is about its CPU time, and with `--jobs` about "
+        "the CPU time over the jobs. The line columns count what `compare` prints without and with "
+        "`--summary`.\n\n" + table + "\n"
     )
     write_section("compare_speed", "Compare speed: cold, warm and parallel", body, timed=True)
 
