@@ -29,7 +29,7 @@ from typing import Callable
 import msgspec
 
 from .errors import SessionError, UsageError
-from .model import Evidence, RowsPayload, State
+from .model import Evidence, Note, RowsPayload, State
 
 MASKED = "<MASKED>"
 
@@ -86,11 +86,16 @@ class Baseline:
         _check(state, hypothesis)
         masked = self.masked(state)
         blocks = [f"TASK: {state.case.title}\n{state.case.statement}"]
-        iterations = sorted({n.iteration for n in state.notes} | {e.iteration for e in state.evidence})
-        for it in iterations:
-            for note in (n for n in state.notes if n.iteration == it):
+        notes: dict[int, list[Note]] = {}
+        evidence: dict[int, list[Evidence]] = {}
+        for note in state.notes:  # grouped once: a long run has thousands of items
+            notes.setdefault(note.iteration, []).append(note)
+        for item in state.evidence:
+            evidence.setdefault(item.iteration, []).append(item)
+        for it in sorted(notes.keys() | evidence.keys()):
+            for note in notes.get(it, ()):
                 blocks.append(f"{note.kind.upper()}:\n{note.text}")
-            for ev in (e for e in state.evidence if e.iteration == it):
+            for ev in evidence.get(it, ()):
                 if ev.capture.query is not None:
                     blocks.append(f"ACTION ({ev.capture.origin}):\n{ev.capture.query}")
                     label = "OUTPUT"
