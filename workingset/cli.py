@@ -161,6 +161,7 @@ def compare(
     ttl: Annotated[str, typer.Option(help="Cache entry lifetime for anthropic and openai: 5m or 1h.")] = "5m",
     cache_min: Annotated[int, typer.Option(min=0, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
     write_price: Annotated[Optional[float], typer.Option(min=0.0, help="Price of a cache-written token (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
+    availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
     token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one strategy at a time each.")] = 1,
     summary: Annotated[bool, typer.Option("--summary", help="Totals only: no per-context tables (with --json, no contexts).")] = False,
@@ -185,14 +186,14 @@ def compare(
     with progress("comparing", len(contexts) * len(renderers)) as step:
         result = compare_parallel(contexts, renderers, jobs, step=step, token_cache=token_cache, **options)
     if as_json:
-        data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
+        data = {"run": directory, "recall": recall, **to_data(result, sections=sections, availability=availability)}
         for (path, _), entry in zip(run, data["contexts"]):
             entry["file"] = path.name
         if summary:
             del data["contexts"]
         emit_json(data)
     else:
-        sys.stdout.write(to_text(result, sections=sections, recall=recall, summary=summary))
+        sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability, summary=summary))
 
 
 @app.command("import")
