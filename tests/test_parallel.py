@@ -17,8 +17,8 @@ def test_jobs_give_exactly_the_numbers_of_one_process():
     one = _json("--all", "--baselines", "--sections")
     assert _json("--all", "--baselines", "--sections", "--jobs", "3") == one
     assert _json("--all", "--baselines", "--sections", "--jobs", "2", "--no-token-cache") == one
-    billed = _json("--all", "--baselines", "--cache", "ideal,anthropic,openai")
-    assert _json("--all", "--baselines", "--cache", "ideal,anthropic,openai", "--jobs", "2") == billed
+    billed = _json("--all", "--baselines", "--cache", "ideal,anthropic,openai", "--availability")
+    assert _json("--all", "--baselines", "--cache", "ideal,anthropic,openai", "--availability", "--jobs", "2") == billed
 
 
 def test_summary_prints_the_totals_only():
