@@ -107,7 +107,8 @@ def main() -> None:
     headers = ["run", "contexts", "page bytes", "viewer texts (JSON bytes)", "compare data (JSON bytes)", "build s",
                "load ms", "plotly-only load ms", "ratio", "slowest viewer switch ms"]  # fmt: skip
     body = [
-        f"Default strategies (v7, v10, v11, full-transcript, masking-10, last-5), ideal cache model. Page bytes include "
+        f"The report's defaults: strategies v7, v10, v11, full-transcript, masking-10, last-5; cache models anthropic, "
+        f"openai, ideal; availability. Page bytes include "
         f"plotly.js ({len(plotly_js().encode()):,} bytes). Load: median of {LOADS} loads in headless Chromium, "
         "navigation start to every chart drawn, alternating with the plotly-only page.\n",
         "| " + " | ".join(headers) + " |",
