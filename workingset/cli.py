@@ -29,6 +29,8 @@ app = typer.Typer(
     help="Lossless, deterministic, versioned prompt contexts for investigation agents.",
 )
 
+# A cached token priced at most 1,000 full tokens keeps every cost finite (counts stay under 2^53).
+MAX_CACHED_PRICE = 1000.0
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
 
 
@@ -123,7 +125,7 @@ def compare(
     recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = "cl100k_base",
-    cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = 0.1,
+    cached_price: Annotated[float, typer.Option(help="Price of a cached token as a fraction of the full price (0 to 1000).")] = 0.1,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
@@ -132,6 +134,8 @@ def compare(
     from .runs import read_run
     from .tokens import get_encoding
 
+    if not 0.0 <= cached_price <= MAX_CACHED_PRICE:  # NaN fails this too
+        raise UsageError(f"--cached-price must be a number from 0 to {MAX_CACHED_PRICE:g}, not {cached_price}")
     get_encoding(encoding)  # fail before rendering anything
     renderers = strategies(base, candidate, all_versions, baselines)
     run = read_run(directory)
@@ -191,15 +195,30 @@ def _store(store: str | None) -> str:
     return store or default_store_path()
 
 
-def _input(arg: str) -> tuple[bytes, str]:
-    """`-` is stdin; an argument starting with `{` is inline JSON; anything else is a file path."""
-    from .model import read_file
+def _input(arg: str, kind: str) -> tuple[bytes, str]:
+    """`-` is stdin; an argument starting with `{` is inline JSON; anything else is a file path.
 
+    Every way in reads at most the limit of its `kind` (file, result, decision) + 1 bytes.
+    """
+    from .limits import Limits, read_bounded, read_path, too_large
+
+    limits = Limits.current()
     if arg == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None or stream.closed:
+            raise UsageError("stdin is closed; give the input as a file or inline JSON")
+        try:
+            return read_bounded(stream, kind, "<stdin>", limits), "<stdin>"
+        except OSError as exc:
+            raise UsageError(f"cannot read stdin ({exc.strerror or exc})") from None
     if arg.lstrip().startswith("{"):
-        return arg.encode("utf-8"), "<argument>"
-    return read_file(arg), arg
+        # An argument that is not valid UTF-8 arrives with surrogate escapes: give the decoder
+        # the original bytes, which it refuses as not being UTF-8.
+        data = arg.encode("utf-8", "surrogatepass")
+        if len(data) > limits.max_bytes(kind):
+            raise too_large(kind, "<argument>", len(data), limits)
+        return data, "<argument>"
+    return read_path(arg, kind, limits), arg
 
 
 def _session(store: str | None, analysis: str) -> Any:
@@ -220,7 +239,7 @@ def init(
     from .model import load_state_or_context
     from .session import Investigation
 
-    data, source = _input(state)
+    data, source = _input(state, "file")
     with Investigation.create(_store(store), load_state_or_context(data, source), encoder=encoder) as inv:
         out = inv.show()
     if as_json:
@@ -259,7 +278,7 @@ def submit(
     as_json: JsonFlag = False,
 ) -> None:
     """Validate a decision (SPEC §6) and apply it; a rejected decision changes nothing."""
-    data, _ = _input(decision)
+    data, _ = _input(decision, "decision")
     with _session(store, analysis) as inv:
         out = inv.submit(request, data)
     if as_json:
@@ -280,7 +299,7 @@ def record(
     as_json: JsonFlag = False,
 ) -> None:
     """Record the result of a pending query as new, unsettled evidence."""
-    data, source = _input(capture)
+    data, source = _input(capture, "result")
     with _session(store, analysis) as inv:
         out = inv.record(action, data, captured_at=captured_at, source=source)
     if as_json:

@@ -1,7 +1,8 @@
 """The decision a model returns for one request (SPEC §6), as a strict tagged union, and its validation.
 
-A decision is checked in two stages, both before anything changes. `parse_decision` turns
-bytes into a `Decision` for one version's schema (malformed_json, recall_unsupported,
+A decision is checked in two stages, both before anything changes. `parse_decision` checks
+the bytes' size, nesting and repeated keys (too_large, schema_violation) and turns them into
+a `Decision` for one version's schema (malformed_json, recall_unsupported,
 schema_violation with the JSON path, recall_count, recall_duplicate). `check_decision` then
 checks it against the analysis: unknown_evidence, rule A (assessment_missing /
 assessment_mismatch) and rule G (ungrounded_reference). The order is chosen so that the most
@@ -17,6 +18,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
+from .limits import Limits, check_json
 from .model import EvidenceId, State, Unit, split_validation_error
 
 MAX_NOTES = 8
@@ -82,8 +84,14 @@ def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
     return DecisionRejected(message, code=code, details=details)
 
 
-def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
-    """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
+def parse_decision(data: bytes, *, supports_recall: bool, limits: Limits | None = None) -> AnyDecision:
+    """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code.
+
+    Its size, nesting and repeated keys are checked first (`too_large`, `schema_violation`),
+    so what the model wrote never reaches a decoder unbounded, and a key given twice is
+    refused whichever key it is.
+    """
+    check_json(data, "decision", "<decision>", limits)
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:

@@ -26,7 +26,7 @@ import msgspec
 from . import controller as ctl
 from .decisions import Query, check_decision, parse_decision
 from .encoders import DEFAULT_ENCODER, get_encoder
-from .errors import DecisionRejected, SessionError, StoreCorrupt
+from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt
 from .hashing import content_hash
 from .journal import (
     CreatedEvent,
@@ -45,7 +45,10 @@ from .journal import (
     seed,
     stored_payload,
 )
-from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state
+from .limits import MAX_COST, Limits
+from .model import (
+    Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state,
+)  # fmt: skip
 from .replies import Applied, Lifecycle, PendingAction, Recorded, Request, Summary
 from .runs import make_stored_context, write_run
 from .store import ActionRow, AnalysisRow, EventRow, Manifest, RequestRecord, RequestRow, SqliteStore, Tx
@@ -72,13 +75,20 @@ def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool) -
     return SqliteStore(path), True
 
 
-def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct) -> bytes:
+def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct, what: str = "state") -> bytes:
+    """JSON input as bytes; a string that is not valid Unicode (a lone surrogate) is refused with the input's code."""
     if isinstance(value, bytes):
         return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, (dict, msgspec.Struct)):
-        return msgspec.json.encode(value)
+    try:
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (dict, msgspec.Struct)):
+            return msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        message = f"the {what} holds a string that is not valid Unicode (a lone surrogate)"
+        if what == "decision":
+            raise DecisionRejected(message, code="malformed_json", details={"path": "$"}) from None
+        raise InvalidFile(message, details={"file": f"<{what}>", "path": "$"}) from None
     raise TypeError(f"expected JSON text, bytes, a dict or a Struct, not {type(value).__name__}")
 
 
@@ -114,11 +124,15 @@ class _Call:
 class Investigation:
     """One analysis in a store: the methods a controller calls every turn."""
 
-    def __init__(self, store: SqliteStore, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now):
+    def __init__(
+        self, store: SqliteStore, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
+    ):  # fmt: skip
         self.store = store
         self.analysis_id = analysis_id
         self._owns_store = owns_store
         self._clock = clock
+        self.limits = limits  # None: `Limits.current()` at each call (the environment's)
 
     # -- lifecycle of the handle -----------------------------------------------------
 
@@ -130,16 +144,20 @@ class Investigation:
         *,
         encoder: str = DEFAULT_ENCODER,
         clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
     ) -> Investigation:
-        """Create an analysis from a state (or a stored context's state); `encoder` renders its requests."""
+        """Create an analysis from a state (or a stored context's state); `encoder` renders its requests.
+
+        `limits` bound this handle's inputs (state, decisions, results); default `Limits.current()`.
+        """
         enc = get_encoder(encoder)
         if isinstance(state, State):
             validate_state(state)
             state = copy_state(state)
         else:
-            state = load_state_or_context(_as_bytes(state))
+            state = load_state_or_context(_as_bytes(state), limits=limits)
         db, owns = _open_store(store, must_exist=False)
-        inv = cls(db, state.analysis_id, owns_store=owns, clock=clock)
+        inv = cls(db, state.analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
             inv._create(state, enc.name)
         except BaseException:
@@ -165,10 +183,13 @@ class Investigation:
         self.store.views[aid] = view
 
     @classmethod
-    def open(cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now) -> Investigation:
+    def open(
+        cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
+    ) -> Investigation:
         """Open an existing analysis; `unknown_analysis` if the store does not hold it."""
         db, owns = _open_store(store, must_exist=True)
-        inv = cls(db, analysis_id, owns_store=owns, clock=clock)
+        inv = cls(db, analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
             with db.read() as tx:
                 inv._row(tx)
@@ -293,7 +314,7 @@ class Investigation:
 
     def submit(self, request_id: str, decision: str | bytes | dict[str, Any]) -> Applied:
         """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code."""
-        data = _as_bytes(decision)
+        data = _as_bytes(decision, "decision")
         aid = self.analysis_id
         with self._call(write=True) as call:
             tx = call.tx
@@ -302,7 +323,7 @@ class Investigation:
             if req is None or req.request_id != request_id:
                 raise _stale(tx, aid, request_id, req)
             supports_recall = get_encoder(req.encoder).supports_recall
-            parsed = parse_decision(data, supports_recall=supports_recall)
+            parsed = parse_decision(data, supports_recall=supports_recall, limits=self.limits)
             view = call.sync()
             state = view.state
             # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
@@ -360,9 +381,16 @@ class Investigation:
                     code="unknown_action",
                     details={"action": action_id, "pending": pending},
                 )
-            parsed = result if isinstance(result, ResultInput) else decode_result(_as_bytes(result), source)
+            # A ResultInput built in Python is checked like JSON: its numbers have ranges too.
+            parsed = decode_result(_as_bytes(result, "result"), source, self.limits)
             view = call.sync()
             state = view.state
+            if state.budget.cost_used + parsed.cost > MAX_COST:
+                raise InvalidFile(
+                    f"{source}: cost {parsed.cost:g} would take the analysis's cost_used {state.budget.cost_used:g} "
+                    f"past {MAX_COST:g}, the largest cost a budget holds at $.cost",
+                    details={"file": source, "path": "$.cost", "limit": MAX_COST},
+                )
             eid = ctl.next_evidence_id(state, view.numbers)
             payload = parsed.payload
             evidence = Evidence(

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import InvalidFile
+from ..limits import check_json, read_path
 from ..model import is_timestamp, split_validation_error
 
 T = TypeVar("T")
@@ -86,7 +87,8 @@ def fail(file: str | Path, path: str, message: str) -> InvalidFile:
 
 
 def decode(data: bytes, kind: type[T], file: str | Path) -> T:
-    """Decode JSON into `kind`; a syntax or shape error becomes `invalid_file` with its path."""
+    """Decode JSON into `kind` within the input limits; a syntax or shape error becomes `invalid_file` with its path."""
+    check_json(data, "file", str(file))
     try:
         return msgspec.json.decode(data, type=kind)
     except msgspec.ValidationError as exc:
@@ -109,10 +111,7 @@ def read_source(path: Path) -> bytes:
     """Read a single-file source; a directory or unreadable path is `invalid_file`."""
     if path.is_dir():
         raise fail(path, "$", "is a directory; this format is one JSON file")
-    try:
-        return path.read_bytes()
-    except OSError as exc:
-        raise fail(path, "$", f"cannot read ({exc.strerror})") from None
+    return read_path(str(path))
 
 
 def text_of(content: Any) -> str | None:

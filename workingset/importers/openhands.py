@@ -24,7 +24,7 @@ from msgspec import Struct
 
 from ._trajectory import (
     Action, Feedback, Item, Thought, Trajectory, between, convert, decode, fail, first_line,
-    number, text_of, with_offset,
+    number, read_source, text_of, with_offset,
 )  # fmt: skip
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
@@ -81,11 +81,7 @@ def _events_dir(source: Path) -> Path:
 
 
 def _load(path: Path, kind: type) -> Any:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise fail(path, "$", f"cannot read ({exc.strerror})") from None
-    return decode(data, kind, path)
+    return decode(read_source(path), kind, path)
 
 
 def _dig(obj: Any, *keys: str) -> Any:
