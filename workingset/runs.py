@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -41,8 +42,8 @@ def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
     return [(p, load_context_file(p)) for p in files]
 
 
-def write_run(directory: str | os.PathLike, contexts: list[StoredContext]) -> list[Path]:
-    """Write each context as `<request_id>.json`; returns the paths written."""
+def write_run(directory: str | os.PathLike, contexts: Iterable[StoredContext]) -> list[Path]:
+    """Write each context as `<request_id>.json` as it comes (an iterator is never held whole); returns the paths."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -472,20 +472,25 @@ class Investigation:
     # -- export ------------------------------------------------------------------------
 
     def export(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write every request of the analysis as a stored-context file whose hash verifies."""
+        """Write every request of the analysis as a stored-context file whose hash verifies.
+
+        Each file is written as the replay reaches its request, from the replayed state itself:
+        memory stays that of one state and time that of the bytes written, however long the
+        history (holding a copy per request made both grow with its square).
+        """
         with self.store.read() as tx:
             self._row(tx)
             requests = tx.requests(self.analysis_id)
-            contexts = list(self._contexts(tx, requests))
-        return write_run(directory, contexts)
+            return write_run(directory, self._contexts(tx, requests))
 
     def _contexts(self, tx: Tx, requests: list[RequestRecord]) -> Iterator[StoredContext]:
+        """Each request's stored context, in order; valid only until the next one is asked for."""
         by_seq: dict[int, list[RequestRecord]] = {}
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
         for seq, state in replay(tx, self.analysis_id):
             for req in by_seq.get(seq, ()):
-                yield self._context(req, copy_state(state))
+                yield self._context(req, state)
 
     def _context(self, req: RequestRecord, state: State) -> StoredContext:
         ctx = make_stored_context(req.request_id, req.encoder, req.hypothesis, state)
