@@ -42,9 +42,9 @@ from workingset.runs import make_stored_context, write_run  # noqa: E402
 from workingset.session import Investigation  # noqa: E402
 
 MB = 1_000_000
-CHECK_SIZES = (2, 8, 32)
+CHECK_SIZES = (1, 4, 16)
 COMPARE_SIZES = (4, 16, 48)
-EXPORT_TURNS = (100, 200, 400)
+EXPORT_TURNS = (100, 200, 300)
 WORDS = "request timeout retry worker queue shard lease token cache miss commit offset".split()
 
 
@@ -81,7 +81,7 @@ def checks() -> str:
     for kind, make in (("text", lambda mb: {"kind": "text", "language": "log", "text": _text(mb)}), ("rows", _rows)):
         for mb in CHECK_SIZES:
             data = _state_bytes(make(mb))
-            repeat = 5 if mb < 32 else 3
+            repeat = 5 if mb < 16 else 3
             check = median(sample(lambda: check_json(data, "file", "x"), repeat, warmup=1))
             decode = median(sample(lambda: _STATE_DECODER.decode(data), repeat, warmup=1))
             load = median(sample(lambda: load_state(data), repeat, warmup=1))
@@ -175,7 +175,7 @@ def main() -> None:
             "\n### `export` of growing histories (a 4 kB result per turn; own process each)\n",
             exports(tmp, args.baseline),
         ]
-    write_section("limits", "Limits: input checks, one big payload, long histories", "\n".join(body))
+    write_section("limits", "Limits: input checks, one big payload, long histories", "\n".join(body), timed=True)
 
 
 if __name__ == "__main__":

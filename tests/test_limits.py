@@ -189,7 +189,7 @@ def _state(**changes):
     ("iteration", 2**63 - 5), ("iteration", MAX_COUNT + 1), ("iteration", 2**70), ("budget__max_iterations", 2**64),
     ("budget__cost_used", 1.7e308), ("budget__max_cost", MAX_COST * 10), ("budget__cost_used", -1.0),
     ("hypotheses__0__control__iteration_limit", 2**63), ("hypotheses__0__confidence", 1e300),
-    ("evidence__0__budget__cost", 1e13), ("evidence__0__capture__page", -1), ("evidence__0__capture__item_count", 2**60),
+    ("evidence__0__budget__cost", 1e13), ("evidence__0__capture__page", -(2**53) - 1), ("evidence__0__capture__item_count", 2**60),
     ("notes__0__iteration", MAX_COUNT + 1),
 ])  # fmt: skip
 def test_every_count_and_cost_of_a_state_has_a_range(path, value):

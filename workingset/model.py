@@ -23,12 +23,16 @@ from .limits import MAX_COST, MAX_COUNT, Limits, check_json, read_path
 
 STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
 
-AnalysisId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+# An analysis ID: a lowercase letter or digit, then more of them or `._-`, 64 at most.
+ANALYSIS_ID_MAX_CHARS = 64
+ANALYSIS_ID_CHARS = rf"[a-z0-9][a-z0-9._-]{{0,{ANALYSIS_ID_MAX_CHARS - 1}}}"
+ANALYSIS_ID_PATTERN = rf"^{ANALYSIS_ID_CHARS}$"
+AnalysisId = Annotated[str, Meta(pattern=ANALYSIS_ID_PATTERN)]
 HypothesisId = Annotated[str, Meta(pattern=r"^H[0-9]{1,4}$")]
 EvidenceId = Annotated[str, Meta(pattern=r"^E[0-9]{6}$")]
 NoteId = Annotated[str, Meta(pattern=r"^N[0-9]{6}$")]
 ActionId = Annotated[str, Meta(pattern=r"^B[0-9]{6}$")]
-RequestId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}-r[0-9]{4,}$")]
+RequestId = Annotated[str, Meta(pattern=rf"^{ANALYSIS_ID_CHARS}-r[0-9]{{4,}}$")]
 # RFC 3339 with an explicit offset; the calendar itself is checked by is_timestamp.
 TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 Timestamp = Annotated[str, Meta(pattern=TIMESTAMP_PATTERN)]
@@ -37,6 +41,8 @@ Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
 # (see `limits`), so that no sum or increment of accepted input can overflow or become infinite.
 Cost = Annotated[float, Meta(ge=0.0, le=MAX_COST)]
 Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
+# What a source reports about a capture (page, item count), kept verbatim: some report -1.
+SourceCount = Annotated[int, Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
 Hash = Annotated[str, Meta(pattern=r"^xxh3-128:[0-9a-f]{32}$")]
 Scalar = Union[None, bool, int, float, str]
 
@@ -104,10 +110,10 @@ class Capture(_Strict, kw_only=True):
     snapshot: str | None = None
     coverage: str | None = None
     truncated: bool | None = None
-    page: Count | None = None
+    page: SourceCount | None = None
     next_cursor: str | None = None
     eof: bool | None = None
-    item_count: Count | None = None
+    item_count: SourceCount | None = None
 
 
 class RowsPayload(Struct, tag_field="kind", tag="rows", forbid_unknown_fields=True, kw_only=True):
@@ -362,13 +368,13 @@ def _check_number(
         if not ok:
             raise _fail(source, path, f"expected a finite number from 0 to {top:g}, not {value!r}")
     elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
-        raise _fail(source, path, f"expected an integer from {low} to 2^53, not {value!r}")
+        raise _fail(source, path, f"expected an integer from {'-2^53' if low < 0 else low} to 2^53, not {value!r}")
 
 
 def check_capture(capture: Capture, source: str, path: str) -> None:
     """The capture's counts in range (page, item_count)."""
     for name in ("page", "item_count"):
-        _check_number(getattr(capture, name), source, f"{path}.{name}")
+        _check_number(getattr(capture, name), source, f"{path}.{name}", low=-MAX_COUNT)
 
 
 def _check_unique(ids: list[str], source: str, path: str) -> None:

@@ -35,6 +35,9 @@ SCHEMA_VERSION = 2
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
+# `events(upto=None)` reads to the end of the log: an upper bound above any sequence number
+# (they count from 1) that still fits SQLite's signed 64-bit integers.
+_NO_LIMIT_SEQ = 2**62
 
 _SCHEMA = """
 CREATE TABLE schema_version (version INTEGER NOT NULL);
@@ -426,7 +429,7 @@ class _SqliteTx:
         """The events with `after` < seq <= `upto`, in order; a gap in their numbering is `store_corrupt`."""
         rows = self._c.execute(
             "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-            (analysis_id, after, upto if upto is not None else 2**62),
+            (analysis_id, after, upto if upto is not None else _NO_LIMIT_SEQ),
         ).fetchall()
         if any(r[0] != i for i, r in enumerate(rows, after + 1)):
             raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
