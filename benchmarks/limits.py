@@ -92,7 +92,8 @@ def checks() -> str:
                     tablefmt="github")  # fmt: skip
 
 
-# The child reports its own peak memory: a forked child's counts would start at this process's size.
+# The child reports its own peak memory. Linux keeps a process's peak across exec, and a child
+# forked from this (large) process would start at its size: `sh` forks the measured one.
 _CHILD = ("import resource, sys; from workingset.cli import main; code = main(sys.argv[1:]); "
           "sys.stderr.write(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'); sys.exit(code)")
 
@@ -100,7 +101,8 @@ _CHILD = ("import resource, sys; from workingset.cli import main; code = main(sy
 def _measure(args: list[str], path: str = str(ROOT), cwd: str | None = None) -> tuple[float, float]:
     """Wall seconds and peak resident MB of `workingset ARGS` in its own process, with the code at `path`."""
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", _CHILD, *args], capture_output=True, text=True,
+    proc = subprocess.run(["sh", "-c", '"$@"; exit $?', "sh", sys.executable, "-c", _CHILD, *args],
+                          capture_output=True, text=True,
                           env=dict(os.environ, PYTHONPATH=path), cwd=cwd or path)  # fmt: skip
     wall = time.perf_counter() - start
     if proc.returncode != 0:

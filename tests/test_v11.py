@@ -116,3 +116,46 @@ def test_a_v11_session_recalls_archived_evidence_and_exports_verifiable_contexts
     from workingset.runs import verify_context, load_context_file
 
     assert all(verify_context(str(p), load_context_file(p)).status == "ok" for p in paths)
+
+
+def _grow_in_place(target, source) -> None:
+    """Append to `target`'s lists what `source` has beyond them, as a session's kept state grows."""
+    target.evidence.extend(source.evidence[len(target.evidence):])
+    target.notes.extend(source.notes[len(target.notes):])
+    for mine, theirs in zip(target.hypotheses, source.hypotheses):
+        mine.history.extend(theirs.history[len(mine.history):])
+        mine.control, mine.confidence, mine.disposition = theirs.control, theirs.confidence, theirs.disposition
+    target.recall, target.iteration, target.budget = source.recall, source.iteration, source.budget
+    for ev, theirs in zip(target.evidence, source.evidence):
+        ev.budget = theirs.budget
+
+
+@pytest.mark.parametrize("name", BUDGETS)
+def test_a_kept_journal_renders_exactly_what_a_fresh_walk_renders(name):
+    from workingset.model import copy_state
+
+    enc = get_encoder(name)
+    state = copy_state(BUG17[0][1].state)
+    journal = enc.new_journal(state)
+    for _, ctx in BUG17:
+        _grow_in_place(state, ctx.state)
+        kept = enc.render(state, ctx.hypothesis, journal=journal)
+        assert kept == enc.render(state, ctx.hypothesis)
+    # A state that is not an extension (another analysis, an edited list) is walked afresh.
+    other = copy_state(BUG17[5][1].state)
+    assert enc.render(other, "H1", journal=journal) == enc.render(other, "H1")
+    state.evidence[3] = copy_state(state).evidence[3]
+    assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")
+
+
+def test_a_result_recorded_late_is_walked_afresh_and_lands_in_order():
+    from workingset.model import copy_state
+
+    enc = get_encoder("v11")
+    final = BUG17[-1][1].state
+    state = copy_state(final)
+    late = state.evidence.pop(-3)  # recorded after later decisions, with its query's earlier iteration
+    journal = enc.new_journal(state)
+    enc.render(state, "H1", journal=journal)
+    state.evidence.append(late)
+    assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")

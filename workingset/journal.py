@@ -18,7 +18,7 @@ kept state never differs from a fresh replay of the log.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -122,6 +122,9 @@ class Replayed:
     seq: int
     changed: int
     numbers: ctl.Numbers
+    # What an encoder keeps between the renders of this state as it grows (v11's journal
+    # walk), by encoder name: the state's entries only ever get appended to.
+    renders: dict[str, Any] = field(default_factory=dict)
 
     def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
         """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""

@@ -25,7 +25,8 @@ import msgspec
 
 from . import controller as ctl
 from .decisions import Query, check_decision, parse_decision
-from .encoders import DEFAULT_ENCODER, get_encoder
+from .encoders import DEFAULT_ENCODER, RenderedContext, get_encoder
+from .encoders.v11 import V11
 from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt
 from .hashing import content_hash
 from .journal import (
@@ -299,7 +300,7 @@ class Investigation:
             else:
                 ctl.check_choice(state, hypothesis, busy)
                 hid = hypothesis
-            out = get_encoder(row.encoder).render(state, hid)
+            out = render_kept(call.sync(), row.encoder, hid)
             number = tx.request_count(aid) + 1
             rid = f"{aid}-r{number:04d}"
             manifest = Manifest.of(out.shown, out.indexed, _evidence_ids(state))
@@ -504,9 +505,10 @@ class Investigation:
         view = call.view
         if view is not None and view.changed <= req.state_seq <= view.seq:
             state = view.state  # nothing changed the state since the request was rendered
+            out = render_kept(view, req.encoder, req.hypothesis)
         else:
             state = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq).state
-        out = get_encoder(req.encoder).render(state, req.hypothesis)
+            out = get_encoder(req.encoder).render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
@@ -520,6 +522,17 @@ class Investigation:
         if row.status != ctl.ACTIVE:
             raise _closed(row, decision)
         return row
+
+
+def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContext:
+    """Render the kept state; an encoder that can resume its work between turns (v11) keeps it on the view."""
+    enc = get_encoder(encoder)
+    if not isinstance(enc, V11):
+        return enc.render(view.state, hypothesis)
+    journal = view.renders.get(enc.name)
+    if journal is None:
+        journal = view.renders[enc.name] = enc.new_journal(view.state)
+    return enc.render(view.state, hypothesis, journal=journal)
 
 
 def _externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:

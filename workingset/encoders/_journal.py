@@ -17,6 +17,7 @@ turn renders only what is new.
 
 from __future__ import annotations
 
+import operator
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,15 +53,23 @@ class Entry:
     hypothesis: str | None = None
 
 
-def entries(state: State) -> list[Entry]:
-    """The state's entries in the order they happened (iteration, then decision, notes, evidence)."""
+def entries(state: State, skip: list[int] | None = None) -> list[Entry]:
+    """The state's entries in the order they happened (iteration, then decision, notes, evidence).
+
+    `skip` gives, per source (evidence, notes, each hypothesis's history), how many leading
+    items to leave out: the entries a resumed walk has already seen.
+    """
+    ev_skip, note_skip, *history_skip = skip or [0] * (2 + len(state.hypotheses))
     out: list[Entry] = []
     for h_pos, h in enumerate(state.hypotheses):
-        for pos, row in enumerate(h.history):
+        for pos in range(history_skip[h_pos], len(h.history)):
+            row = h.history[pos]
             out.append(Entry("history", (row.iteration, _RANK["history"], h_pos * 1_000_000 + pos), row, h.id))
-    for pos, note in enumerate(state.notes):
+    for pos in range(note_skip, len(state.notes)):
+        note = state.notes[pos]
         out.append(Entry("note", (note.iteration, _RANK["note"], pos), note))
-    for pos, ev in enumerate(state.evidence):
+    for pos in range(ev_skip, len(state.evidence)):
+        ev = state.evidence[pos]
         out.append(Entry("evidence", (ev.iteration, _RANK["evidence"], pos), ev))
     out.sort(key=lambda e: e.order)
     return out
@@ -160,19 +169,22 @@ def entry_text(entry: Entry, same_as: str | None = None) -> str:
 
 @dataclass
 class Plan:
-    """What the journal shows: the archived evidence IDs and, for items shown, their references."""
+    """What the journal shows: the archived items, the evidence shown, their references, and the entries' text."""
 
     archived: list[Evidence] = field(default_factory=list)
-    kept: list[Entry] = field(default_factory=list)
+    shown: list[Evidence] = field(default_factory=list)
     same_as: dict[str, str] = field(default_factory=dict)
     compactions: int = 0
+    body: str = ""  # the kept entries' texts, each separated by a blank line
+    index_rows: str = ""  # the archived items' index rows, one a line
+    archived_ids: frozenset[str] = frozenset()
 
 
 class _Walk:
-    """The running journal of one `plan` walk: sizes, reference targets and the archive.
+    """The running journal of one walk: sizes, reference targets and the archive.
 
     Items are archived oldest first, so a cursor moves forward over the entries and every
-    step of the walk is amortized O(1): a render costs what the state holds, once.
+    step is amortized O(1).
     """
 
     # Characters of the index section around its rows (caption and fence).
@@ -181,6 +193,7 @@ class _Walk:
     def __init__(self) -> None:
         self.entries: list[Entry] = []
         self.sizes: list[int] = []
+        self.same_as: list[str | None] = []
         self.archived: list[Evidence] = []
         self.archived_at: set[int] = set()  # positions in `entries`
         self.cursor = 0  # no evidence before this position is still shown
@@ -206,6 +219,7 @@ class _Walk:
             same_as = self.target(pos)
         size = len(entry_text(entry, same_as)) + 2
         self.sizes.append(size)
+        self.same_as.append(same_as)
         self.size += size
 
     def archive_oldest(self) -> bool:
@@ -221,11 +235,11 @@ class _Walk:
         group = self.groups.get(ev.content_hash or "")
         if group and group[0] == pos:
             group.popleft()
-            if group:  # the next item with an equal payload is now shown in full
+            if group:  # the next equal payload is shown in full (the rest point at it: same length)
                 heir = group[0]
-                new = len(entry_text(self.entries[heir], self.target(heir))) + 2
+                new = len(entry_text(self.entries[heir])) + 2
                 self.size += new - self.sizes[heir]
-                self.sizes[heir] = new
+                self.sizes[heir], self.same_as[heir] = new, None
         elif group and pos in group:
             group.remove(pos)
         if not self.archived:
@@ -235,31 +249,99 @@ class _Walk:
         self.index_size += len(index_row_text(ev)) + 1
         return True
 
-    def result(self, compactions: int) -> Plan:
-        out = Plan(archived=self.archived, compactions=compactions)
-        for pos, entry in enumerate(self.entries):
-            if pos in self.archived_at:
-                continue
-            out.kept.append(entry)
-            if entry.kind == "evidence" and entry.item.content_hash is not None:
-                target = self.target(pos)
-                if target is not None:
-                    out.same_as[entry.item.id] = target
-        return out
+    def text_of(self, pos: int) -> str:
+        return entry_text(self.entries[pos], self.same_as[pos])
+
+
+class Journal:
+    """The journal of one analysis under one limit, kept between renders so a turn costs what is new.
+
+    `plan` first checks that the state still holds, object for object, every evidence item,
+    note and history row the last walk saw (a session's kept state only appends to those
+    lists and never changes what an entry shows), and that the new entries all come after the
+    last one walked; then it resumes the walk. Anything else walks from the first entry
+    again. Either way the result is what a fresh walk gives (a test checks it): the kept
+    state only saves time. `plan(state, limit)` is the pure, stateless form.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.walk = _Walk()
+        self.threshold, self.compactions = limit, 0
+        self.sources: tuple[list, ...] = ()
+        self.last: tuple[int, int, int] | None = None
+        self.plan_: Plan | None = None
+
+    @staticmethod
+    def _sources(state: State) -> tuple[list, ...]:
+        return (state.evidence, state.notes, *(h.history for h in state.hypotheses))
+
+    def _new_entries(self, state: State) -> list[Entry] | None:
+        """The entries the last walk has not seen, if the state only appended to it; else None."""
+        sources = self._sources(state)
+        if self.plan_ is None or len(sources) != len(self.sources):
+            return None
+        for now, then in zip(sources, self.sources):
+            if len(now) < len(then) or not all(map(operator.is_, now, then)):
+                return None
+        new = entries(state, skip=[len(then) for then in self.sources])
+        if new and self.last is not None and new[0].order <= self.last:
+            return None
+        return new
+
+    def plan(self, state: State) -> Plan:
+        new = self._new_entries(state)
+        if new is None:
+            self.__init__(self.limit)
+            new = entries(state)
+        before = self.compactions
+        walk, limit = self.walk, self.limit
+        for entry in new:
+            walk.add(entry)
+            if walk.size + walk.index_size > self.threshold:
+                self.compactions += 1
+                while walk.size + walk.index_size > limit // 2 and walk.archive_oldest():
+                    pass
+                # Notes and decisions are never archived: where they alone pass half the
+                # limit, the next compaction waits until half a limit more has been
+                # appended, so the journal is not rewritten every turn.
+                self.threshold = max(limit, walk.size + walk.index_size + limit // 2)
+        self.sources = tuple(list(source) for source in self._sources(state))
+        if new:
+            self.last = new[-1].order
+        self.plan_ = self._result(new, rebuild=self.plan_ is None or self.compactions != before)
+        return self.plan_
+
+    def _result(self, new: list[Entry], rebuild: bool) -> Plan:
+        walk = self.walk
+        if rebuild:
+            kept = [pos for pos in range(len(walk.entries)) if pos not in walk.archived_at]
+            for pos in kept:  # after a compaction, references point at the new first equal payload
+                if walk.entries[pos].kind == "evidence":
+                    walk.same_as[pos] = walk.target(pos)
+            body = "\n\n".join(walk.text_of(pos) for pos in kept)
+            shown = [walk.entries[pos].item for pos in kept if walk.entries[pos].kind == "evidence"]
+            same_as = {walk.entries[pos].item.id: walk.same_as[pos] for pos in kept if walk.same_as[pos]}
+        else:
+            previous = self.plan_
+            assert previous is not None
+            first = len(walk.entries) - len(new)
+            added = [walk.text_of(pos) for pos in range(first, len(walk.entries))]
+            body = "\n\n".join([previous.body, *added]) if previous.body else "\n\n".join(added)
+            shown = previous.shown + [e.item for e in new if e.kind == "evidence"]
+            same_as = dict(previous.same_as)
+            same_as.update({walk.entries[pos].item.id: walk.same_as[pos] for pos in range(first, len(walk.entries))
+                            if walk.same_as[pos]})  # fmt: skip
+        previous = self.plan_
+        if previous is not None and not rebuild:
+            index_rows, archived_ids = previous.index_rows, previous.archived_ids
+        else:
+            index_rows = "\n".join(index_row_text(ev) for ev in walk.archived)
+            archived_ids = frozenset(ev.id for ev in walk.archived)
+        return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
+                    body=body, index_rows=index_rows, archived_ids=archived_ids)  # fmt: skip
 
 
 def plan(state: State, limit: int) -> Plan:
     """Walk the entries in order; past `limit` characters, compact the journal to half of it."""
-    walk = _Walk()
-    threshold, compactions = limit, 0
-    for entry in entries(state):
-        walk.add(entry)
-        if walk.size + walk.index_size > threshold:
-            compactions += 1
-            while walk.size + walk.index_size > limit // 2 and walk.archive_oldest():
-                pass
-            # Notes and decisions are never archived: where they alone pass half the limit,
-            # the next compaction waits until half a limit more has been appended, so the
-            # journal is not rewritten every turn.
-            threshold = max(limit, walk.size + walk.index_size + limit // 2)
-    return walk.result(compactions)
+    return Journal(limit).plan(state)

@@ -24,8 +24,8 @@ from typing import Any
 
 from ..errors import UnknownEncoder
 from ..model import Evidence, Hypothesis, State
-from ._api import View
-from ._journal import INDEX_COLUMNS, Plan, entry_text, evidence_text, index_row_text, plan
+from ._api import RenderedContext, View
+from ._journal import INDEX_COLUMNS, Journal, Plan, evidence_text, plan
 from ._render import compact, decision_schema, fence, heading, rows_caption, table
 from .v01 import Chunk
 from .v10 import V10
@@ -112,18 +112,31 @@ class V11(V10):
 
     # -- what is shown -----------------------------------------------------------------
 
-    def select(self, state: State, selected: Hypothesis) -> JournalView:
+    def render(self, state: State, hypothesis: str, journal: Journal | None = None) -> RenderedContext:
+        """Render as every version does; `journal`, kept by a caller between the turns of one
+        analysis, lets the walk resume where the last render stopped (same bytes, less work)."""
+        selected = self.selected(state, hypothesis)
+        return self.render_view(self.select(state, selected, journal))
+
+    def new_journal(self, state: State) -> Journal:
+        """A journal walk to keep between the renders of one analysis's growing state."""
+        return Journal(self.journal_limit(self.case_text(state)))
+
+    def journal_limit(self, case_text: str) -> int:
+        """The journal's room: the budget less the preamble, the case and the tail's reserve."""
+        return max(self.budget - len(self.preamble) - len(case_text) - 4 - self.tail_reserve, 0)
+
+    def select(self, state: State, selected: Hypothesis, journal: Journal | None = None) -> JournalView:
         roles = self.roles(state, selected)
         case_text = self.case_text(state)
-        limit = self.budget - len(self.preamble) - len(case_text) - 4 - self.tail_reserve
-        journal = plan(state, max(limit, 0))
-        archived = {ev.id for ev in journal.archived}
-        tail_items = [ev for ev in sorted(state.evidence, key=lambda e: e.id) if ev.id in roles and ev.id in archived]
-        in_journal = [e.item for e in journal.kept if e.kind == "evidence"]
+        limit = self.journal_limit(case_text)
+        walked = journal.plan(state) if journal is not None and journal.limit == limit else plan(state, limit)
+        in_tail = {eid for eid in roles if eid in walked.archived_ids}
+        tail_items = sorted((ev for ev in walked.archived if ev.id in in_tail), key=lambda e: e.id)
         return JournalView(
-            state=state, selected=selected, shown=in_journal + tail_items,
-            indexed=[ev for ev in journal.archived if ev.id not in roles], roles=roles,
-            journal=journal, tail_items=tail_items, case_text=case_text,
+            state=state, selected=selected, shown=walked.shown + tail_items,
+            indexed=[ev for ev in walked.archived if ev.id not in in_tail] if in_tail else walked.archived, roles=roles,
+            journal=walked, tail_items=tail_items, case_text=case_text,
         )  # fmt: skip
 
     def references(self, view: View) -> dict[str, str]:
@@ -158,12 +171,13 @@ class V11(V10):
         assert view.journal is not None
         blocks = [heading(2, "Journal")]
         if view.journal.archived:
-            rows = "\n".join(index_row_text(ev) for ev in view.journal.archived)
+            rows = view.journal.index_rows
             blocks.append(
                 rows_caption(len(view.journal.archived), "evidence_index (archived evidence)")
                 + "\n" + fence(compact(list(INDEX_COLUMNS)) + "\n" + rows, "jsonl")
             )  # fmt: skip
-        blocks.extend(entry_text(e, view.refs.get(e.item.id) if e.kind == "evidence" else None) for e in view.journal.kept)
+        if view.journal.body:
+            blocks.append(view.journal.body)
         return "\n\n".join(blocks)
 
     # -- the tail --------------------------------------------------------------------------
