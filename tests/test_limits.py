@@ -269,3 +269,34 @@ def test_a_wrong_decision_code_does_not_depend_on_which_key_repeats(tmp_path):
             with pytest.raises(WorkingsetError) as e:
                 inv.submit(rid, text)
             assert e.value.code == "schema_violation" and "twice" in e.value.message
+
+
+def test_submit_inputs_that_crashed_the_cli_are_refused(tmp_path, monkeypatch):
+    """The submit inputs read from a file, stdin or the argument that gave tracebacks: each is now exit 2 with a code."""
+    monkeypatch.setenv("WORKINGSET_STORE", str(tmp_path / "s.sqlite3"))
+    (tmp_path / "state.json").write_bytes(state_bytes())
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--state", str(tmp_path / "state.json")]).exit_code == 0
+    assert runner.invoke(app, ["next", "--analysis", "demo"]).exit_code == 0
+    (tmp_path / "deep.json").write_bytes(b'{"next":' * 10_000 + b"1" + b"}" * 10_000)
+    cases = [
+        ([str(tmp_path / "deep.json")], None, "schema_violation"),  # nested 10,000 deep, from a file
+        (["-"], "[" * 100_000, "schema_violation"),  # from stdin
+        (['{"next": "\udcff"}'], None, "malformed_json"),  # an argument that is not valid UTF-8
+        (['{"next": "\ud800"}'], None, "malformed_json"),  # a lone surrogate
+        (["a\0b.json"], None, "invalid_file"),  # a NUL byte in the path
+        (["\udcff.json"], None, "invalid_file"),  # a path that is not valid UTF-8
+    ]
+    for args, stdin, code in cases:
+        res = runner.invoke(app, ["submit", "--analysis", "demo", "--request", "demo-r0001", *args, "--json"], input=stdin)
+        assert res.exit_code == 2, (args[0][:20], res.exception)
+        assert json.loads(res.stdout)["error"]["code"] == code, (args[0][:20], res.stdout)
+
+
+def test_a_closed_stdin_is_a_usage_error(tmp_path):
+    import subprocess
+    import sys
+
+    cmd = f'"{sys.executable}" -m workingset.cli submit --store "{tmp_path}/s.sqlite3" --analysis demo --request demo-r0001 - <&-'
+    res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
+    assert res.returncode == 2 and res.stderr.startswith("error: usage_error: stdin is closed"), res.stderr

@@ -58,12 +58,23 @@ def emit_json(value: Any) -> None:
     sys.stdout.write(msgspec.json.encode(value).decode("utf-8") + "\n")
 
 
+def _printable(value: Any) -> Any:
+    """Strings with lone surrogates (bytes of an argument or path that were not UTF-8) as `\\udcff` escapes."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_printable(k): _printable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_printable(v) for v in value]
+    return value
+
+
 def report_error(err: WorkingsetError, as_json: bool) -> None:
-    """Print an error in the CLI contract's form (SPEC §8)."""
-    message = " ".join(err.message.split("\n"))
+    """Print an error in the CLI contract's form (SPEC §8); a name that was not UTF-8 is shown escaped."""
+    message = " ".join(_printable(err.message).split("\n"))
     sys.stderr.write(f"error: {err.code}: {message}\n")
     if as_json:
-        emit_json({"error": err.to_dict()})
+        emit_json({"error": _printable(err.to_dict())})
 
 
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
