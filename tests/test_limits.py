@@ -300,3 +300,16 @@ def test_a_closed_stdin_is_a_usage_error(tmp_path):
     cmd = f'"{sys.executable}" -m workingset.cli submit --store "{tmp_path}/s.sqlite3" --analysis demo --request demo-r0001 - <&-'
     res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
     assert res.returncode == 2 and res.stderr.startswith("error: usage_error: stdin is closed"), res.stderr
+
+
+@pytest.mark.parametrize("fmt", ["swe-agent", "mini-swe-agent"])
+def test_importers_refuse_deep_and_repeated_keys_in_a_trajectory(tmp_path, fmt):
+    runner = CliRunner()
+    cases = {"deep.json": b"[" * 100_000 + b"]" * 100_000, "repeat.json": b'{"messages": [], "messages": []}'}
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        res = runner.invoke(app, ["import", fmt, str(tmp_path / name), "--out", str(tmp_path / f"out-{name}"), "--json"])
+        assert res.exit_code == 2, res.exception
+        error = json.loads(res.stdout)["error"]
+        assert error["code"] == "invalid_file" and ("deeper than 64" in error["message"] or "twice" in error["message"])
+        assert not (tmp_path / f"out-{name}").exists()
