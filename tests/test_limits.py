@@ -255,9 +255,10 @@ def test_numbers_of_states_and_results_built_in_python_are_checked_too(tmp_path)
 
 
 @pytest.mark.parametrize("price", ["inf", "nan", "-inf", "-0.5", "1e9"])
-def test_cached_price_must_be_finite_and_in_range(price):
-    res = CliRunner().invoke(app, ["compare", "fixtures/bug17", "--cached-price", price])
-    assert res.exit_code == 2 and res.stderr.startswith("error: usage_error: --cached-price must be a number from 0 to 1000")
+@pytest.mark.parametrize("flag", ["--cached-price", "--write-price"])
+def test_cache_prices_must_be_finite_and_in_range(flag, price):
+    res = CliRunner().invoke(app, ["compare", "fixtures/bug17", flag, price])
+    assert res.exit_code == 2 and res.stderr.startswith(f"error: usage_error: {flag} must be a number from 0 to 1000")
 
 
 def test_a_wrong_decision_code_does_not_depend_on_which_key_repeats(tmp_path):

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
 
 from .bench import DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
 from .errors import UsageError, WorkingsetError
+from .limits import MAX_COUNT
 from .tokens import DEFAULT_ENCODING
 
 app = typer.Typer(
@@ -31,7 +32,7 @@ app = typer.Typer(
     help="Lossless, deterministic, versioned prompt contexts for investigation agents.",
 )
 
-# A cached token priced at most 1,000 full tokens keeps every cost finite (counts stay under 2^53).
+# A cached or written token priced at most 1,000 full tokens keeps every cost finite (counts stay under 2^53).
 MAX_CACHED_PRICE = 1000.0
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
 MessagesOpt = Annotated[Optional[str], typer.Option(
@@ -163,21 +164,29 @@ def compare(
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
     cached_price: Annotated[float, typer.Option(help="Price of a cached token as a fraction of the full price (0 to 1000).")] = DEFAULT_CACHED_PRICE,
+    cache: Annotated[Optional[list[str]], typer.Option(help="Bill under cache models: ideal, anthropic, openai (repeatable or a comma list).")] = None,
+    ttl: Annotated[str, typer.Option(help="Cache entry lifetime for anthropic and openai: 5m or 1h.")] = "5m",
+    cache_min: Annotated[int, typer.Option(min=0, max=MAX_COUNT, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
+    write_price: Annotated[Optional[float], typer.Option(help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
     from .bench import compare_contexts, strategies
     from .bench_report import to_data, to_text
+    from .cache import CacheOptions, model_names
     from .runs import read_run
     from .tokens import get_encoding
 
-    if not 0.0 <= cached_price <= MAX_CACHED_PRICE:  # NaN fails this too
-        raise UsageError(f"--cached-price must be a number from 0 to {MAX_CACHED_PRICE:g}, not {cached_price}")
+    for flag, price in (("--cached-price", cached_price), ("--write-price", write_price)):
+        if price is not None and not 0.0 <= price <= MAX_CACHED_PRICE:  # NaN fails this too
+            raise UsageError(f"{flag} must be a number from 0 to {MAX_CACHED_PRICE:g}, not {price}")
     get_encoding(encoding)  # fail before rendering anything
+    models = model_names(cache or ())
+    cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
     renderers = strategies(base, candidate, all_versions, baselines)
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
-    options = dict(recall=recall, encoding=encoding, cached_price=cached_price)
+    options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
     if sys.stderr.isatty():
         with typer.progressbar(length=len(contexts) * len(renderers), label="comparing", file=sys.stderr) as bar:
             result = compare_contexts(contexts, renderers, step=bar.update, **options)
