@@ -27,6 +27,8 @@ from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
 
 from workingset.baselines import BASELINES  # noqa: E402
 from workingset.bench import Comparison, compare_contexts, strategies  # noqa: E402
+from workingset.bench_report import availability_data  # noqa: E402
+from workingset.encoders import get_encoder  # noqa: E402
 from workingset.cache import MODELS, CacheOptions  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
 from workingset.runs import read_run  # noqa: E402
@@ -47,9 +49,9 @@ def _order(cmp: Comparison) -> list[str]:
     return versions + [s for s in cmp.strategies if s in BASELINES]
 
 
-def _model_table(first: str, rows: list[list[str]], columns: tuple[str, ...]) -> str:
-    """A GitHub table: the first column, then `columns` (formatted with the model's name) per model."""
-    headers = [first] + [c.format(m) for m in MODELS for c in columns]
+def _model_table(first: str, rows: list[list[str]], columns: tuple[str, ...], extra: tuple[str, ...] = ()) -> str:
+    """A GitHub table: the first column, then `columns` (formatted with the model's name) per model, then `extra`."""
+    headers = [first] + [c.format(m) for m in MODELS for c in columns] + list(extra)
     return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
                     disable_numparse=True)  # fmt: skip
 
@@ -62,8 +64,40 @@ def split_table(cmp: Comparison) -> str:
         for model in MODELS:
             t, ref = cmp.cache_total(model, s), cmp.cache_total(model, TRANSCRIPT)
             row += [f"{t.uncached:,} / {t.written:,} / {t.read:,}", f"{t.cost:,.1f}", f"{t.cost / ref.cost:.2f}x"]
+        reach = cmp.availability_total(s)
+        lowest = availability_data(cmp, s)["min_reachable_share"]
+        row += [" / ".join(_pct(reach.share(part)) for part in ("visible", "addressable", "gone")), _pct(lowest)]
         rows.append(row)
-    return _model_table("strategy", rows, ("{} uncached / written / read", "{} cost", "{} vs transcript"))
+    return _model_table("strategy", rows, ("{} uncached / written / read", "{} cost", "{} vs transcript"),
+                        ("identifiers visible / addressable / gone", "lowest reachable"))
+
+
+def _pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{100 * share:.1f}%"
+
+
+def v11_targets(results: dict[str, Comparison]) -> str:
+    """Issue 9's targets for v11 on each run: cost, bound, availability."""
+    budget = get_encoder("v11").budget
+    rows = []
+    for name, cmp in results.items():
+        cost = cmp.cache_total("anthropic", "v11").cost
+        largest = {s: max(size.chars for size in cmp.sizes[s]) for s in ("v11", "v7", TRANSCRIPT, "masking-10")}
+        over = largest[TRANSCRIPT] > budget
+        lowest = availability_data(cmp, "v11")["min_reachable_share"]
+        rows.append([
+            name,
+            f"{cost / cmp.cache_total('anthropic', TRANSCRIPT).cost:.2f}x",
+            f"{cost / cmp.cache_total('anthropic', 'v7').cost:.2f}x",
+            f"{largest['v11']:,}", "yes" if largest["v11"] <= budget else "no",
+            f"{largest['masking-10']:,}" if over else "(transcript within the budget)",
+            ("yes" if largest["v11"] <= largest["masking-10"] else "no") if over else "n/a",
+            _pct(lowest),
+        ])  # fmt: skip
+    headers = ["run", "v11 / transcript (≤ 1.10x)", "v11 / v7 (≤ 0.50x)", "v11 largest chars",
+               f"≤ budget {budget:,}", "masking-10 largest chars", "v11 ≤ masking-10", "v11 lowest reachable (100%)"]  # fmt: skip
+    return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
+                    disable_numparse=True)  # fmt: skip
 
 
 def cheapest(cmp: Comparison, model: str) -> tuple[str, float]:
@@ -119,11 +153,18 @@ def main() -> None:
         "is sent at its state's latest capture time; a gap longer than the TTL empties the cache. "
         "A cell `u / w / r` is the tokens billed uncached / written / read over the run; cost is "
         "`u + write price × w + read price × r` in full-price tokens; `vs transcript` divides by "
-        "`full-transcript`'s cost under the same model. Baselines are tokenized message by "
+        "`full-transcript`'s cost under the same model; the last two columns are availability (see README): "
+        "the identifiers of earlier evidence visible in full / addressable by recall / gone, summed over the run, "
+        "and the lowest share visible or addressable at any context. Baselines are tokenized message by "
         "message (as a chat API delimits messages), which adds a few tokens per turn over the "
         "whole-text counts of the other sections.\n"
     )
-    body = "\n".join([intro, "#### Cheapest encoder against the transcript\n\n" + summary(results) + "\n", *sections])
+    targets = ("#### v11 against its targets (anthropic model, 5-minute TTL, default budget)\n\n"
+               "Characters per context; a run's transcript that fits the budget makes the masking-10 comparison "
+               "moot. Availability: identifiers harvested from earlier evidence that the context shows in full or "
+               "can recall, at the context where the share is lowest.\n\n" + v11_targets(results) + "\n")
+    body = "\n".join([intro, "#### Cheapest encoder against the transcript\n\n" + summary(results) + "\n", targets,
+                      *sections])
     write_section("cache", "Cache-true costs", body)
 
 

@@ -22,6 +22,7 @@ from typing import Callable, Mapping, NamedTuple, Sequence
 
 import msgspec
 
+from .availability import Availability, availability
 from .cache import Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from .errors import UnknownEncoder, UsageError
 from .model import State, StoredContext
@@ -44,6 +45,7 @@ class Rendering(NamedTuple):
     sections: tuple[tuple[str, int], ...] = ()  # (category, chars), may be empty
     breakpoints: tuple[int, ...] = ()  # character offsets of the cache breakpoints (at most 4)
     cuts: tuple[int, ...] = ()  # character offsets where tokenization restarts (breakpoints included)
+    reach: Availability | None = None  # identifiers of the state's evidence visible, addressable, gone
 
 
 Renderer = Callable[[State, str], Rendering]
@@ -93,6 +95,12 @@ class Comparison:
     caches: Mapping[str, Mapping[str, tuple[Billing, ...]]] = field(default_factory=dict)
     cache_options: CacheOptions | None = None
     timed: bool = False  # the contexts carry distinct send times (else all are taken as one moment)
+    # Strategy -> per context, the earlier evidence's identifiers visible, addressable or gone.
+    availability: Mapping[str, tuple[Availability, ...]] = field(default_factory=dict)
+
+    def availability_total(self, strategy: str) -> Availability:
+        """One strategy's availability summed over the run's contexts."""
+        return sum(self.availability[strategy], Availability())
 
     def cache_total(self, model: str, strategy: str) -> Billing:
         """Return one strategy's billing under one cache model, summed over the run."""
@@ -213,7 +221,7 @@ def version_label(name: str) -> str:
 
 def version_renderer(label: str) -> Renderer:
     """Return the renderer of an encoder version given its label (`v8`)."""
-    from .encoders import render
+    from .encoders import get_encoder, render
 
     name = "investigation_project_" + label
 
@@ -221,7 +229,8 @@ def version_renderer(label: str) -> Renderer:
         # The blocks and breakpoints of the provider request (`workingset.providers`), exactly.
         rendered = render(state, hypothesis, name)
         points = tuple(rendered.stable_ends()[-MAX_BREAKPOINTS:])
-        return Rendering(rendered.text, tuple(rendered.sections), points, tuple(section_ends(rendered.chunks)))
+        reach = availability(state, rendered.shown, rendered.indexed, recall=get_encoder(name).supports_recall)
+        return Rendering(rendered.text, tuple(rendered.sections), points, tuple(section_ends(rendered.chunks)), reach)
 
     return run
 
@@ -243,7 +252,9 @@ def baseline_renderers() -> dict[str, Renderer]:
             for message in messages:
                 at += 2 + len(message)
                 ends.append(at)
-            return Rendering("\n\n".join(messages) + "\n", (), (ends[-1],), tuple(ends))
+            masked = baseline.masked(state)  # type: ignore[attr-defined]
+            reach = availability(state, [ev.id for ev in state.evidence if ev.id not in masked], (), recall=False)
+            return Rendering("\n\n".join(messages) + "\n", (), (ends[-1],), tuple(ends), reach)
 
         return run
 
@@ -295,6 +306,7 @@ def compare_contexts(
     bills: dict[tuple[str, str], list[Billing]] = {key: [] for key in meters}
     prev = {name: "" for name in renderers}
     sizes: dict[str, list[Size]] = {name: [] for name in renderers}
+    reach: dict[str, list[Availability]] = {name: [] for name in renderers}
     times = [state_time(ctx.state) for ctx in contexts]
     for ctx, time in zip(contexts, times):
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
@@ -302,6 +314,8 @@ def compare_contexts(
             rendering = renderer(state, ctx.hypothesis)
             text = rendering.text
             sizes[name].append(measure_one(text, prev[name], encoding, rendering.sections))
+            if rendering.reach is not None:
+                reach[name].append(rendering.reach)
             prev[name] = text
             if models:
                 sent = prompt(rendering, time, encoding)
@@ -317,4 +331,5 @@ def compare_contexts(
         encoding=encoding, cached_price=cached_price,
         caches={m: {name: tuple(bills[(m, name)]) for name in renderers} for m in models},
         cache_options=options if models else None, timed=len(set(times)) > 1,
+        availability={name: tuple(r) for name, r in reach.items() if len(r) == len(contexts)},
     )  # fmt: skip

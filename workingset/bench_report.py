@@ -11,6 +11,7 @@ from typing import Any
 from tabulate import SEPARATING_LINE, tabulate
 
 from .bench import SECTION_ORDER, UNASSIGNED, Comparison, Size, Totals, change_percent
+from .availability import Availability
 from .cache import Billing
 
 
@@ -38,7 +39,7 @@ def _changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, float | N
     return {k: _pct(base[k], other[k]) for k in CHANGE_KEYS}
 
 
-def to_data(cmp: Comparison, *, sections: bool = False) -> dict[str, Any]:
+def to_data(cmp: Comparison, *, sections: bool = False, availability: bool = False) -> dict[str, Any]:
     """Return the comparison as plain data (the `--json` output, minus what the CLI adds)."""
     base = cmp.strategies[0]
     contexts = []
@@ -66,6 +67,8 @@ def to_data(cmp: Comparison, *, sections: bool = False) -> dict[str, Any]:
     }  # fmt: skip
     if cmp.caches:
         data["cache"] = _cache_data(cmp)
+    if availability and cmp.availability:
+        data["availability"] = {s: availability_data(cmp, s) for s in cmp.strategies if s in cmp.availability}
     if sections:
         data["sections"] = {
             "total": {s: cmp.sections(s) for s in cmp.strategies},
@@ -223,7 +226,7 @@ def _sections_table(cmp: Comparison, index: int | None) -> str:
     return _table(["section"] + list(cmp.strategies), rows)
 
 
-def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True) -> str:
+def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True, availability: bool = False) -> str:
     """Render the comparison as the tables `workingset compare` prints."""
     base = cmp.strategies[0]
     n = len(cmp.labels)
@@ -249,7 +252,43 @@ def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True) -> 
     ]  # fmt: skip
     for model in cmp.caches:
         parts += ["", _cache_caption(cmp, model), _cache_model_table(cmp, model)]
+    if availability and cmp.availability:
+        parts += ["", AVAILABILITY_CAPTION, _availability_table(cmp)]
     if sections and n:
         parts += ["", "Characters per section, whole run", _sections_table(cmp, None)]
         parts += ["", "Characters per section, last context", _sections_table(cmp, n - 1)]
     return "\n".join(parts) + "\n"
+
+
+AVAILABILITY_CAPTION = (
+    "Availability (identifiers harvested from earlier evidence, summed over the contexts: visible in full, "
+    "addressable by recall from an index row, or gone; lowest reachable share at any context)"
+)
+
+
+def _avail(a: Availability) -> dict[str, Any]:
+    return {"visible": a.visible, "addressable": a.addressable, "gone": a.gone}
+
+
+def availability_data(cmp: Comparison, strategy: str) -> dict[str, Any]:
+    """One strategy's availability: per context, the total, and the lowest reachable share of any context."""
+    per = cmp.availability[strategy]
+    shares = [a.share("reachable") for a in per if a.total]
+    return {"contexts": [_avail(a) for a in per], "total": _avail(cmp.availability_total(strategy)),
+            "min_reachable_share": min(shares) if shares else None}  # fmt: skip
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _availability_table(cmp: Comparison) -> str:
+    rows = []
+    for s in cmp.strategies:
+        if s not in cmp.availability:
+            continue
+        total, data = cmp.availability_total(s), availability_data(cmp, s)
+        rows.append([s, _n(total.visible), _n(total.addressable), _n(total.gone), _share(total.share("visible")),
+                     _share(total.share("addressable")), _share(total.share("gone")), _share(data["min_reachable_share"])])  # fmt: skip
+    headers = ["strategy", "visible", "addressable", "gone", "visible %", "addressable %", "gone %", "lowest reachable %"]
+    return _table(headers, rows, left=1)

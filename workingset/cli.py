@@ -168,6 +168,7 @@ def compare(
     ttl: Annotated[str, typer.Option(help="Cache entry lifetime for anthropic and openai: 5m or 1h.")] = "5m",
     cache_min: Annotated[int, typer.Option(min=0, max=MAX_COUNT, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
     write_price: Annotated[Optional[float], typer.Option(help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
+    availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
@@ -193,12 +194,12 @@ def compare(
     else:
         result = compare_contexts(contexts, renderers, **options)
     if as_json:
-        data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
+        data = {"run": directory, "recall": recall, **to_data(result, sections=sections, availability=availability)}
         for (path, _), entry in zip(run, data["contexts"]):
             entry["file"] = path.name
         emit_json(data)
     else:
-        sys.stdout.write(to_text(result, sections=sections, recall=recall))
+        sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability))
 
 
 @app.command("import")
