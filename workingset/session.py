@@ -24,12 +24,14 @@ from typing import Any
 import msgspec
 
 from . import controller as ctl
-from .decisions import Query, check_decision, parse_decision
+from .decisions import Query, check_decision, check_spans, parse_decision
 from .encoders import DEFAULT_ENCODER, RenderedContext, get_encoder
 from .encoders.v11 import V11
 from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt
+from .exports import journal_lines, state_hash, write_journal
 from .hashing import content_hash
 from .journal import (
+    AnswerEvent,
     CreatedEvent,
     DecisionEvent,
     LifecycleEvent,
@@ -117,7 +119,9 @@ class _Call:
     def append(self, kind: str, event: Any, at: str) -> int:
         """Append this call's event; a synced view then reflects it (its change must already be applied)."""
         seq = self.tx.append_event(self.analysis_id, kind, at, encode_event(event))
-        if self.view is not None and self.dirty:
+        # A kept answer changes no state: a view that was current stays current past it.
+        current = kind == "answer" and self.view is not None and self.view.seq == seq - 1
+        if self.view is not None and (self.dirty or current):
             self.view.note(seq, kind)
         return seq
 
@@ -313,42 +317,61 @@ class Investigation:
             return Request.of(out, rid, state)
 
     def submit(self, request_id: str, decision: str | bytes | dict[str, Any]) -> Applied:
-        """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code."""
+        """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code.
+
+        Every answer is kept verbatim in the event log (`answer` events, see `journal.AnswerEvent`):
+        a rejected one is appended on its own and changes nothing else, so the request stays open.
+        """
         data = _as_bytes(decision, "decision")
-        aid = self.analysis_id
         with self._call(write=True) as call:
-            tx = call.tx
-            self._require_active(tx, decision=True)
-            req = tx.open_request(aid)
-            if req is None or req.request_id != request_id:
-                raise _stale(tx, aid, request_id, req)
-            supports_recall = get_encoder(req.encoder).supports_recall
-            parsed = parse_decision(data, supports_recall=supports_recall, limits=self.limits)
-            view = call.sync()
-            state = view.state
-            # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
-            shown = self._resolved(req, _evidence_ids(state)).shown
-            check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,
-                           shown=shown, supports_recall=supports_recall)  # fmt: skip
-            ids = ctl.allocate(state, parsed, numbers=view.numbers)
-            busy = _busy(tx, aid) | ({req.hypothesis} if ids.action else set())
-            call.change()
-            # Applied as a replay will apply it: the decision decoded from its stored form.
-            iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
-            status, reason = ctl.termination(state, ctl.ACTIVE, busy)
-            event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=parsed,
-                                  notes=list(ids.notes), action=ids.action, iteration=iteration,
-                                  status=status, termination_reason=reason)  # fmt: skip
-            call.append("decision", event, self._clock())
-            tx.set_request_status(aid, request_id, "answered")
-            if isinstance(parsed.next, Query):
-                q = parsed.next
-                tx.insert_action(ActionRow(aid, ids.action, req.hypothesis, request_id, iteration,
-                                           q.source, q.query, q.purpose, "pending"))  # fmt: skip
-            if status != ctl.ACTIVE:
-                tx.set_status(aid, status, None, reason)
-            kind = type(parsed.next).__struct_config__.tag
-            return Applied(request_id=request_id, applied=kind, iteration=iteration, status=status, action=ids.action)
+            try:
+                return self._apply_answer(call, request_id, data)
+            except DecisionRejected as err:
+                rejected = err  # kept below, in this same transaction, before it is raised
+                call.append("answer", AnswerEvent.of(request_id, data, err), self._clock())
+        raise rejected
+
+    def _apply_answer(self, call: _Call, request_id: str, data: bytes) -> Applied:
+        """Validate and apply one answer; a `DecisionRejected` leaves the transaction untouched."""
+        aid = self.analysis_id
+        tx = call.tx
+        self._require_active(tx, decision=True)
+        req = tx.open_request(aid)
+        if req is None or req.request_id != request_id:
+            raise _stale(tx, aid, request_id, req)
+        enc = get_encoder(req.encoder)
+        supports_recall = enc.supports_recall
+        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
+                                limits=self.limits)
+        view = call.sync()
+        state = view.state
+        # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
+        shown = self._resolved(req, _evidence_ids(state)).shown
+        check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,
+                       shown=shown, supports_recall=supports_recall)  # fmt: skip
+        if enc.supports_spans:
+            check_spans(parsed, state, shown=shown, request_id=request_id)
+        ids = ctl.allocate(state, parsed, numbers=view.numbers)
+        busy = _busy(tx, aid) | ({req.hypothesis} if ids.action else set())
+        call.change()
+        # Applied as a replay will apply it: the decision decoded from its stored form.
+        iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
+        status, reason = ctl.termination(state, ctl.ACTIVE, busy)
+        event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=parsed,
+                              notes=list(ids.notes), action=ids.action, iteration=iteration,
+                              status=status, termination_reason=reason)  # fmt: skip
+        at = self._clock()
+        call.append("answer", AnswerEvent.of(request_id, data), at)
+        call.append("decision", event, at)
+        tx.set_request_status(aid, request_id, "answered")
+        if isinstance(parsed.next, Query):
+            q = parsed.next
+            tx.insert_action(ActionRow(aid, ids.action, req.hypothesis, request_id, iteration,
+                                       q.source, q.query, q.purpose, "pending"))  # fmt: skip
+        if status != ctl.ACTIVE:
+            tx.set_status(aid, status, None, reason)
+        kind = type(parsed.next).__struct_config__.tag
+        return Applied(request_id=request_id, applied=kind, iteration=iteration, status=status, action=ids.action)
 
     def record(
         self,
@@ -383,6 +406,7 @@ class Investigation:
                 )
             # A ResultInput built in Python is checked like JSON: its numbers have ranges too.
             parsed = decode_result(_as_bytes(result, "result"), source, self.limits)
+            _check_result_matches(parsed, action)
             view = call.sync()
             state = view.state
             if state.budget.cost_used + parsed.cost > MAX_COST:
@@ -472,16 +496,25 @@ class Investigation:
     # -- export ------------------------------------------------------------------------
 
     def export(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write every request of the analysis as a stored-context file whose hash verifies.
+        """Write every request as a stored-context file whose hash verifies, and the journal and answers beside them.
 
-        Each file is written as the replay reaches its request, from the replayed state itself:
-        memory stays that of one state and time that of the bytes written, however long the
-        history (holding a copy per request made both grow with its square).
+        Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
+        are what `workingset replay` rebuilds the analysis from. Each stored context is written
+        as the replay reaches its request, from the replayed state itself: memory stays that of
+        one state and time that of the bytes written, however long the history (holding a copy
+        per request made both grow with its square).
         """
-        with self.store.read() as tx:
-            self._row(tx)
-            requests = tx.requests(self.analysis_id)
-            return write_run(directory, self._contexts(tx, requests))
+        with self._call(write=False) as call:
+            row = self._row(call.tx)
+            requests = call.tx.requests(self.analysis_id)
+            paths = write_run(directory, self._contexts(call.tx, requests))
+            lines = journal_lines(call.tx, self.analysis_id)
+            final = call.sync().state
+        header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
+        end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
+               "state_hash": state_hash(final)}  # fmt: skip
+        write_journal(directory, header, lines, end)
+        return paths
 
     def _contexts(self, tx: Tx, requests: list[RequestRecord]) -> Iterator[StoredContext]:
         """Each request's stored context, in order; valid only until the next one is asked for."""
@@ -547,6 +580,18 @@ def _externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:
                 payloads[digest] = stored_payload(ev.payload)
             ev.payload = None
     return state
+
+
+def _check_result_matches(result: ResultInput, action: ActionRow) -> None:
+    """A result must be of the query its action decided: `capture.origin` is its source, `capture.query` its query."""
+    for field, got, expected in (("origin", result.capture.origin, action.source), ("query", result.capture.query, action.query)):
+        if got != expected:
+            raise SessionError(
+                f"the result's capture.{field} {got!r} is not the {'source' if field == 'origin' else 'query'} "
+                f"{expected!r} that {action.action_id} decided; record the result of that query",
+                code="result_mismatch",
+                details={"action": action.action_id, "path": f"$.capture.{field}", "expected": expected, "got": got},
+            )
 
 
 def _evidence_ids(state: State) -> list[str]:
