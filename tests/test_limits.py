@@ -314,3 +314,16 @@ def test_importers_refuse_deep_and_repeated_keys_in_a_trajectory(tmp_path, fmt):
         error = json.loads(res.stdout)["error"]
         assert error["code"] == "invalid_file" and ("deeper than 64" in error["message"] or "twice" in error["message"])
         assert not (tmp_path / f"out-{name}").exists()
+
+
+def test_replay_refuses_a_journal_line_nested_deep_or_giving_a_key_twice(tmp_path):
+    with Investigation.create(tmp_path / "s.sqlite3", state_bytes()) as inv:
+        inv.next_request()
+        inv.export(tmp_path / "run")
+    journal = tmp_path / "run" / "journal.jsonl"
+    good = journal.read_bytes()
+    for bad in (b"[" * 100_000 + b"]" * 100_000, b'{"kind": "x", "kind": "y"}'):
+        journal.write_bytes(good + bad + b"\n")
+        res = CliRunner().invoke(app, ["replay", str(tmp_path / "run"), "--json"])
+        assert res.exit_code == 2, res.exception
+        assert json.loads(res.stdout)["error"]["code"] == "invalid_file"
