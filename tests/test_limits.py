@@ -149,13 +149,20 @@ def test_reading_stops_one_byte_past_the_limit():
     assert read_bounded(io.BytesIO(b"x" * 100), "decision", "<stdin>", Limits(max_decision_bytes=100)) == b"x" * 100
 
 
-def test_dev_zero_and_oversized_inputs_are_too_large_at_once(tmp_path, monkeypatch):
+def test_dev_zero_and_oversized_inputs_are_refused_at_once(tmp_path, monkeypatch):
     monkeypatch.setenv("WORKINGSET_STORE", str(tmp_path / "s.sqlite3"))
     monkeypatch.setenv("WORKINGSET_MAX_FILE_BYTES", "1000000")
     runner = CliRunner()
-    res = runner.invoke(app, ["init", "--state", "/dev/zero", "--json"])
+    huge = tmp_path / "huge.json"
+    with open(huge, "wb") as fh:  # sparse: 1 GB that takes no disk, and would take memory if read whole
+        fh.truncate(1 << 30)
+    res = runner.invoke(app, ["init", "--state", str(huge), "--json"])
     assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "too_large"
     assert "1,000,000 bytes (WORKINGSET_MAX_FILE_BYTES)" in res.stderr
+    # A device is no file: refused before it is read (an endless stdin is `too_large`, below).
+    res = runner.invoke(app, ["init", "--state", "/dev/zero", "--json"])
+    error = json.loads(res.stdout)["error"]
+    assert res.exit_code == 2 and (error["code"], error["details"]["reason"]) == ("invalid_file", "not_regular_file")
     (tmp_path / "state.json").write_bytes(state_bytes())
     assert runner.invoke(app, ["init", "--state", str(tmp_path / "state.json")]).exit_code == 0
     runner.invoke(app, ["next", "--analysis", "demo"])
@@ -164,6 +171,13 @@ def test_dev_zero_and_oversized_inputs_are_too_large_at_once(tmp_path, monkeypat
     for args, stdin in ((["-"], big), ([big], None)):
         res = runner.invoke(app, ["submit", "--analysis", "demo", "--request", "demo-r0001", *args], input=stdin)
         assert res.exit_code == 2 and res.stderr.startswith("error: too_large: "), res.stderr
+    import subprocess
+    import sys
+
+    with open("/dev/zero", "rb") as zero:  # an endless stdin: read up to the limit + 1 byte, then refused
+        res = subprocess.run([sys.executable, "-m", "workingset.cli", "submit", "--analysis", "demo", "--request",
+                              "demo-r0001", "-"], stdin=zero, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert res.returncode == 2 and res.stderr.startswith("error: too_large: the decision is more than 100 bytes")
     monkeypatch.setenv("WORKINGSET_MAX_DEPTH", "abc")
     res = runner.invoke(app, ["show", "--analysis", "demo"])
     assert res.exit_code == 0  # reading needs no input limits
@@ -301,6 +315,26 @@ def test_a_closed_stdin_is_a_usage_error(tmp_path):
     cmd = f'"{sys.executable}" -m workingset.cli submit --store "{tmp_path}/s.sqlite3" --analysis demo --request demo-r0001 - <&-'
     res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
     assert res.returncode == 2 and res.stderr.startswith("error: usage_error: stdin is closed"), res.stderr
+
+
+@pytest.mark.parametrize("costs", [(9e11, 9e11), (1e300,)])
+def test_an_import_whose_costs_pass_the_cost_range_is_invalid_file(tmp_path, costs):
+    """Costs that add up past 1e12 (or one that alone does) refuse the trajectory, naming cost_used; no run is written."""
+    from pathlib import Path
+
+    src = json.loads((Path(__file__).parent / "data" / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json").read_text())
+    replies = [m for m in src["messages"] if m["role"] == "assistant"]
+    assert len(replies) >= len(costs)
+    for msg in replies:
+        msg.setdefault("extra", {})["cost"] = 0.0
+    for msg, cost in zip(replies, costs):
+        msg["extra"]["cost"] = cost
+    (tmp_path / "t.json").write_text(json.dumps(src))
+    res = CliRunner().invoke(app, ["import", "mini-swe-agent", str(tmp_path / "t.json"), "--out", str(tmp_path / "out"), "--json"])
+    assert res.exit_code == 2, res.exception
+    error = json.loads(res.stdout)["error"]
+    assert error["code"] == "invalid_file" and "cost_used" in error["message"] and "1e+12" in error["message"]
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("fmt", ["swe-agent", "mini-swe-agent"])

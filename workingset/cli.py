@@ -56,26 +56,26 @@ def provider_options(messages: str | None, ttl: str | None, strict: bool | None)
 
 def emit_json(value: Any) -> None:
     """Print a JSON document on stdout (the machine-readable form of every command)."""
-    sys.stdout.write(msgspec.json.encode(value).decode("utf-8") + "\n")
+    try:
+        data = msgspec.json.encode(value)
+    except UnicodeEncodeError:  # a path argument with bytes that are not UTF-8: shown as U+FFFD
+        from .process import json_safe
 
-
-def _printable(value: Any) -> Any:
-    """Strings with lone surrogates (bytes of an argument or path that were not UTF-8) as `\\udcff` escapes."""
-    if isinstance(value, str):
-        return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {_printable(k): _printable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_printable(v) for v in value]
-    return value
+        data = msgspec.json.encode(json_safe(value))
+    sys.stdout.write(data.decode("utf-8") + "\n")
 
 
 def report_error(err: WorkingsetError, as_json: bool) -> None:
-    """Print an error in the CLI contract's form (SPEC §8); a name that was not UTF-8 is shown escaped."""
-    message = " ".join(_printable(err.message).split("\n"))
-    sys.stderr.write(f"error: {err.code}: {message}\n")
+    """Print an error in the CLI contract's form (SPEC §8); a name that was not UTF-8 never makes it crash."""
+    line = "error: {}: {}\n".format(err.code, " ".join(err.message.split("\n")))
+    try:
+        sys.stderr.write(line)  # `main` lets stderr write a path's non-UTF-8 bytes back as they were given
+    except UnicodeEncodeError:  # a stream that cannot, or a lone surrogate no byte gave: shown as U+FFFD
+        from .process import json_safe
+
+        sys.stderr.write(json_safe(line))
     if as_json:
-        emit_json({"error": _printable(err.to_dict())})
+        emit_json({"error": err.to_dict()})
 
 
 def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -88,6 +88,23 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
         except WorkingsetError as err:
             report_error(err, bool(kwargs.get("as_json")))
             raise typer.Exit(2) from None
+        except BrokenPipeError:  # stdout's reader went away (typer would exit 1 in silence)
+            from .process import broken_pipe
+
+            raise typer.Exit(broken_pipe()) from None
+        except OSError as exc:  # a failure of the world the library did not name: its OS code (files.OS_CODES)
+            from .files import os_error
+
+            report_error(os_error(exc), bool(kwargs.get("as_json")))
+            raise typer.Exit(2) from None
+        except UnicodeEncodeError:  # an ID argument with bytes that are not UTF-8 reached the store
+            from .process import non_text_argument
+
+            err = non_text_argument(kwargs)
+            if err is None:
+                raise
+            report_error(err, bool(kwargs.get("as_json")))
+            raise typer.Exit(2) from None
 
     return wrapper
 
@@ -95,8 +112,9 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 @app.command()
 @guarded
 def render(
-    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4).")],
+    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4), or a run (file or directory) with --request.")],
     encoder: Annotated[Optional[str], typer.Option(help="Encoder version (default: the file's own).")] = None,
+    request: Annotated[Optional[str], typer.Option("--request", help="The request ID of the context to render from a run.")] = None,
     messages: MessagesOpt = None,
     ttl: TtlOpt = None,
     strict: StrictOpt = None,
@@ -105,10 +123,10 @@ def render(
     """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
     from .encoders import get_encoder
     from .replies import Request
-    from .runs import load_context_file
+    from .runs import pick_context
 
     as_messages = provider_options(messages, ttl, strict)
-    ctx = load_context_file(file)
+    ctx = pick_context(file, request)
     out = get_encoder(encoder or ctx.encoder).render(ctx.state, ctx.hypothesis)
     if as_messages:
         emit_json(Request.of(out, ctx.request_id, ctx.state).messages(messages, ttl=ttl, strict=strict))
@@ -124,18 +142,25 @@ def render(
 @app.command()
 @guarded
 def verify(
-    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
     as_json: JsonFlag = False,
 ) -> None:
     """Re-render every stored context with its frozen encoder and check its recorded hash."""
     from .errors import HashMismatch
+    from .progress import progress
     from .runs import read_run, verify_context
 
-    verdicts = [verify_context(str(path), ctx) for path, ctx in read_run(directory)]
+    run = read_run(directory)
+    verdicts = []
+    with progress("verifying", len(run)) as step:
+        for path, ctx in run:
+            verdicts.append(verify_context(str(path), ctx))
+            step(1)
     failed = [v for v in verdicts if v.status in ("mismatch", "error")]
-    if as_json:
-        emit_json({"ok": not failed, "contexts": [dict(v.__dict__, diff=list(v.diff)) for v in verdicts]})
-    else:
+    contexts = [dict(v.__dict__, diff=list(v.diff)) for v in verdicts]
+    if as_json and not failed:
+        emit_json({"ok": True, "contexts": contexts})
+    elif not as_json:
         for v in verdicts:
             sys.stdout.write(f"{v.status:<10} {v.file}  {v.encoder}  {v.chars if v.chars is not None else '-'} chars\n")
             for line in v.diff:
@@ -146,16 +171,16 @@ def verify(
         sys.stdout.write(f"{ok} of {len(verdicts)} stored contexts verified{tail}\n")
     if failed:
         names = ", ".join(v.request_id for v in failed)
+        # With --json the error object carries every verdict, so the per-file diffs are not lost.
         err = HashMismatch(f"{len(failed)} of {len(verdicts)} stored contexts do not reproduce their hash: {names}",
-                           details={"failed": [v.file for v in failed]})
-        report_error(err, as_json=False)
-        raise typer.Exit(2)
+                           details={"failed": [v.file for v in failed], "contexts": contexts})  # fmt: skip
+        raise err
 
 
 @app.command()
 @guarded
 def compare(
-    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
     base: Annotated[str, typer.Option(help="Base encoder version; changes are relative to it.")] = DEFAULT_BASE,
     candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = DEFAULT_CANDIDATE,
     all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
@@ -169,12 +194,17 @@ def compare(
     cache_min: Annotated[int, typer.Option(min=0, max=MAX_COUNT, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
     write_price: Annotated[Optional[float], typer.Option(help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
     availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
+    token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one strategy at a time each.")] = 1,
+    summary: Annotated[bool, typer.Option("--summary", help="Totals only: no per-context tables (with --json, no contexts).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
-    from .bench import compare_contexts, strategies
+    from .bench import strategies
     from .bench_report import to_data, to_text
     from .cache import CacheOptions, model_names
+    from .parallel import compare_parallel
+    from .progress import progress
     from .runs import read_run
     from .tokens import get_encoding
 
@@ -188,18 +218,17 @@ def compare(
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
-    if sys.stderr.isatty():
-        with typer.progressbar(length=len(contexts) * len(renderers), label="comparing", file=sys.stderr) as bar:
-            result = compare_contexts(contexts, renderers, step=bar.update, **options)
-    else:
-        result = compare_contexts(contexts, renderers, **options)
+    with progress("comparing", len(contexts) * len(renderers)) as step:
+        result = compare_parallel(contexts, renderers, jobs, step=step, token_cache=token_cache, **options)
     if as_json:
         data = {"run": directory, "recall": recall, **to_data(result, sections=sections, availability=availability)}
         for (path, _), entry in zip(run, data["contexts"]):
             entry["file"] = path.name
+        if summary:
+            del data["contexts"]
         emit_json(data)
     else:
-        sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability))
+        sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability, summary=summary))
 
 
 @app.command("import")
@@ -209,23 +238,47 @@ def import_(
     source: Annotated[str, typer.Argument(metavar="SOURCE", help="A .traj/.traj.json file, or an OpenHands conversation directory.")],
     out: Annotated[str, typer.Option("--out", help="The run directory to write (new or empty).")],
     analysis: Annotated[Optional[str], typer.Option(help="Analysis ID (default: from the instance ID or file name).")] = None,
+    layout: Annotated[str, typer.Option(help="run: one run file, each payload stored once; contexts: one stored-context file per step.")] = "run",
     as_json: JsonFlag = False,
 ) -> None:
     """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
+    from .files import check_new_run_dir
     from .importers import ENCODER, import_trajectory, write_import
+    from .progress import progress
 
+    check_new_run_dir(out)  # before reading the source
     imported = import_trajectory(fmt, source, analysis)
-    paths = write_import(imported, out)
+    with progress("importing", len(imported.states)) as step:
+        paths = write_import(imported, out, layout, step=step)
     remarks = list(imported.trajectory.remarks)
+    steps = len(imported.states)
     if as_json:
         emit_json({
             "format": fmt, "source": source, "out": out, "analysis": imported.analysis, "encoder": ENCODER,
-            "steps": len(paths), "files": [p.name for p in paths], "remarks": remarks,
+            "steps": steps, "layout": layout, "files": [p.name for p in paths], "remarks": remarks,
         })  # fmt: skip
         return
-    sys.stdout.write(f"imported {len(paths)} steps of {source} as analysis {imported.analysis} into {out} ({ENCODER})\n")
+    sys.stdout.write(f"imported {steps} steps of {source} as analysis {imported.analysis} into {out} ({ENCODER}, layout {layout})\n")
     for remark in remarks:
-        sys.stdout.write(f"note: {remark}\n")
+        sys.stderr.write(f"note: {remark}\n")
+
+
+@app.command()
+@guarded
+def convert(
+    source: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file (or its directory).")],
+    out: Annotated[str, typer.Option("--out", help="The directory to write (new or empty).")],
+    layout: Annotated[Optional[str], typer.Option(help="run or contexts (default: the other layout than the source's).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Rewrite a run in the other layout: stored-context files to one run file, or back."""
+    from .runs import convert_run
+
+    written, paths = convert_run(source, out, layout)
+    if as_json:
+        emit_json({"source": source, "out": out, "layout": written, "files": [p.name for p in paths]})
+    else:
+        sys.stdout.write(f"wrote {source} as layout {written} into {out} ({len(paths)} file{'s' if len(paths) != 1 else ''})\n")
 
 
 # -- sessions (SPEC §8): init, next, submit, record, show, pause, resume, cancel, export ----------
@@ -239,7 +292,7 @@ AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")
 def _store(store: str | None) -> str:
     from .session import default_store_path
 
-    return store or default_store_path()
+    return store if store is not None else default_store_path()  # an empty --store is refused, not the default
 
 
 def _input(arg: str, kind: str) -> tuple[bytes, str]:
@@ -247,31 +300,28 @@ def _input(arg: str, kind: str) -> tuple[bytes, str]:
 
     Every way in reads at most the limit of its `kind` (file, result, decision) + 1 bytes.
     """
-    from .limits import Limits, read_bounded, read_path, too_large
+    from .limits import Limits, read_path, too_large
 
     limits = Limits.current()
     if arg == "-":
-        stream = getattr(sys.stdin, "buffer", None)
-        if stream is None or stream.closed:
-            raise UsageError("stdin is closed; give the input as a file or inline JSON")
-        try:
-            return read_bounded(stream, kind, "<stdin>", limits), "<stdin>"
-        except OSError as exc:
-            raise UsageError(f"cannot read stdin ({exc.strerror or exc})") from None
+        from .process import stdin_bytes
+
+        return stdin_bytes(kind, limits), "<stdin>"
     if arg.lstrip().startswith("{"):
-        # An argument that is not valid UTF-8 arrives with surrogate escapes: give the decoder
-        # the original bytes, which it refuses as not being UTF-8.
-        data = arg.encode("utf-8", "surrogatepass")
+        try:  # an argument's bytes that are not UTF-8, as given: the decoder refuses them as malformed
+            data = arg.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that no byte gave (inline JSON from Python)
+            data = arg.encode("utf-8", "surrogatepass")
         if len(data) > limits.max_bytes(kind):
             raise too_large(kind, "<argument>", len(data), limits)
         return data, "<argument>"
     return read_path(arg, kind, limits), arg
 
 
-def _session(store: str | None, analysis: str) -> Any:
+def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
     from .session import Investigation
 
-    return Investigation.open(_store(store), analysis)
+    return Investigation.open(_store(store), analysis, read_only=read_only)
 
 
 @app.command()
@@ -377,7 +427,7 @@ def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fals
     """Status, iteration, budget, hypotheses, open request, pending actions and recall selections."""
     from .replies import describe
 
-    with _session(store, analysis) as inv:
+    with _session(store, analysis, read_only=True) as inv:
         out = inv.show()
     if as_json:
         # SPEC §8 names the pending actions; their queries are in `state` and the API's show().
@@ -426,7 +476,10 @@ def export(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every request as a stored-context file (a run verify and compare accept), with journal.jsonl and answers.jsonl."""
-    with _session(store, analysis) as inv:
+    from .files import check_new_run_dir
+
+    check_new_run_dir(out)  # before opening the store
+    with _session(store, analysis, read_only=True) as inv:
         paths = inv.export(out)
     if as_json:
         emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})
@@ -483,9 +536,18 @@ def replay(
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
+    from .process import broken_pipe, prepare_streams
+
     args = list(sys.argv[1:] if argv is None else argv)
+    closed = prepare_streams()
+    if closed is not None:
+        report_error(closed, as_json=False)
+        return 2
     try:
         result = app(args=args, prog_name="workingset", standalone_mode=False)
+        sys.stdout.flush()  # here, not at exit, so that a reader gone away is an error we report
+    except BrokenPipeError:
+        return broken_pipe()
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:

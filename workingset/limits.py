@@ -17,6 +17,7 @@ from typing import IO, Any
 import msgspec
 
 from .errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
+from .files import describe, open_regular, os_code
 
 MiB = 1 << 20
 # Number ranges of the formats: costs (each result's, the budget's and their running sum) and
@@ -102,14 +103,17 @@ def read_bounded(stream: IO[bytes], kind: str, source: str, limits: Limits | Non
 
 
 def read_path(path: str, kind: str = "file", limits: Limits | None = None) -> bytes:
-    """Read a file of at most the kind's limit; OS errors are `invalid_file` naming the file."""
+    """Read a regular file of at most the kind's limit; OS errors and special files are `invalid_file`.
+
+    The file is opened with `files.open_regular` (a FIFO or device is refused, never waited
+    on); `details.reason` gives the OS code of `files.OS_CODES` (`not_found`, `not_regular_file`, …).
+    """
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return read_bounded(fh, kind, path, limits)
     except OSError as exc:
-        raise InvalidFile(f"{path}: cannot read ({exc.strerror})", details={"file": path, "path": "$"}) from None
-    except ValueError as exc:  # a NUL byte in the path
-        raise InvalidFile(f"{path!r}: cannot read ({exc})", details={"file": path, "path": "$"}) from None
+        raise InvalidFile(f"{path}: cannot read ({describe(exc)})",
+                          details={"file": path, "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
 
 
 _SKELETON = b'[]{}:,"'

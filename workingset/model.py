@@ -331,7 +331,11 @@ def load_state_or_context(data: bytes, source: str = "<input>", limits: Limits |
 
 
 def read_file(path: str, limits: Limits | None = None) -> bytes:
-    """Read a file's bytes (at most the file size limit); OS errors are `invalid_file`, a bigger file `too_large`."""
+    """Read a regular file's bytes (at most the file size limit): a bigger one is `too_large`.
+
+    OS errors and special files (FIFOs, devices) are `invalid_file`, `details.reason` saying why
+    with an OS code of `files.OS_CODES` (`not_found`, `not_regular_file`, …); see `limits.read_path`.
+    """
     return read_path(path, "file", limits)
 
 

@@ -27,8 +27,9 @@ from . import controller as ctl
 from .decisions import Query, check_decision, check_spans, parse_decision
 from .encoders import DEFAULT_ENCODER, RenderedContext, get_encoder
 from .encoders.v11 import V11
-from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt
+from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
 from .exports import journal_lines, state_hash, write_journal
+from .files import check_new_run_dir
 from .hashing import content_hash
 from .journal import (
     AnswerEvent,
@@ -69,13 +70,11 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool) -> tuple[SqliteStore, bool]:
+def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool, read_only: bool = False) -> tuple[SqliteStore, bool]:
+    """The store and whether the handle owns it; a store that must exist is never created, nor its schema."""
     if isinstance(store, SqliteStore):
         return store, False
-    path = os.fspath(store)
-    if must_exist and not os.path.exists(path):
-        raise SessionError(f"no store at {path}", code="unknown_analysis", details={"store": path})
-    return SqliteStore(path), True
+    return SqliteStore(os.fspath(store), create=not must_exist, read_only=read_only), True
 
 
 def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct, what: str = "state") -> bytes:
@@ -190,12 +189,19 @@ class Investigation:
     @classmethod
     def open(
         cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
-        limits: Limits | None = None,
+        limits: Limits | None = None, read_only: bool = False,
     ) -> Investigation:
-        """Open an existing analysis; `unknown_analysis` if the store does not hold it."""
-        db, owns = _open_store(store, must_exist=True)
+        """Open an existing analysis; `unknown_analysis` if the store does not hold it.
+
+        With `read_only` the store file is opened read-only (`show`, `state`, `requests`, `export`
+        work, also on read-only media; the other calls are `store_unavailable`).
+        """
+        db, owns = _open_store(store, must_exist=True, read_only=read_only)
         inv = cls(db, analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
+            if db.empty:
+                raise SessionError(f"no analysis {analysis_id!r} in {db.path}: the store is empty; known: none",
+                                   code="unknown_analysis", details={"analysis": analysis_id})  # fmt: skip
             with db.read() as tx:
                 inv._row(tx)
         except BaseException:
@@ -223,6 +229,7 @@ class Investigation:
             known = ", ".join(tx.analysis_ids()) or "none"
             raise SessionError(f"no analysis {self.analysis_id!r} in {self.store.path}; known: {known}",
                                code="unknown_analysis", details={"analysis": self.analysis_id})  # fmt: skip
+        _stored_encoder(row.encoder, f"analysis {self.analysis_id}")
         return row
 
     @contextmanager
@@ -339,7 +346,7 @@ class Investigation:
         req = tx.open_request(aid)
         if req is None or req.request_id != request_id:
             raise _stale(tx, aid, request_id, req)
-        enc = get_encoder(req.encoder)
+        enc = _stored_encoder(req.encoder, f"request {req.request_id}")
         supports_recall = enc.supports_recall
         parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
                                 limits=self.limits)
@@ -499,14 +506,17 @@ class Investigation:
         """Write every request as a stored-context file whose hash verifies, and the journal and answers beside them.
 
         Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
-        are what `workingset replay` rebuilds the analysis from. Each stored context is written
-        as the replay reaches its request, from the replayed state itself: memory stays that of
-        one state and time that of the bytes written, however long the history (holding a copy
-        per request made both grow with its square).
+        are what `workingset replay` rebuilds the analysis from. `directory` must be new or hold
+        no `.json` files (checked first); the stored contexts are written all or none. Each is
+        written as the replay reaches its request, from the replayed state itself: memory stays
+        that of one state and time that of the bytes written, however long the history (holding
+        a copy per request made both grow with its square).
         """
+        check_new_run_dir(directory)
         with self._call(write=False) as call:
             row = self._row(call.tx)
             requests = call.tx.requests(self.analysis_id)
+            call.tx.actions(self.analysis_id)  # read only to check them: an export reads everything once
             paths = write_run(directory, self._contexts(call.tx, requests))
             lines = journal_lines(call.tx, self.analysis_id)
             final = call.sync().state
@@ -521,11 +531,19 @@ class Investigation:
         by_seq: dict[int, list[RequestRecord]] = {}
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
-        for seq, state in replay(tx, self.analysis_id):
-            for req in by_seq.get(seq, ()):
+        for row, event, state in replay(tx, self.analysis_id):
+            for req in by_seq.pop(row.seq, ()):
+                if row.kind != "request" or (event.request_id, event.hash) != (req.request_id, req.hash):
+                    raise StoreCorrupt(f"store {self.store.path}: request {req.request_id} points at event {row.seq}, "
+                                       f"which is not its request event", details={"analysis": self.analysis_id,
+                                       "request_id": req.request_id, "seq": row.seq})  # fmt: skip
+                # The live replayed state, not a copy: the caller writes each context before the next.
                 yield self._context(req, state)
+        for seq, reqs in by_seq.items():
+            raise _points_nowhere(self.store.path, self.analysis_id, reqs[0], seq)
 
     def _context(self, req: RequestRecord, state: State) -> StoredContext:
+        _stored_encoder(req.encoder, f"request {req.request_id}")
         ctx = make_stored_context(req.request_id, req.encoder, req.hypothesis, state)
         if ctx.rendered is None or ctx.rendered.hash != req.hash:
             raise StoreCorrupt(
@@ -540,8 +558,11 @@ class Investigation:
             state = view.state  # nothing changed the state since the request was rendered
             out = render_kept(view, req.encoder, req.hypothesis)
         else:
-            state = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq).state
-            out = get_encoder(req.encoder).render(state, req.hypothesis)
+            at = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq) if req.state_seq >= 1 else None
+            if at is None or at.seq != req.state_seq:
+                raise _points_nowhere(self.store.path, self.analysis_id, req, req.state_seq)
+            state = at.state
+            out = _stored_encoder(req.encoder, f"request {req.request_id}").render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
@@ -559,7 +580,7 @@ class Investigation:
 
 def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContext:
     """Render the kept state; an encoder that can resume its work between turns (v11) keeps it on the view."""
-    enc = get_encoder(encoder)
+    enc = _stored_encoder(encoder, "a stored row")
     if not isinstance(enc, V11):
         return enc.render(view.state, hypothesis)
     journal = view.renders.get(enc.name)
@@ -592,6 +613,19 @@ def _check_result_matches(result: ResultInput, action: ActionRow) -> None:
                 code="result_mismatch",
                 details={"action": action.action_id, "path": f"$.capture.{field}", "expected": expected, "got": got},
             )
+
+
+def _stored_encoder(name: str, owner: str) -> Any:
+    """The encoder a store row names; an unknown name there is damage, not the caller's `unknown_encoder`."""
+    try:
+        return get_encoder(name)
+    except UnknownEncoder as err:
+        raise StoreCorrupt(f"{owner} names an unknown encoder ({err.message})", details={"encoder": name}) from None
+
+
+def _points_nowhere(path: str, analysis_id: str, req: RequestRecord, seq: int) -> StoreCorrupt:
+    return StoreCorrupt(f"store {path}: request {req.request_id} points at event {seq}, which the log of {analysis_id} "
+                        "does not have", details={"analysis": analysis_id, "request_id": req.request_id, "seq": seq})  # fmt: skip
 
 
 def _evidence_ids(state: State) -> list[str]:

@@ -21,20 +21,22 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Protocol
 
 import msgspec
 
 from .errors import StoreCorrupt, WorkingsetError
 from .hashing import canonical_json, hash_bytes
-from .model import Payload
+from .model import ActionId, AnalysisId, EvidenceId, Hash, HypothesisId, Count, Payload, RequestId
+from .storepath import (  # noqa: F401 - the constants are part of this module's interface
+    BUSY_TIMEOUT, BUSY_TIMEOUT_MAX, SERVED_SCHEMES, SQLITE_HEADER, busy_timeout_seconds, check_busy_timeout,
+    connect_read_only, on_read_only_medium, read_store_header, store_scheme,
+)  # fmt: skip
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 SCHEMA_VERSION = 2
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
-SQLITE_HEADER = b"SQLite format 3\x00"
-BUSY_TIMEOUT_MS = 30_000
 # `events(upto=None)` reads to the end of the log: an upper bound above any sequence number
 # (they count from 1) that still fits SQLite's signed 64-bit integers.
 _NO_LIMIT_SEQ = 2**62
@@ -102,12 +104,15 @@ def _checkpoint(step: str) -> None:
     """Called after every write statement and around COMMIT; tests replace it to inject crashes."""
 
 
+Status = Literal["active", "paused", "completed", "failed", "cancelled"]
+
+
 @dataclass(frozen=True)
 class AnalysisRow:
-    analysis_id: str
+    analysis_id: AnalysisId
     encoder: str
-    status: str
-    prior_status: str | None
+    status: Status
+    prior_status: Status | None
     termination_reason: str | None
     created_at: str
 
@@ -191,16 +196,16 @@ class RequestRow:
 class RequestRecord:
     """A row of the `requests` table: the manifest as stored."""
 
-    analysis_id: str
-    number: int
-    request_id: str
-    hypothesis: str
+    analysis_id: AnalysisId
+    number: Count
+    request_id: RequestId
+    hypothesis: HypothesisId
     encoder: str
     manifest: Manifest
-    chars: int
-    hash: str
+    chars: Count
+    hash: Hash
     state_seq: int
-    status: str
+    status: Literal["open", "answered", "abandoned"]
 
     def resolved(self, ids: list[str]) -> RequestRow:
         """The row with `shown` and `indexed` spelled out, given the evidence IDs of the state now."""
@@ -211,16 +216,19 @@ class RequestRecord:
 
 @dataclass(frozen=True)
 class ActionRow:
-    analysis_id: str
-    action_id: str
-    hypothesis: str
-    request_id: str
-    iteration: int
+    analysis_id: AnalysisId
+    action_id: ActionId
+    hypothesis: HypothesisId
+    request_id: RequestId
+    iteration: Count
     source: str
     query: str
     purpose: str
-    status: str
-    evidence_id: str | None = None
+    status: Literal["pending", "recorded"]
+    evidence_id: EvidenceId | None = None
+
+
+_FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (AnalysisRow, RequestRecord, ActionRow)}
 
 
 class Tx(Protocol):
@@ -250,35 +258,43 @@ class Tx(Protocol):
 def _translate(exc: sqlite3.Error, path: str) -> WorkingsetError:
     name = getattr(exc, "sqlite_errorname", "")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return WorkingsetError(f"store {path} is busy ({exc}); retry", code="store_busy", details={"store": path})
+        return WorkingsetError(f"store {path} stayed locked by another process for the whole busy timeout ({exc}); "
+                               "retry, or set $WORKINGSET_BUSY_TIMEOUT", code="store_busy", details={"store": path})  # fmt: skip
     if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_PERM")):
-        return WorkingsetError(f"cannot use store {path}: {exc}", code="store_unavailable", details={"store": path})
+        hint = "; it is on a read-only file system, where only show and export work" if on_read_only_medium(path) else ""
+        return WorkingsetError(f"cannot use store {path}: {exc}{hint}", code="store_unavailable", details={"store": path})
     return StoreCorrupt(f"store {path} is damaged or not a workingset store ({exc})", details={"store": path})
 
 
 class SqliteStore:
-    """The embedded default store: one SQLite file in WAL mode."""
+    """The embedded default store: one SQLite file in WAL mode.
 
-    def __init__(self, path: str | os.PathLike[str]):
+    `create=False` never creates the file or the schema (an empty file then holds no
+    analyses: `self.empty`); `read_only=True` also opens the file read-only (see
+    `connect_read_only`). `busy_timeout` is how long, in seconds, a call waits for another
+    process's lock before `store_busy` (default `busy_timeout()`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False,
+                 busy_timeout: float | None = None):  # fmt: skip
         self.path = os.fspath(path)
+        self.read_only = read_only
+        self.empty = False  # no schema yet and not allowed to create one
         # Replayed states by analysis, kept by the session layer (`journal.Replayed`) so that a
         # call reads only the events appended since; they live and die with this connection.
         self.views: dict[str, Any] = {}
-        try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(len(SQLITE_HEADER))
-        except FileNotFoundError:
-            head = b""
-            parent = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(parent, exist_ok=True)
-        except OSError as exc:
-            raise WorkingsetError(
-                f"cannot read store {self.path} ({exc.strerror})", code="store_unavailable", details={"store": self.path}
-            ) from None
+        store_scheme(self.path)
+        timeout = busy_timeout_seconds() if busy_timeout is None else check_busy_timeout(busy_timeout, "busy_timeout")
+        self.busy_timeout = timeout
+        self._create = create and not read_only
+        head = read_store_header(self.path, create=self._create)
         if head and head != SQLITE_HEADER:
             raise StoreCorrupt(f"{self.path} is not a workingset store (not a SQLite file)", details={"store": self.path})
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            if read_only:
+                self._conn = connect_read_only(self.path, timeout)
+            else:
+                self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout)
         except sqlite3.Error as exc:
             raise _translate(exc, self.path) from None
         try:
@@ -292,15 +308,19 @@ class SqliteStore:
 
     def _setup(self) -> None:
         c = self._conn
-        c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        c.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         app_id = c.execute("PRAGMA application_id").fetchone()[0]
         tables = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if app_id == 0 and tables == 0:
+            if not self._create:
+                self.empty = True
+                return
             self._create_schema()
         elif app_id != APPLICATION_ID:
             raise StoreCorrupt(f"{self.path} is a SQLite file but not a workingset store", details={"store": self.path})
-        c.execute("PRAGMA foreign_keys = ON")
-        c.execute("PRAGMA synchronous = FULL")
+        if not self.read_only:
+            c.execute("PRAGMA foreign_keys = ON")
+            c.execute("PRAGMA synchronous = FULL")
         row = c.execute("SELECT version FROM schema_version").fetchall()
         if len(row) != 1 or row[0][0] != SCHEMA_VERSION:
             found = row[0][0] if len(row) == 1 else None
@@ -345,6 +365,10 @@ class SqliteStore:
     @contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction: everything in it commits together, or nothing does."""
+        if self.read_only or self.empty:
+            why = "was opened read-only" if self.read_only else "holds no workingset schema"
+            raise WorkingsetError(f"store {self.path} {why}; it cannot be written", code="store_unavailable",
+                                  details={"store": self.path})  # fmt: skip
         with self._transaction("BEGIN IMMEDIATE") as tx:
             yield tx
             _checkpoint("commit")
@@ -387,8 +411,15 @@ class _SqliteTx:
         _checkpoint(step)
         return cur
 
-    def _corrupt(self, what: str, exc: Exception) -> StoreCorrupt:
-        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path})
+    def _corrupt(self, what: str, exc: Exception, **where: Any) -> StoreCorrupt:
+        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path, **where})
+
+    def _checked(self, kind: type, row: tuple, what: str, **where: Any) -> Any:
+        """A row read back as `kind`, its types and statuses checked: a damaged one is `store_corrupt` naming it."""
+        try:
+            return msgspec.convert(dict(zip(_FIELDS[kind], row)), kind)
+        except msgspec.ValidationError as exc:
+            raise self._corrupt(what, exc, **where) from None
 
     def analysis(self, analysis_id: str) -> AnalysisRow | None:
         row = self._c.execute(
@@ -396,10 +427,15 @@ class _SqliteTx:
             " FROM analyses WHERE analysis_id = ?",
             (analysis_id,),
         ).fetchone()
-        return AnalysisRow(*row) if row else None
+        return self._checked(AnalysisRow, row, f"analysis row {analysis_id}", analysis=analysis_id) if row else None
 
     def analysis_ids(self) -> list[str]:
-        return [r[0] for r in self._c.execute("SELECT analysis_id FROM analyses ORDER BY analysis_id")]
+        ids = [r[0] for r in self._c.execute("SELECT analysis_id FROM analyses ORDER BY analysis_id")]
+        damaged = [i for i in ids if type(i) is not str]
+        if damaged:
+            raise StoreCorrupt(f"store {self._path}: damaged analysis row (ID {damaged[0]!r} is not text)",
+                               details={"store": self._path})  # fmt: skip
+        return ids
 
     def insert_analysis(self, row: AnalysisRow) -> None:
         self._write(
@@ -417,6 +453,9 @@ class _SqliteTx:
 
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int:
         last = self._c.execute("SELECT max(seq) FROM events WHERE analysis_id = ?", (analysis_id,)).fetchone()[0]
+        if last is not None and type(last) is not int:
+            raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a misnumbered event ({last!r})",
+                               details={"store": self._path, "analysis": analysis_id, "seq": last})  # fmt: skip
         seq = (last or 0) + 1
         self._write(
             "append_event",
@@ -431,9 +470,18 @@ class _SqliteTx:
             "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
             (analysis_id, after, upto if upto is not None else _NO_LIMIT_SEQ),
         ).fetchall()
-        if any(r[0] != i for i, r in enumerate(rows, after + 1)):
-            raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
-        return [EventRow(seq, kind, at, data.encode()) for seq, kind, at, data in rows]
+        out = []
+        for i, (seq, kind, at, data) in enumerate(rows, after + 1):
+            where = {"store": self._path, "analysis": analysis_id, "seq": seq}
+            if seq != i or type(seq) is not int:
+                raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap or a misnumbered "
+                                   f"event at {i} (found {seq!r})", details=where)  # fmt: skip
+            if not (type(kind) is str and type(at) is str and type(data) is str):
+                found = ", ".join(f"{n} {type(v).__name__}" for n, v in (("kind", kind), ("at", at), ("data", data)))
+                raise StoreCorrupt(f"store {self._path}: event {seq} of {analysis_id} is damaged (not text: {found})",
+                                   details=where)  # fmt: skip
+            out.append(EventRow(seq, kind, at, data.encode()))
+        return out
 
     def put_payload(self, payload: Payload) -> str:
         data = canonical_json(payload)
@@ -449,7 +497,9 @@ class _SqliteTx:
             batch = wanted[start : start + PAYLOAD_BATCH]
             marks = ", ".join("?" * len(batch))
             for digest, data in self._c.execute(f"SELECT hash, data FROM payloads WHERE hash IN ({marks})", batch):
-                data = bytes(data)
+                if not isinstance(data, bytes):
+                    raise StoreCorrupt(f"store {self._path}: payload {digest} is not stored as bytes ({type(data).__name__})",
+                                       details={"store": self._path, "payload": digest})  # fmt: skip
                 if hash_bytes(data) != digest:
                     raise StoreCorrupt(f"store {self._path}: payload {digest} does not match its hash",
                                        details={"store": self._path})  # fmt: skip
@@ -486,14 +536,23 @@ class _SqliteTx:
 
     def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
         rows = self._c.execute(f"SELECT {self._REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
-        try:
-            return [RequestRecord(*r[:5], _MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
-        except (msgspec.DecodeError, TypeError) as exc:
-            raise self._corrupt("request manifest", exc) from None
+        out = []
+        for r in rows:
+            at = {"analysis": r[0], "request_id": r[2]}
+            try:
+                manifest = _MANIFEST_DECODER.decode(r[5])
+            except (msgspec.DecodeError, TypeError) as exc:
+                raise self._corrupt(f"manifest of request {r[2]!r}", exc, **at) from None
+            out.append(self._checked(RequestRecord, (*r[:5], manifest, *r[6:]), f"request row {r[2]!r}", **at))
+        return out
 
     def open_request(self, analysis_id: str) -> RequestRecord | None:
         """The analysis's open request (at most one, by a unique partial index)."""
         rows = self._requests("analysis_id = ? AND status = 'open'", (analysis_id,))
+        if len(rows) > 1:
+            ids = [r.request_id for r in rows]
+            raise StoreCorrupt(f"store {self._path}: analysis {analysis_id} has {len(rows)} open requests ({', '.join(ids)})",
+                               details={"store": self._path, "analysis": analysis_id, "open_requests": ids})  # fmt: skip
         return rows[0] if rows else None
 
     def request(self, analysis_id: str, request_id: str) -> RequestRecord | None:
@@ -529,7 +588,10 @@ class _SqliteTx:
     def action(self, analysis_id: str, action_id: str) -> ActionRow | None:
         row = self._c.execute(f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND action_id = ?",
                               (analysis_id, action_id)).fetchone()  # fmt: skip
-        return ActionRow(*row) if row else None
+        return self._action(row) if row else None
+
+    def _action(self, row: tuple) -> ActionRow:
+        return self._checked(ActionRow, row, f"action row {row[1]!r}", analysis=row[0], action=row[1])
 
     def pending_actions(self, analysis_id: str) -> list[ActionRow]:
         """The analysis's pending actions in ID order (by the partial index `actions_pending`)."""
@@ -537,10 +599,10 @@ class _SqliteTx:
             f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND status = 'pending' ORDER BY action_id",
             (analysis_id,),
         ).fetchall()
-        return [ActionRow(*r) for r in rows]
+        return [self._action(r) for r in rows]
 
     def actions(self, analysis_id: str) -> list[ActionRow]:
         rows = self._c.execute(
             f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? ORDER BY action_id", (analysis_id,)
         ).fetchall()
-        return [ActionRow(*r) for r in rows]
+        return [self._action(r) for r in rows]
