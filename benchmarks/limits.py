@@ -130,7 +130,7 @@ def _history(path: Path, turns: int) -> None:
             req = inv.next_request("H1")
             pending = inv.state.pending_result("H1")
             applied = inv.submit(req.request_id, decision(query(), assess(pending) if pending else None))
-            inv.record(applied.action, {"scope": "log", "capture": {"origin": "loki"},
+            inv.record(applied.action, {"scope": "log", "capture": {"origin": "pg:orders", "query": "select 1"},
                                         "payload": {"kind": "text", "language": "log", "text": text}})  # fmt: skip
 
 
