@@ -239,26 +239,29 @@ def import_(
     out: Annotated[str, typer.Option("--out", help="The run directory to write (new or empty).")],
     analysis: Annotated[Optional[str], typer.Option(help="Analysis ID (default: from the instance ID or file name).")] = None,
     layout: Annotated[str, typer.Option(help="run: one run file, each payload stored once; contexts: one stored-context file per step.")] = "run",
+    encoder: Annotated[str, typer.Option(help="The encoder each stored context records and is hashed with (v7 unless told; e.g. v11).")] = "investigation_project_v7",
     as_json: JsonFlag = False,
 ) -> None:
-    """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
+    """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7 unless told)."""
+    from .encoders import get_encoder
     from .files import check_new_run_dir
-    from .importers import ENCODER, import_trajectory, write_import
+    from .importers import import_trajectory, write_import
     from .progress import progress
 
+    name = get_encoder(encoder).name  # unknown_encoder before anything is read
     check_new_run_dir(out)  # before reading the source
     imported = import_trajectory(fmt, source, analysis)
     with progress("importing", len(imported.states)) as step:
-        paths = write_import(imported, out, layout, step=step)
+        paths = write_import(imported, out, layout, step=step, encoder=name)
     remarks = list(imported.trajectory.remarks)
     steps = len(imported.states)
     if as_json:
         emit_json({
-            "format": fmt, "source": source, "out": out, "analysis": imported.analysis, "encoder": ENCODER,
+            "format": fmt, "source": source, "out": out, "analysis": imported.analysis, "encoder": name,
             "steps": steps, "layout": layout, "files": [p.name for p in paths], "remarks": remarks,
         })  # fmt: skip
         return
-    sys.stdout.write(f"imported {steps} steps of {source} as analysis {imported.analysis} into {out} ({ENCODER}, layout {layout})\n")
+    sys.stdout.write(f"imported {steps} steps of {source} as analysis {imported.analysis} into {out} ({name}, layout {layout})\n")
     for remark in remarks:
         sys.stderr.write(f"note: {remark}\n")
 

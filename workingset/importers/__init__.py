@@ -65,8 +65,9 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
     return Imported(trajectory=traj, analysis=name, states=build_states(traj, name))
 
 
-def write_import(imported: Imported, out: str | Path, layout: str = "run", step: Callable[[int], None] | None = None) -> list[Path]:
-    """Render each state with v7 for H1 and write the run in `layout` into a new or empty `out`.
+def write_import(imported: Imported, out: str | Path, layout: str = "run", step: Callable[[int], None] | None = None,
+                 encoder: str = ENCODER) -> list[Path]:  # fmt: skip
+    """Render each state with `encoder` (v7 unless told) for H1 and write the run in `layout` into a new or empty `out`.
 
     `run` (the default) writes one run file, `out/run.json`, in which every payload is stored
     once; `contexts` writes one stored-context file per step. `step(1)` is called after each
@@ -75,7 +76,7 @@ def write_import(imported: Imported, out: str | Path, layout: str = "run", step:
     root = check_new_run_dir(out)  # before rendering anything
     contexts = []
     for k, state in enumerate(imported.states, start=1):
-        contexts.append(make_stored_context(imported.request_id(k), ENCODER, HYPOTHESIS, state))
+        contexts.append(make_stored_context(imported.request_id(k), encoder, HYPOTHESIS, state))
         if step is not None:
             step(1)
     return write_layout(root, contexts, layout)
