@@ -141,6 +141,8 @@ def test_line_edits_decode_exactly(runs):
     (["--strategies", "v11:budget=12"], "unknown_encoder"),
     (["--cache", "nope"], "usage_error"),
     (["--ttl", "2h"], "usage_error"),
+    (["--cached-price", "nan"], "usage_error"),
+    (["--write-price", "-1"], "usage_error"),
     (["--encoding", "gpt2-online"], "tokenizer_unavailable"),
 ])  # fmt: skip
 def test_bad_input_is_a_clear_error_and_writes_nothing(tmp_path, args, code):

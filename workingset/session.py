@@ -27,7 +27,7 @@ from . import controller as ctl
 from .decisions import Query, check_decision, check_spans, parse_decision
 from .encoders import DEFAULT_ENCODER, RenderedContext, get_encoder
 from .encoders.v11 import V11
-from .errors import DecisionRejected, SessionError, StoreCorrupt, UnknownEncoder
+from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
 from .exports import journal_lines, state_hash, write_journal
 from .files import check_new_run_dir
 from .hashing import content_hash
@@ -49,7 +49,10 @@ from .journal import (
     seed,
     stored_payload,
 )
-from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state
+from .limits import MAX_COST, Limits
+from .model import (
+    Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state,
+)  # fmt: skip
 from .replies import Applied, Lifecycle, PendingAction, Recorded, Request, Summary
 from .runs import make_stored_context, write_run
 from .store import ActionRow, AnalysisRow, EventRow, Manifest, RequestRecord, RequestRow, SqliteStore, Tx
@@ -74,13 +77,20 @@ def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool, r
     return SqliteStore(os.fspath(store), create=not must_exist, read_only=read_only), True
 
 
-def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct) -> bytes:
+def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct, what: str = "state") -> bytes:
+    """JSON input as bytes; a string that is not valid Unicode (a lone surrogate) is refused with the input's code."""
     if isinstance(value, bytes):
         return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, (dict, msgspec.Struct)):
-        return msgspec.json.encode(value)
+    try:
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (dict, msgspec.Struct)):
+            return msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        message = f"the {what} holds a string that is not valid Unicode (a lone surrogate)"
+        if what == "decision":
+            raise DecisionRejected(message, code="malformed_json", details={"path": "$"}) from None
+        raise InvalidFile(message, details={"file": f"<{what}>", "path": "$"}) from None
     raise TypeError(f"expected JSON text, bytes, a dict or a Struct, not {type(value).__name__}")
 
 
@@ -118,11 +128,15 @@ class _Call:
 class Investigation:
     """One analysis in a store: the methods a controller calls every turn."""
 
-    def __init__(self, store: SqliteStore, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now):
+    def __init__(
+        self, store: SqliteStore, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
+    ):  # fmt: skip
         self.store = store
         self.analysis_id = analysis_id
         self._owns_store = owns_store
         self._clock = clock
+        self.limits = limits  # None: `Limits.current()` at each call (the environment's)
 
     # -- lifecycle of the handle -----------------------------------------------------
 
@@ -134,16 +148,20 @@ class Investigation:
         *,
         encoder: str = DEFAULT_ENCODER,
         clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
     ) -> Investigation:
-        """Create an analysis from a state (or a stored context's state); `encoder` renders its requests."""
+        """Create an analysis from a state (or a stored context's state); `encoder` renders its requests.
+
+        `limits` bound this handle's inputs (state, decisions, results); default `Limits.current()`.
+        """
         enc = get_encoder(encoder)
         if isinstance(state, State):
             validate_state(state)
             state = copy_state(state)
         else:
-            state = load_state_or_context(_as_bytes(state))
+            state = load_state_or_context(_as_bytes(state), limits=limits)
         db, owns = _open_store(store, must_exist=False)
-        inv = cls(db, state.analysis_id, owns_store=owns, clock=clock)
+        inv = cls(db, state.analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
             inv._create(state, enc.name)
         except BaseException:
@@ -169,15 +187,17 @@ class Investigation:
         self.store.views[aid] = view
 
     @classmethod
-    def open(cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
-             read_only: bool = False) -> Investigation:  # fmt: skip
+    def open(
+        cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None, read_only: bool = False,
+    ) -> Investigation:
         """Open an existing analysis; `unknown_analysis` if the store does not hold it.
 
         With `read_only` the store file is opened read-only (`show`, `state`, `requests`, `export`
         work, also on read-only media; the other calls are `store_unavailable`).
         """
         db, owns = _open_store(store, must_exist=True, read_only=read_only)
-        inv = cls(db, analysis_id, owns_store=owns, clock=clock)
+        inv = cls(db, analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
             if db.empty:
                 raise SessionError(f"no analysis {analysis_id!r} in {db.path}: the store is empty; known: none",
@@ -309,7 +329,7 @@ class Investigation:
         Every answer is kept verbatim in the event log (`answer` events, see `journal.AnswerEvent`):
         a rejected one is appended on its own and changes nothing else, so the request stays open.
         """
-        data = _as_bytes(decision)
+        data = _as_bytes(decision, "decision")
         with self._call(write=True) as call:
             try:
                 return self._apply_answer(call, request_id, data)
@@ -328,7 +348,8 @@ class Investigation:
             raise _stale(tx, aid, request_id, req)
         enc = _stored_encoder(req.encoder, f"request {req.request_id}")
         supports_recall = enc.supports_recall
-        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans)
+        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
+                                limits=self.limits)
         view = call.sync()
         state = view.state
         # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
@@ -390,10 +411,17 @@ class Investigation:
                     code="unknown_action",
                     details={"action": action_id, "pending": pending},
                 )
-            parsed = result if isinstance(result, ResultInput) else decode_result(_as_bytes(result), source)
+            # A ResultInput built in Python is checked like JSON: its numbers have ranges too.
+            parsed = decode_result(_as_bytes(result, "result"), source, self.limits)
             _check_result_matches(parsed, action)
             view = call.sync()
             state = view.state
+            if state.budget.cost_used + parsed.cost > MAX_COST:
+                raise InvalidFile(
+                    f"{source}: cost {parsed.cost:g} would take the analysis's cost_used {state.budget.cost_used:g} "
+                    f"past {MAX_COST:g}, the largest cost a budget holds at $.cost",
+                    details={"file": source, "path": "$.cost", "limit": MAX_COST},
+                )
             eid = ctl.next_evidence_id(state, view.numbers)
             payload = parsed.payload
             evidence = Evidence(
@@ -479,17 +507,19 @@ class Investigation:
 
         Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
         are what `workingset replay` rebuilds the analysis from. `directory` must be new or hold
-        no `.json` files (checked first); the stored contexts are written all or none.
+        no `.json` files (checked first); the stored contexts are written all or none. Each is
+        written as the replay reaches its request, from the replayed state itself: memory stays
+        that of one state and time that of the bytes written, however long the history (holding
+        a copy per request made both grow with its square).
         """
         check_new_run_dir(directory)
         with self._call(write=False) as call:
             row = self._row(call.tx)
             requests = call.tx.requests(self.analysis_id)
             call.tx.actions(self.analysis_id)  # read only to check them: an export reads everything once
-            contexts = list(self._contexts(call.tx, requests))
+            paths = write_run(directory, self._contexts(call.tx, requests))
             lines = journal_lines(call.tx, self.analysis_id)
             final = call.sync().state
-        paths = write_run(directory, contexts)
         header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
         end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
                "state_hash": state_hash(final)}  # fmt: skip
@@ -497,6 +527,7 @@ class Investigation:
         return paths
 
     def _contexts(self, tx: Tx, requests: list[RequestRecord]) -> Iterator[StoredContext]:
+        """Each request's stored context, in order; valid only until the next one is asked for."""
         by_seq: dict[int, list[RequestRecord]] = {}
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
@@ -506,7 +537,8 @@ class Investigation:
                     raise StoreCorrupt(f"store {self.store.path}: request {req.request_id} points at event {row.seq}, "
                                        f"which is not its request event", details={"analysis": self.analysis_id,
                                        "request_id": req.request_id, "seq": row.seq})  # fmt: skip
-                yield self._context(req, copy_state(state))
+                # The live replayed state, not a copy: the caller writes each context before the next.
+                yield self._context(req, state)
         for seq, reqs in by_seq.items():
             raise _points_nowhere(self.store.path, self.analysis_id, reqs[0], seq)
 

@@ -28,7 +28,7 @@ import msgspec
 
 from .errors import StoreCorrupt, WorkingsetError
 from .hashing import canonical_json, hash_bytes
-from .model import ActionId, AnalysisId, EvidenceId, Hash, HypothesisId, NonNegInt, Payload, RequestId
+from .model import ActionId, AnalysisId, EvidenceId, Hash, HypothesisId, Count, Payload, RequestId
 from .storepath import (  # noqa: F401 - the constants are part of this module's interface
     BUSY_TIMEOUT, BUSY_TIMEOUT_MAX, SERVED_SCHEMES, SQLITE_HEADER, busy_timeout_seconds, check_busy_timeout,
     connect_read_only, on_read_only_medium, read_store_header, store_scheme,
@@ -197,12 +197,12 @@ class RequestRecord:
     """A row of the `requests` table: the manifest as stored."""
 
     analysis_id: AnalysisId
-    number: NonNegInt
+    number: Count
     request_id: RequestId
     hypothesis: HypothesisId
     encoder: str
     manifest: Manifest
-    chars: NonNegInt
+    chars: Count
     hash: Hash
     state_seq: int
     status: Literal["open", "answered", "abandoned"]
@@ -220,7 +220,7 @@ class ActionRow:
     action_id: ActionId
     hypothesis: HypothesisId
     request_id: RequestId
-    iteration: NonNegInt
+    iteration: Count
     source: str
     query: str
     purpose: str
