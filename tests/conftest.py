@@ -28,3 +28,41 @@ CORPUS_SOURCES = {  # name -> (format, agent actions)
 def encoder(request):
     """Each test using this runs once per encoder version (the shared invariants)."""
     return ENCODERS[request.param]
+
+
+# -- stores: every store and session test runs on SQLite and on PostgreSQL ---------------------------
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL server for the session; skipped where there is none (a failure in CI)."""
+    import os
+
+    import pg_server as pg
+
+    why = pg.missing()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {why}")
+        pytest.skip(why)
+    server = pg.Server()
+    yield server
+    server.stop()
+
+
+def make_store(backend: str, tmp_path: Path, request) -> str:
+    """A new empty store of `backend`: a file path, or the URL of a fresh database."""
+    if backend == "sqlite":
+        return str(tmp_path / "store.sqlite3")
+    server = request.getfixturevalue("pg_server")
+    url = server.database()
+    request.addfinalizer(lambda: server.drop(url))
+    return url
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path) -> str:
+    """A new empty store, once per backend (a SQLite file path, a PostgreSQL URL)."""
+    return make_store(request.param, tmp_path, request)

@@ -128,7 +128,11 @@ def result(text: str = "42 rows", cost: float = 0.0, scope: str = "query_result"
 
 
 def db_dump(path: str) -> str:
-    """The store's whole logical content: equal dumps mean nothing was written."""
+    """The store's whole logical content: equal dumps mean nothing was written (either backend)."""
+    if str(path).startswith("postgresql://"):
+        import pg_server
+
+        return pg_server.dump(str(path))
     conn = sqlite3.connect(path)
     try:
         return "\n".join(conn.iterdump())

@@ -1,4 +1,4 @@
-"""The per-turn API over a real SQLite store: every rejection leaves the store untouched, every turn persists."""
+"""The per-turn API over a real store (SQLite and PostgreSQL): every rejection leaves the store untouched, every turn persists."""
 
 from __future__ import annotations
 
@@ -21,16 +21,14 @@ from workingset.session import Investigation
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
 
-@pytest.fixture
-def store(tmp_path) -> str:
-    return str(tmp_path / "store.sqlite3")
-
-
 def make(store: str, encoder: str = "v8", **kw) -> Investigation:
     return Investigation.create(store, state_bytes(**kw), encoder=encoder, clock=CLOCK)
 
 
 def files(store: str) -> dict[str, bytes]:
+    """The SQLite file and its WAL byte for byte (PostgreSQL: nothing; `db_dump` compares its rows)."""
+    if store.startswith("postgresql://"):
+        return {}
     return {p: Path(p).read_bytes() for p in (store, store + "-wal") if os.path.exists(p)}
 
 

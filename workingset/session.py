@@ -48,13 +48,16 @@ from .journal import (
 from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state
 from .replies import Applied, Lifecycle, PendingAction, Recorded, Request, Summary
 from .runs import make_stored_context, write_run
+from .pgstore import PostgresStore, is_url
 from .store import ActionRow, AnalysisRow, EventRow, Manifest, RequestRecord, RequestRow, SqliteStore, Tx
+
+Store = SqliteStore | PostgresStore
 
 DEFAULT_STORE = os.path.join(".workingset", "store.sqlite3")
 
 
 def default_store_path() -> str:
-    """`$WORKINGSET_STORE`, else `.workingset/store.sqlite3`."""
+    """`$WORKINGSET_STORE` (a file path or a `postgresql://` URL), else `.workingset/store.sqlite3`."""
     return os.environ.get("WORKINGSET_STORE") or DEFAULT_STORE
 
 
@@ -63,10 +66,13 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _open_store(store: SqliteStore | str | os.PathLike[str], must_exist: bool) -> tuple[SqliteStore, bool]:
-    if isinstance(store, SqliteStore):
+def _open_store(store: Store | str | os.PathLike[str], must_exist: bool) -> tuple[Store, bool]:
+    """The store a handle uses, and whether the handle opened it (a PostgreSQL URL or a SQLite path)."""
+    if isinstance(store, (SqliteStore, PostgresStore)):
         return store, False
     path = os.fspath(store)
+    if is_url(path):
+        return PostgresStore(path), True
     if must_exist and not os.path.exists(path):
         raise SessionError(f"no store at {path}", code="unknown_analysis", details={"store": path})
     return SqliteStore(path), True
@@ -114,7 +120,7 @@ class _Call:
 class Investigation:
     """One analysis in a store: the methods a controller calls every turn."""
 
-    def __init__(self, store: SqliteStore, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now):
+    def __init__(self, store: Store, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now):
         self.store = store
         self.analysis_id = analysis_id
         self._owns_store = owns_store
@@ -125,7 +131,7 @@ class Investigation:
     @classmethod
     def create(
         cls,
-        store: SqliteStore | str | os.PathLike[str],
+        store: Store | str | os.PathLike[str],
         state: State | bytes | str | dict[str, Any],
         *,
         encoder: str = DEFAULT_ENCODER,
@@ -165,7 +171,7 @@ class Investigation:
         self.store.views[aid] = view
 
     @classmethod
-    def open(cls, store: SqliteStore | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now) -> Investigation:
+    def open(cls, store: Store | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now) -> Investigation:
         """Open an existing analysis; `unknown_analysis` if the store does not hold it."""
         db, owns = _open_store(store, must_exist=True)
         inv = cls(db, analysis_id, owns_store=owns, clock=clock)

@@ -89,6 +89,9 @@ CREATE TABLE actions (
 CREATE INDEX actions_pending ON actions (analysis_id) WHERE status = 'pending';
 """
 
+REQUEST_COLUMNS = "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
+ACTION_COLUMNS = "analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
+
 # Payloads read per SELECT (bound parameters; SQLite's limit is 32,766 since 3.32, 999 before).
 PAYLOAD_BATCH = 500
 
@@ -479,7 +482,7 @@ class _SqliteTx:
             (status, analysis_id, request_id),
         )
 
-    _REQUEST_COLUMNS = "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
+    _REQUEST_COLUMNS = REQUEST_COLUMNS
 
     def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
         rows = self._c.execute(f"SELECT {self._REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
@@ -521,7 +524,7 @@ class _SqliteTx:
             (evidence_id, analysis_id, action_id),
         )
 
-    _ACTION_COLUMNS = "analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
+    _ACTION_COLUMNS = ACTION_COLUMNS
 
     def action(self, analysis_id: str, action_id: str) -> ActionRow | None:
         row = self._c.execute(f"SELECT {self._ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND action_id = ?",
