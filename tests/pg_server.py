@@ -73,6 +73,15 @@ class Server:
             conn.execute(f"CREATE DATABASE {name}")
         return self.url(name)
 
+    def copy(self, url: str) -> str:
+        """A new database holding what the database at `url` holds (no one may be connected to it)."""
+        import psycopg
+
+        name = f"t{os.getpid()}_{next(self._names)}"
+        with psycopg.connect(self.admin, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {url.split('/')[3].split('?')[0]}")
+        return self.url(name)
+
     def drop(self, url: str) -> None:
         import psycopg
 
@@ -95,6 +104,8 @@ def dump(url: str) -> str:
             "payloads": "hash", "requests": "analysis_id, number", "actions": "analysis_id, action_id"}  # fmt: skip
     out = []
     with psycopg.connect(url) as conn:
+        if conn.execute("SELECT to_regclass('schema_version')").fetchone()[0] is None:
+            return ""  # no store created yet
         for table, key in keys.items():
             out.append(f"-- {table}")
             out += [repr(r) for r in conn.execute(f"SELECT * FROM {table} ORDER BY {key}")]
