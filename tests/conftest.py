@@ -66,3 +66,15 @@ def make_store(backend: str, tmp_path: Path, request) -> str:
 def store(request, tmp_path) -> str:
     """A new empty store, once per backend (a SQLite file path, a PostgreSQL URL)."""
     return make_store(request.param, tmp_path, request)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI (`CI=true`) a PostgreSQL test that skips is a failure: the backend must have been tested."""
+    import os
+
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI") == "true" and ("postgresql" in item.nodeid or "psycopg" in str(report.longrepr)):
+        report.outcome = "failed"
+        report.longrepr = f"CI=true: a PostgreSQL test may not skip ({report.longrepr})"

@@ -180,7 +180,7 @@ def import_(
 # -- sessions (SPEC §8): init, next, submit, record, show, pause, resume, cancel, export ----------
 
 StoreOpt = Annotated[
-    Optional[str], typer.Option("--store", help="The store file (default: $WORKINGSET_STORE, else .workingset/store.sqlite3).")
+    Optional[str], typer.Option("--store", help="The store: a SQLite file or a postgresql:// URL (default: $WORKINGSET_STORE, else .workingset/store.sqlite3).")
 ]
 AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")]
 

@@ -66,16 +66,20 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def open_store(target: str | os.PathLike[str]) -> Store:
+    """Open a store: a `postgresql://` URL, or else a SQLite file path (created on first use)."""
+    path = os.fspath(target)
+    return PostgresStore(path) if is_url(path) else SqliteStore(path)
+
+
 def _open_store(store: Store | str | os.PathLike[str], must_exist: bool) -> tuple[Store, bool]:
     """The store a handle uses, and whether the handle opened it (a PostgreSQL URL or a SQLite path)."""
     if isinstance(store, (SqliteStore, PostgresStore)):
         return store, False
     path = os.fspath(store)
-    if is_url(path):
-        return PostgresStore(path), True
-    if must_exist and not os.path.exists(path):
+    if must_exist and not is_url(path) and not os.path.exists(path):
         raise SessionError(f"no store at {path}", code="unknown_analysis", details={"store": path})
-    return SqliteStore(path), True
+    return open_store(path), True
 
 
 def _as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct) -> bytes:
