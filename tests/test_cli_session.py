@@ -85,6 +85,7 @@ def test_init_reads_stdin_and_a_stored_context(env):
     ctx["state"]["analysis_id"] = "again"
     (env.tmp / "ctx.json").write_text(json.dumps(ctx))
     assert "created analysis again" in env("init", "--state", str(env.tmp / "ctx.json")).stdout
+    assert js(env("next", "--analysis", "again", "--json"))["request_id"] == "again-r0002"  # numbered on
 
 
 @pytest.mark.parametrize(

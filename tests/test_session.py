@@ -401,6 +401,11 @@ def test_create_from_a_stored_context_and_an_already_finished_state(store, tmp_p
     raw["state"]["analysis_id"] = "copy"
     with Investigation.create(store, json.dumps(raw).encode()) as copy:
         assert copy.show().encoder == "investigation_project_v10" and copy.show().status == "active"
+        # Its requests continue the numbering of the context it was created from (demo-r0001).
+        assert copy.next_request().request_id == "copy-r0002"
+    with Investigation.open(store, "copy") as again:  # a new process: the numbering comes from the log
+        again.submit("copy-r0002", decision(query()))
+        assert again.next_request("H2").request_id == "copy-r0003"
     done = make_state(analysis="done")
     done["hypotheses"][0]["disposition"] = "supported"
     with Investigation.create(store, done) as finished:
@@ -445,6 +450,7 @@ def test_a_session_continues_from_the_last_bug17_context(store, tmp_path):
     with Investigation.create(store, BUG17.read_bytes(), encoder="v8", clock=CLOCK) as inv:
         start = inv.state
         req = inv.next_request()
+        assert req.request_id == "bug17-r0019"  # after the context's bug17-r0018, not -r0001 again
         pending = start.pending_result(req.hypothesis)
         assert pending is None or pending in req.shown
         archived = req.indexed[0]

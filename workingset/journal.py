@@ -36,11 +36,12 @@ class _Event(msgspec.Struct, kw_only=True):
     """Base of event records; later schema versions may add fields with defaults."""
 
 
-class CreatedEvent(_Event):
+class CreatedEvent(_Event, omit_defaults=True):
     state: State
     encoder: str
     status: str
     termination_reason: str | None
+    requests_before: int = 0  # the number of the stored context's request it was created from; new ones follow
 
 
 class RequestEvent(_Event):
@@ -121,6 +122,7 @@ class Replayed:
     seq: int
     changed: int
     numbers: ctl.Numbers
+    requests_before: int = 0  # requests are numbered after this one (see `CreatedEvent`)
 
     def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
         """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""
@@ -179,7 +181,8 @@ def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any, p
     if row.kind == "created":
         for ev in event.state.evidence:
             _fill(ev, payloads)
-        view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state))
+        view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state),
+                        requests_before=event.requests_before)  # fmt: skip
     elif row.kind == "decision":
         ids = ctl.Allocated(notes=tuple(event.notes), action=event.action)
         if view.apply_decision(event.hypothesis, event.decision, ids) != event.iteration:

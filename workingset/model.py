@@ -262,6 +262,19 @@ def load_state_or_context(data: bytes, source: str = "<input>") -> State:
     return load_state(data, source)
 
 
+def load_start(data: bytes, source: str = "<input>") -> tuple[State, int]:
+    """A state to start an analysis from, and the number of the request it comes from (0 for a bare state).
+
+    A stored context's request ID ends in its request number (`-r0018`): an analysis created
+    from it numbers its own requests on from there, so its IDs never repeat the context's.
+    """
+    raw = _raw_object(data, source)
+    if "format" in raw:
+        ctx = load_stored_context(data, source)
+        return ctx.state, int(ctx.request_id.rsplit("-r", 1)[1])
+    return load_state(data, source), 0
+
+
 def read_file(path: str) -> bytes:
     """Read a file's bytes, turning OS errors into `invalid_file`."""
     try:

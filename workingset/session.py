@@ -26,7 +26,7 @@ import msgspec
 from . import controller as ctl
 from .decisions import Query, check_decision, parse_decision
 from .encoders import DEFAULT_ENCODER, get_encoder
-from .errors import DecisionRejected, SessionError, StoreCorrupt
+from .errors import DecisionRejected, SessionError, StoreCorrupt, UsageError
 from .hashing import content_hash
 from .journal import (
     CreatedEvent,
@@ -45,7 +45,7 @@ from .journal import (
     seed,
     stored_payload,
 )
-from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_state_or_context, validate_state
+from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_start, validate_state
 from .replies import Applied, Lifecycle, PendingAction, Recorded, Request, Summary
 from .runs import make_stored_context, write_run
 from .pgstore import PostgresStore, is_url
@@ -140,24 +140,32 @@ class Investigation:
         *,
         encoder: str = DEFAULT_ENCODER,
         clock: Callable[[], str] = utc_now,
+        requests_before: int = 0,
     ) -> Investigation:
-        """Create an analysis from a state (or a stored context's state); `encoder` renders its requests."""
+        """Create an analysis from a state (or a stored context's state); `encoder` renders its requests.
+
+        Its requests are numbered from `requests_before + 1`; created from a stored context (as
+        JSON), from the number after that context's request.
+        """
         enc = get_encoder(encoder)
         if isinstance(state, State):
             validate_state(state)
             state = copy_state(state)
         else:
-            state = load_state_or_context(_as_bytes(state))
+            state, number = load_start(_as_bytes(state))
+            requests_before = max(requests_before, number)
+        if requests_before < 0:
+            raise UsageError(f"requests_before must be 0 or more, not {requests_before}")
         db, owns = _open_store(store, must_exist=False)
         inv = cls(db, state.analysis_id, owns_store=owns, clock=clock)
         try:
-            inv._create(state, enc.name)
+            inv._create(state, enc.name, requests_before)
         except BaseException:
             inv.close()
             raise
         return inv
 
-    def _create(self, state: State, encoder: str) -> None:
+    def _create(self, state: State, encoder: str, requests_before: int) -> None:
         aid = state.analysis_id
         with self.store.write() as tx:
             if tx.analysis(aid) is not None:
@@ -168,7 +176,7 @@ class Investigation:
             tx.insert_analysis(AnalysisRow(aid, encoder, status, None, reason, at))
             payloads: dict[str, Any] = {}
             event = CreatedEvent(state=_externalize(tx, copy_state(state), payloads), encoder=encoder, status=status,
-                                 termination_reason=reason)  # fmt: skip
+                                 termination_reason=reason, requests_before=requests_before)  # fmt: skip
             data = encode_event(event)
             seq = tx.append_event(aid, "created", at, data)
             view = seed(aid, EventRow(seq, "created", at, data), payloads)
@@ -289,7 +297,7 @@ class Investigation:
                 ctl.check_choice(state, hypothesis, busy)
                 hid = hypothesis
             out = get_encoder(row.encoder).render(state, hid)
-            number = tx.request_count(aid) + 1
+            number = max(tx.request_count(aid), call.view.requests_before) + 1
             rid = f"{aid}-r{number:04d}"
             manifest = Manifest.of(out.shown, out.indexed, _evidence_ids(state))
             event = RequestEvent(request_id=rid, hypothesis=hid, encoder=out.encoder, manifest=manifest,
