@@ -9,8 +9,9 @@ very state it was rendered from.
 A `Replayed` is such a state together with the last event it reflects. The session keeps
 one per analysis and store connection, and at each call, inside the call's transaction,
 `catch_up` applies only the events appended since (by this process or any other), so a call
-costs what is new, not the whole history. Payloads are read in batches, never one SELECT per
-item. The session applies its own changes to a `Replayed` through `as_replayed` and
+costs what is new, not the whole history. Payloads are read only when the state must be
+complete (`fill`, before rendering or showing it; applying a turn never looks at them), in
+batches, never one SELECT per item. The session applies its own changes to a `Replayed` through `as_replayed` and
 `stored_payload`, which give exactly the objects a replay decodes from the stored event, so a
 kept state never differs from a fresh replay of the log.
 """
@@ -18,7 +19,7 @@ kept state never differs from a fresh replay of the log.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -123,6 +124,9 @@ class Replayed:
     changed: int
     numbers: ctl.Numbers
     requests_before: int = 0  # requests are numbered after this one (see `CreatedEvent`)
+    # Evidence whose payload is still in the store (its content hash kept): payloads are read
+    # only when something needs them (`fill`: rendering, showing), never to apply a turn.
+    unfilled: list[Evidence] = field(default_factory=list)
 
     def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
         """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""
@@ -166,29 +170,41 @@ def _payloads(tx: Tx, decoded: list[tuple[EventRow, Any]]) -> dict[str, Payload]
     return tx.payloads(wanted) if wanted else {}
 
 
-def _fill(ev: Evidence, payloads: Mapping[str, Payload]) -> None:
-    if ev.content_hash is not None and ev.payload is None:
+def _stored_elsewhere(ev: Evidence) -> bool:
+    return ev.content_hash is not None and ev.payload is None
+
+
+def _fill(evidence: list[Evidence], payloads: Mapping[str, Payload]) -> None:
+    for ev in evidence:
         payload = payloads.get(ev.content_hash)
         if payload is None:
             raise StoreCorrupt(f"payload {ev.content_hash} of {ev.id} is missing")
         ev.payload = payload
 
 
-def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any, payloads: Mapping[str, Payload]) -> Replayed:
+def fill(tx: Tx, view: Replayed) -> Replayed:
+    """Read the payloads the view does not hold yet (one batched read), so its state is complete."""
+    if view.unfilled:
+        _fill(view.unfilled, tx.payloads(ev.content_hash for ev in view.unfilled))
+        view.unfilled.clear()
+    return view
+
+
+def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -> Replayed:
     """Apply one decoded event to `view` in place (None: it must be the `created` event)."""
     if (view is None) != (row.kind == "created"):
         raise StoreCorrupt(f"event {row.seq} of {analysis_id}: the log must start with exactly one `created`")
     if row.kind == "created":
-        for ev in event.state.evidence:
-            _fill(ev, payloads)
         view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state),
                         requests_before=event.requests_before)  # fmt: skip
+        view.unfilled.extend(ev for ev in event.state.evidence if _stored_elsewhere(ev))
     elif row.kind == "decision":
         ids = ctl.Allocated(notes=tuple(event.notes), action=event.action)
         if view.apply_decision(event.hypothesis, event.decision, ids) != event.iteration:
             raise StoreCorrupt(f"event {row.seq} of {analysis_id}: replay reached a different iteration")
     elif row.kind == "record":
-        _fill(event.evidence, payloads)
+        if _stored_elsewhere(event.evidence):
+            view.unfilled.append(event.evidence)
         view.apply_record(event.evidence)
     view.note(row.seq, row.kind)
     return view
@@ -198,12 +214,12 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
     """Bring `view` (None: nothing yet) up to the last event (or `upto`), reading only the newer events.
 
     Runs inside the caller's transaction, so it sees every change committed by any process.
-    The view is updated in place; if this raises, the view is unusable.
+    The view is updated in place; if this raises, the view is unusable. Payloads are not read
+    (see `fill`).
     """
     decoded = _decode(analysis_id, tx.events(analysis_id, upto=upto, after=view.seq if view is not None else 0))
-    payloads = _payloads(tx, decoded)
     for row, event in decoded:
-        view = _apply(analysis_id, view, row, event, payloads)
+        view = _apply(analysis_id, view, row, event)
     if view is None:
         raise StoreCorrupt(f"analysis {analysis_id} has no events")
     return view
@@ -212,7 +228,10 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
 def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -> Replayed:
     """The view of a log holding only its `created` event, whose payloads the caller has (a new analysis)."""
     ((row, event),) = _decode(analysis_id, [created])
-    return _apply(analysis_id, None, row, event, payloads)
+    view = _apply(analysis_id, None, row, event)
+    _fill(view.unfilled, payloads)
+    view.unfilled.clear()
+    return view
 
 
 def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[int, State]]:
@@ -221,7 +240,9 @@ def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[
     payloads = _payloads(tx, decoded)
     view: Replayed | None = None
     for row, event in decoded:
-        view = _apply(analysis_id, view, row, event, payloads)
+        view = _apply(analysis_id, view, row, event)
+        _fill(view.unfilled, payloads)
+        view.unfilled.clear()
         yield row.seq, view.state
 
 

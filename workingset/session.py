@@ -41,6 +41,7 @@ from .journal import (
     check_timestamp,
     decode_result,
     encode_event,
+    fill,
     replay,
     seed,
     stored_payload,
@@ -105,6 +106,12 @@ class _Call:
         """The kept state with every event committed so far applied (a full replay if there is none)."""
         view, self.view = self.view, None  # unusable if catching up fails half-way
         self.view = catch_up(self.tx, self.analysis_id, view)
+        return self.view
+
+    def complete(self) -> Replayed:
+        """The synced state with every payload in place (for rendering or showing it)."""
+        view, self.view = self.view, None  # unusable if filling fails half-way
+        self.view = fill(self.tx, view if view is not None else catch_up(self.tx, self.analysis_id, None))
         return self.view
 
     def change(self) -> Replayed:
@@ -237,14 +244,16 @@ class Investigation:
         """The current state (SPEC §3): a copy, up to date with the store."""
         with self._call(write=False) as call:
             self._row(call.tx)
-            return copy_state(call.sync().state)
+            call.sync()
+            return copy_state(call.complete().state)
 
     def show(self) -> Summary:
         """Status, termination reason, encoder, open request, pending actions and the current state."""
         with self._call(write=False) as call:
             tx = call.tx
             row = self._row(tx)
-            state = copy_state(call.sync().state)
+            call.sync()
+            state = copy_state(call.complete().state)
             open_req = tx.open_request(self.analysis_id)
             return Summary(
                 status=row.status,
@@ -296,6 +305,7 @@ class Investigation:
             else:
                 ctl.check_choice(state, hypothesis, busy)
                 hid = hypothesis
+            state = call.complete().state
             out = get_encoder(row.encoder).render(state, hid)
             number = max(tx.request_count(aid), call.view.requests_before) + 1
             rid = f"{aid}-r{number:04d}"
@@ -489,9 +499,9 @@ class Investigation:
     def _rerender(self, call: _Call, req: RequestRecord) -> Request:
         view = call.view
         if view is not None and view.changed <= req.state_seq <= view.seq:
-            state = view.state  # nothing changed the state since the request was rendered
+            state = call.complete().state  # nothing changed the state since the request was rendered
         else:
-            state = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq).state
+            state = fill(call.tx, catch_up(call.tx, self.analysis_id, None, upto=req.state_seq)).state
         out = get_encoder(req.encoder).render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
