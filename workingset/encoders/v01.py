@@ -58,7 +58,10 @@ class V1:
         view = self.select(state, selected)
         view.refs = self.references(view)
         chunks = [c for c in self.layout(view) if c[1]]
-        text = "\n\n".join(body for _, body in chunks) + "\n"
+        # The trailing newline joins the last body before the one big join: no second copy of the text.
+        bodies = [body for _, body in chunks]
+        bodies[-1] += "\n"
+        text = "\n\n".join(bodies)
         sections: dict[str, int] = {}
         ordered: list[tuple[str, int]] = []
         for i, (category, body) in enumerate(chunks):
