@@ -40,7 +40,7 @@ def test_a_new_store_has_wal_the_schema_version_and_our_application_id(tmp_path)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions"}
+    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
 
 
 def test_a_new_postgresql_store_has_the_schema_version_and_only_our_tables(pg_server):
@@ -48,7 +48,7 @@ def test_a_new_postgresql_store_has_the_schema_version_and_only_our_tables(pg_se
     make(url).close()
     assert _query(url, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
     tables = {r[0] for r in _query(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions"}
+    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
 
 
 def test_the_event_log_is_append_only(store):

@@ -127,6 +127,10 @@ class Replayed:
     # Evidence whose payload is still in the store (its content hash kept): payloads are read
     # only when something needs them (`fill`: rendering, showing), never to apply a turn.
     unfilled: list[Evidence] = field(default_factory=list)
+    # Bytes of events since the latest snapshot (or the `created` event), and that one's size:
+    # a new snapshot is due when the first reaches the second (see `snapshot_due`).
+    logged: int = 0
+    base_bytes: int = 0
 
     def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
         """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""
@@ -139,11 +143,12 @@ class Replayed:
         ctl.apply_record(self.state, evidence)
         self.numbers.count_record(evidence)
 
-    def note(self, seq: int, kind: str) -> None:
-        """Record that the event `seq` of `kind` is reflected (its change already applied)."""
+    def note(self, seq: int, kind: str, size: int = 0) -> None:
+        """Record that the event `seq` of `kind` (`size` bytes stored) is reflected (its change already applied)."""
         if seq != self.seq + 1:
             raise StoreCorrupt(f"event {seq} follows event {self.seq}: the event log has a gap")
         self.seq = seq
+        self.logged += size
         if kind in _STATE_CHANGES:
             self.changed = seq
 
@@ -196,7 +201,7 @@ def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -
         raise StoreCorrupt(f"event {row.seq} of {analysis_id}: the log must start with exactly one `created`")
     if row.kind == "created":
         view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state),
-                        requests_before=event.requests_before)  # fmt: skip
+                        requests_before=event.requests_before, base_bytes=len(row.data))  # fmt: skip
         view.unfilled.extend(ev for ev in event.state.evidence if _stored_elsewhere(ev))
     elif row.kind == "decision":
         ids = ctl.Allocated(notes=tuple(event.notes), action=event.action)
@@ -206,7 +211,7 @@ def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -
         if _stored_elsewhere(event.evidence):
             view.unfilled.append(event.evidence)
         view.apply_record(event.evidence)
-    view.note(row.seq, row.kind)
+    view.note(row.seq, row.kind, 0 if row.kind == "created" else len(row.data))
     return view
 
 
@@ -217,11 +222,69 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
     The view is updated in place; if this raises, the view is unusable. Payloads are not read
     (see `fill`).
     """
+    if view is None:
+        view = from_snapshot(tx, analysis_id, upto)
     decoded = _decode(analysis_id, tx.events(analysis_id, upto=upto, after=view.seq if view is not None else 0))
     for row, event in decoded:
         view = _apply(analysis_id, view, row, event)
     if view is None:
         raise StoreCorrupt(f"analysis {analysis_id} has no events")
+    return view
+
+
+# -- snapshots: a new process starts from the latest one and reads only the events after it ---------
+
+# A snapshot is due when the events logged since the latest one (or since `created`) hold as
+# many bytes as it does, and at least this many: writing snapshots then costs at most as much
+# as writing the log, and a new process reads at most about twice a snapshot's size.
+SNAPSHOT_MIN_BYTES = 1_000_000
+
+
+class Snapshot(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
+    """A `Replayed` as stored (MessagePack): its state with payloads left in the payload table."""
+
+    seq: int
+    changed: int
+    numbers: tuple[int, int, int]  # evidence, notes, actions
+    requests_before: int
+    state: State
+
+
+_SNAPSHOT_DECODER = msgspec.msgpack.Decoder(Snapshot)
+
+
+def snapshot_due(view: Replayed) -> bool:
+    """Whether the events since the latest snapshot call for a new one (see `SNAPSHOT_MIN_BYTES`)."""
+    return view.logged >= max(SNAPSHOT_MIN_BYTES, view.base_bytes)
+
+
+def take_snapshot(view: Replayed) -> bytes:
+    """The stored form of `view`; the view then counts the events logged from here."""
+    evidence = [msgspec.structs.replace(ev, payload=None) if ev.content_hash is not None else ev
+                for ev in view.state.evidence]  # fmt: skip
+    n = view.numbers
+    data = msgspec.msgpack.encode(Snapshot(seq=view.seq, changed=view.changed, numbers=(n.evidence, n.notes, n.actions),
+                                           requests_before=view.requests_before,
+                                           state=msgspec.structs.replace(view.state, evidence=evidence)))  # fmt: skip
+    view.logged, view.base_bytes = 0, len(data)
+    return data
+
+
+def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> Replayed | None:
+    """The view the analysis's latest snapshot holds, if it has one at or before `upto`."""
+    found = tx.snapshot(analysis_id)
+    if found is None or (upto is not None and found[0] > upto):
+        return None
+    seq, data = found
+    try:
+        snap = _SNAPSHOT_DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        raise StoreCorrupt(f"the snapshot of {analysis_id} is damaged ({exc})") from None
+    if snap.seq != seq or not 0 <= snap.changed <= seq:
+        raise StoreCorrupt(f"the snapshot of {analysis_id} says event {snap.seq}, its row {seq}")
+    view = Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
+                    requests_before=snap.requests_before, base_bytes=len(data))  # fmt: skip
+    view.unfilled.extend(ev for ev in snap.state.evidence if _stored_elsewhere(ev))
     return view
 
 

@@ -87,8 +87,13 @@ CREATE TABLE actions (
   PRIMARY KEY (analysis_id, action_id)
 );
 CREATE INDEX actions_pending ON actions (analysis_id) WHERE status = 'pending';
+CREATE TABLE snapshots (
+  analysis_id TEXT PRIMARY KEY REFERENCES analyses (analysis_id),
+  seq INTEGER NOT NULL,
+  data BYTEA NOT NULL
+);
 """
-_TABLES = {"schema_version", "analyses", "events", "payloads", "requests", "actions"}
+_TABLES = {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
 _MANIFEST_DECODER = msgspec.json.Decoder(Manifest)
 
@@ -153,6 +158,11 @@ class PostgresStore:
             if not tables:
                 c.execute(_SCHEMA)
                 c.execute("INSERT INTO schema_version (version) VALUES (%s)", (base.SCHEMA_VERSION,))
+            elif tables == _TABLES - {"snapshots"} and c.execute("SELECT version FROM schema_version").fetchall() == [
+                (base.UPGRADABLE,)
+            ]:  # a version 2 store gains the (empty) snapshots table
+                c.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE snapshots") :])
+                c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
             elif not _TABLES <= tables:
                 raise StoreCorrupt(f"{self.path} is a PostgreSQL database but not a workingset store "
                                    f"(it has other tables)", details={"store": self.path})  # fmt: skip
@@ -274,6 +284,17 @@ class _PgTx:
         if any(r[0] != i for i, r in enumerate(rows, after + 1)):
             raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
         return [EventRow(seq, kind, at, data.encode()) for seq, kind, at, data in rows]
+
+    def snapshot(self, analysis_id: str) -> tuple[int, bytes] | None:
+        """The analysis's latest snapshot: (the last event it reflects, its data)."""
+        row = self._c.execute("SELECT seq, data FROM snapshots WHERE analysis_id = %s", (analysis_id,)).fetchone()
+        return (row[0], bytes(row[1])) if row else None
+
+    def put_snapshot(self, analysis_id: str, seq: int, data: bytes) -> None:
+        """Replace the analysis's snapshot (only the latest is kept: the log holds the rest)."""
+        self._write("put_snapshot", "INSERT INTO snapshots (analysis_id, seq, data) VALUES (%s, %s, %s)"
+                    " ON CONFLICT (analysis_id) DO UPDATE SET seq = EXCLUDED.seq, data = EXCLUDED.data",
+                    (analysis_id, seq, data))  # fmt: skip
 
     def put_payload(self, payload: Payload) -> str:
         data = canonical_json(payload)

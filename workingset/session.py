@@ -44,7 +44,9 @@ from .journal import (
     fill,
     replay,
     seed,
+    snapshot_due,
     stored_payload,
+    take_snapshot,
 )
 from .model import Evidence, EvidenceBudget, State, StoredContext, copy_state, load_start, validate_state
 from .replies import Applied, Lifecycle, PendingAction, Recorded, Request, Summary
@@ -122,9 +124,10 @@ class _Call:
 
     def append(self, kind: str, event: Any, at: str) -> int:
         """Append this call's event; a synced view then reflects it (its change must already be applied)."""
-        seq = self.tx.append_event(self.analysis_id, kind, at, encode_event(event))
+        data = encode_event(event)
+        seq = self.tx.append_event(self.analysis_id, kind, at, data)
         if self.view is not None and self.dirty:
-            self.view.note(seq, kind)
+            self.view.note(seq, kind, len(data))
         return seq
 
 
@@ -236,6 +239,9 @@ class Investigation:
                 if call.view is not None and not call.dirty:  # untouched: still the state of committed events
                     views[self.analysis_id] = call.view
                 raise
+            if write and call.view is not None and snapshot_due(call.view):
+                # In the call's transaction: the snapshot commits with the events it reflects.
+                tx.put_snapshot(self.analysis_id, call.view.seq, take_snapshot(call.view))
         if call.view is not None:  # committed
             views[self.analysis_id] = call.view
 

@@ -31,7 +31,9 @@ from .hashing import canonical_json, hash_bytes
 from .model import Payload
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
-SCHEMA_VERSION = 2
+# 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).
+SCHEMA_VERSION = 3
+UPGRADABLE = 2
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -87,7 +89,14 @@ CREATE TABLE actions (
   PRIMARY KEY (analysis_id, action_id)
 ) WITHOUT ROWID;
 CREATE INDEX actions_pending ON actions (analysis_id) WHERE status = 'pending';
+CREATE TABLE snapshots (
+  analysis_id TEXT PRIMARY KEY REFERENCES analyses (analysis_id),
+  seq INTEGER NOT NULL,
+  data BLOB NOT NULL
+) WITHOUT ROWID;
 """
+# What a version 2 store gains (the last statement of the schema).
+SNAPSHOTS_TABLE = "CREATE TABLE snapshots" + _SCHEMA.rsplit("CREATE TABLE snapshots", 1)[1].rstrip().rstrip(";")
 
 REQUEST_COLUMNS = "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
 ACTION_COLUMNS = "analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
@@ -232,6 +241,8 @@ class Tx(Protocol):
     def set_status(self, analysis_id: str, status: str, prior_status: str | None, reason: str | None) -> None: ...
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int: ...
     def events(self, analysis_id: str, upto: int | None = None, after: int = 0) -> list[EventRow]: ...
+    def snapshot(self, analysis_id: str) -> tuple[int, bytes] | None: ...
+    def put_snapshot(self, analysis_id: str, seq: int, data: bytes) -> None: ...
     def put_payload(self, payload: Payload) -> str: ...
     def payloads(self, hashes: Iterable[str]) -> dict[str, Payload]: ...
     def insert_request(self, row: RequestRecord) -> None: ...
@@ -302,6 +313,9 @@ class SqliteStore:
         c.execute("PRAGMA foreign_keys = ON")
         c.execute("PRAGMA synchronous = FULL")
         row = c.execute("SELECT version FROM schema_version").fetchall()
+        if row == [(UPGRADABLE,)]:
+            self._upgrade()
+            row = c.execute("SELECT version FROM schema_version").fetchall()
         if len(row) != 1 or row[0][0] != SCHEMA_VERSION:
             found = row[0][0] if len(row) == 1 else None
             raise StoreCorrupt(
@@ -321,6 +335,19 @@ class SqliteStore:
                         c.execute(statement)
                 c.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
                 c.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+
+    def _upgrade(self) -> None:
+        """Version 2 to 3: add the (empty) snapshots table; nothing else changes."""
+        c = self._conn
+        c.execute("BEGIN IMMEDIATE")
+        try:
+            if c.execute("SELECT version FROM schema_version").fetchall() == [(UPGRADABLE,)]:
+                c.execute(SNAPSHOTS_TABLE)
+                c.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             c.execute("COMMIT")
         except BaseException:
             c.execute("ROLLBACK")
@@ -434,6 +461,16 @@ class _SqliteTx:
         if any(r[0] != i for i, r in enumerate(rows, after + 1)):
             raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
         return [EventRow(seq, kind, at, data.encode()) for seq, kind, at, data in rows]
+
+    def snapshot(self, analysis_id: str) -> tuple[int, bytes] | None:
+        """The analysis's latest snapshot: (the last event it reflects, its data)."""
+        row = self._c.execute("SELECT seq, data FROM snapshots WHERE analysis_id = ?", (analysis_id,)).fetchone()
+        return (row[0], bytes(row[1])) if row else None
+
+    def put_snapshot(self, analysis_id: str, seq: int, data: bytes) -> None:
+        """Replace the analysis's snapshot (only the latest is kept: the log holds the rest)."""
+        self._write("put_snapshot", "INSERT OR REPLACE INTO snapshots (analysis_id, seq, data) VALUES (?, ?, ?)",
+                    (analysis_id, seq, data))  # fmt: skip
 
     def put_payload(self, payload: Payload) -> str:
         data = canonical_json(payload)
