@@ -30,6 +30,23 @@ app = typer.Typer(
 )
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
+MessagesOpt = Annotated[Optional[str], typer.Option(
+    "--messages", metavar="PROVIDER", help="Print the request as provider JSON: anthropic, openai or openai-responses.")]
+TtlOpt = Annotated[Optional[str], typer.Option("--ttl", help="Anthropic cache TTL of the breakpoints: 5m (default) or 1h.")]
+StrictOpt = Annotated[Optional[bool], typer.Option(
+    "--strict/--no-strict", help="OpenAI: the strict transformed schema (default), or the frozen one unenforced.")]
+
+
+def provider_options(messages: str | None, ttl: str | None, strict: bool | None) -> bool:
+    """Check --messages and its options before anything is rendered; True when provider JSON is asked for."""
+    from .providers import check_options
+
+    if messages is None:
+        if ttl is not None or strict is not None:
+            raise UsageError("--ttl and --strict/--no-strict go with --messages PROVIDER")
+        return False
+    check_options(messages, ttl, strict)
+    return True
 
 
 def emit_json(value: Any) -> None:
@@ -64,15 +81,22 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 def render(
     file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4).")],
     encoder: Annotated[Optional[str], typer.Option(help="Encoder version (default: the file's own).")] = None,
+    messages: MessagesOpt = None,
+    ttl: TtlOpt = None,
+    strict: StrictOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
     from .encoders import get_encoder
+    from .replies import Request
     from .runs import load_context_file
 
+    as_messages = provider_options(messages, ttl, strict)
     ctx = load_context_file(file)
     out = get_encoder(encoder or ctx.encoder).render(ctx.state, ctx.hypothesis)
-    if as_json:
+    if as_messages:
+        emit_json(Request.of(out, ctx.request_id, ctx.state).messages(messages, ttl=ttl, strict=strict))
+    elif as_json:
         emit_json({
             "encoder": out.encoder, "hypothesis": out.hypothesis, "text": out.text,
             "shown": list(out.shown), "indexed": list(out.indexed), "chars": out.chars, "hash": out.hash,
@@ -237,14 +261,30 @@ def init(
 def next_(
     analysis: AnalysisOpt,
     hypothesis: Annotated[Optional[str], typer.Option(help="The hypothesis to serve (default: the scheduler's pick).")] = None,
+    messages: MessagesOpt = None,
+    ttl: TtlOpt = None,
+    strict: StrictOpt = None,
+    retry: Annotated[Optional[str], typer.Option(
+        help='With --messages: earlier rejected tries of the open request, a JSON array of {"answer", "error"} (file or -).')] = None,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Render and persist the next request (or return the open one); the text goes to stdout."""
+    from .providers import load_retry
+
+    as_messages = provider_options(messages, ttl, strict)
+    if retry is not None and not as_messages:
+        raise UsageError("--retry goes with --messages PROVIDER")
+    tries = load_retry(*_input(retry)) if retry is not None else []
     with _session(store, analysis) as inv:
+        if retry is not None and inv.show().open_request is None:
+            # The tries answered a request that is no longer open: never pin them on a new one.
+            raise UsageError("--retry needs an open request: the tries answer it again, and none is open")
         req = inv.next_request(hypothesis)
-    if as_json:
-        emit_json(req)
+    if as_messages:
+        emit_json(req.messages(messages, ttl=ttl, strict=strict, retry=tries))
+    elif as_json:
+        emit_json(req.spec())
     else:
         sys.stderr.write(f"request {req.request_id} for {req.hypothesis} ({req.encoder}, {req.chars} chars)\n")
         sys.stdout.write(req.text)

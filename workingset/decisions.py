@@ -11,6 +11,7 @@ violation, and five recall IDs are `recall_count`.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
@@ -82,8 +83,20 @@ def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
     return DecisionRejected(message, code=code, details=details)
 
 
+# One fenced block and nothing else: ```json (or a bare ```) on its own line, the closing fence
+# at least as long, only whitespace around. Models often wrap JSON so; the contents are kept as is.
+_FENCED = re.compile(rb"\A\s*(`{3,})[ \t]*(?:json)?[ \t]*\r?\n(.*?)\r?\n[ \t]*\1`*\s*\Z", re.DOTALL | re.IGNORECASE)
+
+
+def unfence(data: bytes) -> bytes:
+    """The JSON inside a single fenced ```json code block that is the whole answer; other data unchanged."""
+    match = _FENCED.match(data)  # fails at the first non-space byte unless it is a backtick
+    return match.group(2) if match else data
+
+
 def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
+    data = unfence(data)
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:

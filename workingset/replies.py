@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import copy
+from typing import TYPE_CHECKING, Any, ClassVar
+
 import msgspec
 from tabulate import tabulate
 
 from .model import State
 
+if TYPE_CHECKING:
+    from .encoders import RenderedContext
+
 
 class Request(msgspec.Struct, kw_only=True):
-    """One rendered request: what `next --json` prints."""
+    """One rendered request: `spec()` is what `next --json` prints, `messages()` what a provider call takes."""
 
     request_id: str
     encoder: str
@@ -19,6 +25,41 @@ class Request(msgspec.Struct, kw_only=True):
     indexed: list[str]
     chars: int
     hash: str
+    # Not in `next --json` (SPEC §8 fixes its keys): what provider messages are built from.
+    block_ends: list[int] = []  # where each section ends in `text` (the text blocks' boundaries)
+    cache_ends: list[int] = []  # where each section the encoder declares stable ends (cache breakpoints)
+    assess: str | None = None  # the evidence ID rule A requires this decision to assess, if any
+
+    SPEC_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "encoder", "hypothesis", "text", "shown", "indexed",
+                                            "chars", "hash")  # fmt: skip
+
+    def spec(self) -> dict[str, Any]:
+        """The SPEC §8 object of `next --json`."""
+        return {key: getattr(self, key) for key in self.SPEC_KEYS}
+
+    @property
+    def decision_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a decision answering this request (its encoder's frozen schema; a copy)."""
+        from .encoders import get_encoder
+
+        return copy.deepcopy(get_encoder(self.encoder).decision_schema)
+
+    def messages(self, provider: str, *, retry: Any = (), ttl: str | None = None, strict: bool | None = None) -> dict[str, Any]:
+        """The JSON to merge into an `anthropic`, `openai` or `openai-responses` call (see `providers.messages`)."""
+        from .providers import messages
+
+        return messages(self, provider, retry=retry, ttl=ttl, strict=strict)
+
+    @classmethod
+    def of(cls, out: RenderedContext, request_id: str, state: State, **overrides: Any) -> Request:
+        """The request for a rendered context `out` of `state` (`overrides` replace §8 fields)."""
+        from .providers import section_ends
+
+        fields = dict(request_id=request_id, encoder=out.encoder, hypothesis=out.hypothesis, text=out.text,
+                      shown=list(out.shown), indexed=list(out.indexed), chars=out.chars, hash=out.hash)  # fmt: skip
+        fields.update(overrides)
+        return cls(**fields, block_ends=section_ends(out.chunks), cache_ends=list(out.stable_ends()),
+                   assess=state.pending_result(out.hypothesis))  # fmt: skip
 
 
 class Applied(msgspec.Struct, kw_only=True):

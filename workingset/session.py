@@ -322,8 +322,7 @@ class Investigation:
             seq = call.append("request", event, self._clock())
             tx.insert_request(RequestRecord(aid, number, rid, hid, out.encoder, manifest, out.chars, out.hash, seq,
                                             "open"))  # fmt: skip
-            return Request(request_id=rid, encoder=out.encoder, hypothesis=hid, text=out.text, shown=list(out.shown),
-                           indexed=list(out.indexed), chars=out.chars, hash=out.hash)  # fmt: skip
+            return Request.of(out, rid, state)
 
     def submit(self, request_id: str, decision: str | bytes | dict[str, Any]) -> Applied:
         """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code."""
@@ -515,8 +514,7 @@ class Investigation:
                 details={"request_id": req.request_id},
             )
         row = self._resolved(req, _evidence_ids(state))
-        return Request(request_id=req.request_id, encoder=out.encoder, hypothesis=req.hypothesis, text=out.text,
-                       shown=list(row.shown), indexed=list(row.indexed), chars=req.chars, hash=req.hash)  # fmt: skip
+        return Request.of(out, req.request_id, state, shown=list(row.shown), indexed=list(row.indexed))
 
     def _require_active(self, tx: Tx, decision: bool = False) -> AnalysisRow:
         row = self._row(tx)

@@ -1,0 +1,262 @@
+"""Provider-ready requests: the JSON a controller merges into an Anthropic or OpenAI API call.
+
+A request's frozen text is cut into text blocks at its section boundaries (joined, they
+are the text byte for byte, so hashes and `verify` never see this). Anthropic gets
+`cache_control` breakpoints at the ends of the sections the encoder declares stable and a
+forced tool whose input schema is the decision schema; OpenAI gets a `json_schema`
+response format, strict by default (see `strict_schema` for the transformation). A retry
+appends the rejected answer and the rejection, so a model can correct itself; the request
+part never changes. Nothing here calls a provider: the SDKs are test dependencies only.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Iterable, Protocol, Sequence, Union
+
+import msgspec
+
+from .errors import DecisionRejected, UsageError
+
+PROVIDERS = ("anthropic", "openai", "openai-responses")
+TTLS = ("5m", "1h")
+MAX_BREAKPOINTS = 4  # Anthropic's limit per request
+TOOL_NAME = "submit_decision"
+SCHEMA_NAME = "decision"
+_DESCRIPTION = "The decision answering this request: an optional assessment and notes, then the next step."
+# Rejections a model cannot fix by answering again: the controller has to act.
+NOT_RETRYABLE = ("stale_request", "analysis_closed")
+
+Answer = Union[str, bytes, dict]
+Retry = Sequence[tuple[Answer, DecisionRejected]]
+
+
+class Renderable(Protocol):
+    """What messages are built from: a `Request` (replies.py) has all of it."""
+
+    request_id: str
+    text: str
+    block_ends: list[int]
+    cache_ends: list[int]
+    assess: str | None
+
+    @property
+    def decision_schema(self) -> dict[str, Any]: ...
+
+
+def section_ends(chunks: Iterable[tuple[str, int]]) -> list[int]:
+    """Offsets where each run of same-category chunks ends: the block boundaries of the text."""
+    ends: list[int] = []
+    at, previous = 0, None
+    for category, n in chunks:
+        if category != previous and at:
+            ends.append(at)
+        at += n
+        previous = category
+    if at:
+        ends.append(at)
+    return ends
+
+
+def text_blocks(req: Renderable) -> list[tuple[str, bool]]:
+    """The request text as (block, ends at a cache breakpoint) pairs; the blocks join to the text.
+
+    Breakpoints are the declared stable ends; past Anthropic's 4 the last 4 are kept,
+    because a longer cached prefix saves more.
+    """
+    ends = req.block_ends or [len(req.text)]
+    if ends[-1] != len(req.text):
+        raise ValueError(f"request {req.request_id}: its blocks do not cover its text")
+    marks = set(req.cache_ends[-MAX_BREAKPOINTS:])
+    blocks, at = [], 0
+    for end in ends:
+        blocks.append((req.text[at:end], end in marks))
+        at = end
+    return blocks
+
+
+def messages(
+    req: Renderable,
+    provider: str,
+    *,
+    retry: Retry = (),
+    ttl: str | None = None,
+    strict: bool | None = None,
+) -> dict[str, Any]:
+    """The JSON object to merge into a provider call for `req` (model, max_tokens etc. are the caller's).
+
+    `provider` is `anthropic` (Messages API), `openai` (Chat Completions) or
+    `openai-responses` (Responses API). `retry` lists earlier (answer, rejection) pairs of
+    this same request, oldest first. `ttl` (`5m` or `1h`, Anthropic only) is the cache
+    entries' lifetime; `strict` (OpenAI only, default True) picks the strict transformed
+    schema, or with False the frozen one as a hint the API does not enforce.
+    """
+    check_options(provider, ttl, strict)
+    strict = strict is not False
+    pairs = _checked(retry)
+    if provider == "anthropic":
+        return _anthropic(req, pairs, ttl)
+    schema = strict_schema(req.decision_schema, req.assess) if strict else req.decision_schema
+    if provider == "openai":
+        parts = [{"type": "text", "text": block} for block, _ in text_blocks(req)]
+        turns = [{"role": "user", "content": parts}, *_plain_retry(req, pairs, "openai")]
+        fmt = {"name": SCHEMA_NAME, "description": _DESCRIPTION, "schema": schema, "strict": strict}
+        return {"messages": turns, "response_format": {"type": "json_schema", "json_schema": fmt}}
+    parts = [{"type": "input_text", "text": block} for block, _ in text_blocks(req)]
+    turns = [{"role": "user", "content": parts}, *_plain_retry(req, pairs, "openai-responses")]
+    fmt = {"type": "json_schema", "name": SCHEMA_NAME, "description": _DESCRIPTION, "schema": schema, "strict": strict}
+    return {"input": turns, "text": {"format": fmt}}
+
+
+def check_options(provider: str | None, ttl: str | None = None, strict: bool | None = None) -> None:
+    """Reject a provider name or option that does not apply, before anything is rendered or stored."""
+    if provider not in PROVIDERS:
+        raise UsageError(f"no provider {provider!r}; available: {', '.join(PROVIDERS)}", code="unknown_provider",
+                         details={"valid": list(PROVIDERS)})  # fmt: skip
+    if ttl is not None and ttl not in TTLS:
+        raise UsageError(f"a cache TTL is one of {', '.join(TTLS)}, not {ttl!r}", details={"valid": list(TTLS)})
+    if ttl is not None and provider != "anthropic":
+        raise UsageError(f"a TTL sets Anthropic's cache breakpoints; {provider} caches prompts automatically")
+    if strict is not None and provider == "anthropic":
+        raise UsageError("strict chooses the OpenAI schema form; Anthropic gets the frozen schema as a tool")
+
+
+def _anthropic(req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], ttl: str | None) -> dict[str, Any]:
+    mark: dict[str, str] = {"type": "ephemeral"} if ttl is None else {"type": "ephemeral", "ttl": ttl}
+    content = []
+    for block, cached in text_blocks(req):
+        part: dict[str, Any] = {"type": "text", "text": block}
+        if cached:
+            part["cache_control"] = dict(mark)
+        content.append(part)
+    turns: list[dict[str, Any]] = [{"role": "user", "content": content}]
+    for n, (answer, err) in enumerate(pairs, start=1):
+        note = rejection_text(req, err, "anthropic")
+        if isinstance(answer, dict):
+            # The answer came as the forced tool's input: the reply has to be its tool_result.
+            use_id = f"toolu_retry_{n}"
+            turns.append({"role": "assistant", "content": [{"type": "tool_use", "id": use_id, "name": TOOL_NAME,
+                                                            "input": copy.deepcopy(answer)}]})  # fmt: skip
+            turns.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use_id, "is_error": True,
+                                                       "content": note}]})  # fmt: skip
+        else:
+            turns.append({"role": "assistant", "content": [{"type": "text", "text": _as_text(answer)}]})
+            turns.append({"role": "user", "content": [{"type": "text", "text": note}]})
+    tool = {"name": TOOL_NAME, "description": _DESCRIPTION, "input_schema": req.decision_schema}
+    return {"messages": turns, "tools": [tool], "tool_choice": {"type": "tool", "name": TOOL_NAME}}
+
+
+def _plain_retry(req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], provider: str) -> list[dict[str, Any]]:
+    turns = []
+    for answer, err in pairs:
+        turns.append({"role": "assistant", "content": _as_text(answer)})
+        turns.append({"role": "user", "content": rejection_text(req, err, provider)})
+    return turns
+
+
+def rejection_text(req: Renderable, err: DecisionRejected, provider: str) -> str:
+    """What the model is told after a rejected answer: the code, the message, and what to do now."""
+    how = (
+        f"call {TOOL_NAME} again with the corrected decision"
+        if provider == "anthropic"
+        else "answer again with one corrected decision that follows the output schema"
+    )
+    if err.code == "malformed_json" and provider != "anthropic":
+        how += ": the JSON object alone, with nothing around it"
+    return (
+        f"Your decision was rejected ({err.code}): {err.message}\n"
+        f"Nothing was changed: request {req.request_id} is still open and its context above still holds. "
+        f"Fix the decision and {how}."
+    )
+
+
+def _checked(retry: Retry) -> list[tuple[Answer, DecisionRejected]]:
+    pairs = []
+    for i, item in enumerate(retry):
+        if not (isinstance(item, tuple) and len(item) == 2):
+            raise UsageError(f"retry[{i}] must be an (answer, DecisionRejected) pair")
+        answer, err = item
+        if not isinstance(answer, (str, bytes, dict)):
+            raise UsageError(f"retry[{i}]: the answer is JSON text, bytes or a dict, not {type(answer).__name__}")
+        if not isinstance(err, DecisionRejected):
+            raise UsageError(f"retry[{i}]: the rejection must be a DecisionRejected, not {type(err).__name__}")
+        if err.code in NOT_RETRYABLE:
+            raise UsageError(
+                f"retry[{i}]: {err.code} is not the model's to fix (the controller answered a stale or closed request)",
+                details={"code": err.code},
+            )
+        pairs.append((answer, err))
+    return pairs
+
+
+class Rejection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """A rejection as `submit --json` printed it under `error`."""
+
+    code: str
+    message: str
+    details: dict[str, Any] = {}
+
+
+class RetryEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
+    """One earlier try of the open request: the answer as received (text, or a tool's input) and its rejection."""
+
+    answer: Union[str, dict[str, Any]]
+    error: Rejection
+
+
+_RETRY_FILE = msgspec.json.Decoder(list[RetryEntry])
+
+
+def load_retry(data: bytes, source: str) -> list[tuple[Answer, DecisionRejected]]:
+    """Read a retry file: a JSON array of `{"answer", "error"}` objects, oldest first (`invalid_file` if not)."""
+    from .model import decode_strict
+
+    entries = decode_strict(data, _RETRY_FILE, source)
+    return [(e.answer, DecisionRejected(e.error.message, code=e.error.code, details=dict(e.error.details))) for e in entries]
+
+
+def _as_text(answer: Answer) -> str:
+    if isinstance(answer, dict):
+        return msgspec.json.encode(answer).decode("utf-8")
+    if isinstance(answer, bytes):
+        return answer.decode("utf-8", errors="replace")
+    return answer
+
+
+def strict_schema(schema: dict[str, Any], assess: str | None) -> dict[str, Any]:
+    """The decision schema in OpenAI's strict subset, for one request; every instance is valid under `schema`.
+
+    Strict mode wants every property required, `anyOf` instead of `oneOf`, and no
+    `uniqueItems`. So: `notes` becomes required (an empty list means none); `assessment`
+    is required, naming exactly `assess`, when rule A requires one, and absent otherwise;
+    the `next` variants become `anyOf`; recall's `uniqueItems` is dropped (workingset still
+    rejects a repeat as `recall_duplicate`); `$schema` and `title` are left out.
+    """
+    out = _strict(copy.deepcopy(schema))
+    out.pop("$schema", None)
+    out.pop("title", None)
+    props = out["properties"]
+    if assess is None:
+        del props["assessment"]
+    else:
+        props["assessment"]["properties"]["evidence_ref"] = {"type": "string", "enum": [assess]}
+    out["required"] = list(props)
+    return out
+
+
+def _strict(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strict(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _strict(value) for key, value in node.items() if key != "uniqueItems"}
+    if "oneOf" in node:
+        node["anyOf"] = node.pop("oneOf")
+    if "const" in node:
+        node["enum"] = [node.pop("const")]
+    if "enum" in node and "type" not in node and all(isinstance(v, str) for v in node["enum"]):
+        node["type"] = "string"
+    if node.get("type") == "object" and "properties" in node:
+        node["required"] = list(node["properties"])
+        node["additionalProperties"] = False
+    return node
