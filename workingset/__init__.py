@@ -15,13 +15,15 @@ from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
 from .runs import make_stored_context, read_run, verify_context, write_run
 from .replies import Applied, PendingAction, Recorded, Request, Summary
-from .session import Investigation
+from .pgstore import PostgresStore
+from .session import Investigation, open_store
 from .store import SqliteStore
 
 __all__ = [
     "Applied",
     "Investigation",
     "PendingAction",
+    "PostgresStore",
     "Recorded",
     "Request",
     "SqliteStore",
@@ -45,6 +47,7 @@ __all__ = [
     "load_state_or_context",
     "load_stored_context",
     "make_stored_context",
+    "open_store",
     "read_run",
     "render",
     "verify_context",
