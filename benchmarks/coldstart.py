@@ -77,7 +77,7 @@ def _prepare(store: str, items: int, turns: int) -> str:
 def _snapshot(store: str, aid: str) -> None:
     """Write a snapshot of the current state now (as a write call does when one is due)."""
     from workingset.journal import catch_up, take_snapshot
-    from workingset.session import open_store
+    from workingset.store import open_store
 
     with open_store(store) as db, db.write() as tx:
         view = catch_up(tx, aid, None)

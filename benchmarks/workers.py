@@ -63,7 +63,8 @@ def _result(aid: str, turn: int) -> dict:
 def _worker(store: str, tasks, done, start, out) -> None:
     """Take (analysis, turns left, pending results) tasks until a None; report per-call times and codes."""
     from workingset.errors import WorkingsetError
-    from workingset.session import Investigation, open_store
+    from workingset.session import Investigation
+    from workingset.store import open_store
 
     db = open_store(store)
     handles: dict[str, Investigation] = {}
@@ -103,7 +104,8 @@ def _worker(store: str, tasks, done, start, out) -> None:
 
 
 def _create(store: str, prefix: str) -> list[str]:
-    from workingset.session import Investigation, open_store
+    from workingset.session import Investigation
+    from workingset.store import open_store
 
     ids = [f"{prefix}-{i:02d}" for i in range(ANALYSES)]
     with open_store(store) as db:
@@ -116,7 +118,7 @@ def _check(store: str, ids: list[str], applied: list[tuple[str, str, str]], turn
     """What the event logs say: lost turns, turns applied twice, analyses that fail to replay."""
     from workingset.errors import WorkingsetError
     from workingset.journal import catch_up
-    from workingset.session import open_store
+    from workingset.store import open_store
 
     reported = {(aid, rid) for aid, rid, _ in applied}
     lost = twice = corrupt = short = 0
@@ -190,7 +192,8 @@ def _racer(store: str, aid: str, rid: str, barrier, out) -> None:
 
 def race(store: str) -> Counter:
     """RACE_ROUNDS rounds of RACERS processes submitting to one open request at once."""
-    from workingset.session import Investigation, open_store
+    from workingset.session import Investigation
+    from workingset.store import open_store
 
     outcomes: Counter = Counter()
     ctx = mp.get_context("spawn")

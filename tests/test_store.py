@@ -204,7 +204,8 @@ def test_a_damaged_file_is_store_corrupt_never_a_traceback(tmp_path, damage):
 FAULT_SCRIPT = r"""
 import json, os, sys
 sys.path.insert(0, {tests!r})
-import workingset.store as st
+import workingset.store.interface as st
+import workingset.store.sqlite as sq
 store, op, target = sys.argv[1], sys.argv[2], int(sys.argv[3])
 steps = []
 def hook(step):
@@ -212,11 +213,11 @@ def hook(step):
     if len(steps) == target:
         os._exit(17)
 st._checkpoint = hook
-setup = st.SqliteStore._setup
+setup = sq.SqliteStore._setup
 def small_cache(self):
     setup(self)
     self._conn.execute("PRAGMA cache_size = 1")  # spill uncommitted pages into the WAL before COMMIT
-st.SqliteStore._setup = small_cache
+sq.SqliteStore._setup = small_cache
 from session_helpers import assess, conclude, decision, query, result, state_bytes
 from workingset.session import Investigation
 clock = lambda: "2026-06-10T21:00:00Z"
@@ -324,7 +325,7 @@ def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, st
 RACE_SCRIPT = r"""
 import json, os, sys, time
 sys.path.insert(0, {tests!r})
-import workingset.store as st
+import workingset.store.interface as st
 store, gate, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 if mode == "slow":
     def hook(step):

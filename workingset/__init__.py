@@ -15,9 +15,8 @@ from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
 from .runs import make_stored_context, read_run, verify_context, write_run
 from .replies import Applied, PendingAction, Recorded, Request, Summary
-from .pgstore import PostgresStore
-from .session import Investigation, open_store
-from .store import SqliteStore
+from .session import Investigation
+from .store import PostgresStore, SqliteStore, open_store
 
 __all__ = [
     "Applied",

@@ -1,14 +1,4 @@
-"""Persistence behind one small interface; SQLite (stdlib, WAL, no server) is the default.
-
-A store holds analyses. The investigation state itself is event-sourced: the `created` event
-carries the initial state and each later event carries only what changed, so a turn appends
-one event plus the payloads that are new. Payloads are stored once, keyed by their content
-hash, and shared by every item and analysis that has them. Small index tables (analyses,
-requests, actions) answer "what is open, what is pending" without a replay, each with a
-direct lookup (the open request, the pending actions, one action), never a scan of the
-analysis's history. A request's manifest is stored compactly (`Manifest`): only the shorter
-of its shown and indexed ID lists, the other being the rest of the evidence it was rendered
-with.
+"""The embedded default store: one SQLite file in WAL mode (stdlib, no server).
 
 Every write happens inside one `BEGIN IMMEDIATE` transaction: the change, its event and its
 index rows commit together or not at all, and two writers serialize, so the second one sees
@@ -21,19 +11,19 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any
 
 import msgspec
 
-from .errors import StoreCorrupt, WorkingsetError
-from .hashing import canonical_json, hash_bytes
-from .model import Payload
+from ..errors import StoreCorrupt, WorkingsetError
+from ..hashing import canonical_json, hash_bytes
+from ..model import Payload
+from . import interface as base
+from .interface import (
+    ACTION_COLUMNS, MANIFEST_DECODER, REQUEST_COLUMNS, SCHEMA_VERSION, UPGRADABLE, ActionRow, AnalysisRow, EventRow,
+    RequestRecord, Tx,
+)  # fmt: skip
 
-# 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
-# 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).
-SCHEMA_VERSION = 3
-UPGRADABLE = 2
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
 SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT_MS = 30_000
@@ -98,164 +88,10 @@ CREATE TABLE snapshots (
 # What a version 2 store gains (the last statement of the schema).
 SNAPSHOTS_TABLE = "CREATE TABLE snapshots" + _SCHEMA.rsplit("CREATE TABLE snapshots", 1)[1].rstrip().rstrip(";")
 
-REQUEST_COLUMNS = "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
-ACTION_COLUMNS = "analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
-
 # Payloads read per SELECT (bound parameters; SQLite's limit is 32,766 since 3.32, 999 before).
 PAYLOAD_BATCH = 500
 
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
-
-
-def _checkpoint(step: str) -> None:
-    """Called after every write statement and around COMMIT; tests replace it to inject crashes."""
-
-
-@dataclass(frozen=True)
-class AnalysisRow:
-    analysis_id: str
-    encoder: str
-    status: str
-    prior_status: str | None
-    termination_reason: str | None
-    created_at: str
-
-
-@dataclass(frozen=True)
-class EventRow:
-    seq: int
-    kind: str
-    at: str
-    data: bytes
-
-
-class Manifest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, kw_only=True):
-    """Which evidence a request showed in full and which it only indexed, stored compactly.
-
-    `evidence` is the number of evidence items of the state the request was rendered from.
-    The evidence list of an analysis only grows (a record appends, nothing removes or
-    reorders), so those are the first `evidence` items of any later state. Only the shorter
-    of `shown` and `indexed` is stored; the other one is the rest of those items, in ID order
-    (`order="id"`) or in the state's order (`order="state"`). When neither rule reproduces
-    the lists an encoder produced, both are stored and `order` is absent.
-    """
-
-    evidence: int
-    order: Literal["id", "state"] | None = None
-    shown: list[str] | None = None
-    indexed: list[str] | None = None
-
-    def __post_init__(self) -> None:
-        stored = (self.shown is not None) + (self.indexed is not None)
-        if self.evidence < 0 or stored != (1 if self.order is not None else 2):
-            raise ValueError("a manifest stores one ID list with an order, or both lists without one")
-
-    @classmethod
-    def of(cls, shown: tuple[str, ...] | list[str], indexed: tuple[str, ...] | list[str], ids: list[str]) -> Manifest:
-        """The compact manifest of a request rendered with evidence `ids` (in state order)."""
-        expected = (tuple(shown), tuple(indexed))
-        key = "shown" if len(shown) <= len(indexed) else "indexed"
-        listed = list(shown if key == "shown" else indexed)
-        for order in ("id", "state"):
-            manifest = cls(evidence=len(ids), order=order, **{key: listed})
-            if manifest.resolve(ids) == expected:
-                return manifest
-        return cls(evidence=len(ids), shown=list(shown), indexed=list(indexed))
-
-    def resolve(self, ids: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """(shown, indexed) given the evidence IDs of the state now (in state order)."""
-        if self.order is None:
-            return tuple(self.shown or ()), tuple(self.indexed or ())
-        if self.evidence > len(ids):
-            raise ValueError(f"it was rendered with {self.evidence} evidence items, the state has {len(ids)}")
-        listed = self.shown if self.shown is not None else self.indexed or []
-        skip = set(listed)
-        rest = [eid for eid in ids[: self.evidence] if eid not in skip]
-        if self.order == "id":
-            rest.sort()
-        return (tuple(listed), tuple(rest)) if self.shown is not None else (tuple(rest), tuple(listed))
-
-
-_MANIFEST_DECODER = msgspec.json.Decoder(Manifest)
-
-
-@dataclass(frozen=True)
-class RequestRow:
-    """A request with its manifest resolved: what `Investigation.requests()` returns."""
-
-    analysis_id: str
-    number: int
-    request_id: str
-    hypothesis: str
-    encoder: str
-    shown: tuple[str, ...]
-    indexed: tuple[str, ...]
-    chars: int
-    hash: str
-    state_seq: int
-    status: str
-
-
-@dataclass(frozen=True)
-class RequestRecord:
-    """A row of the `requests` table: the manifest as stored."""
-
-    analysis_id: str
-    number: int
-    request_id: str
-    hypothesis: str
-    encoder: str
-    manifest: Manifest
-    chars: int
-    hash: str
-    state_seq: int
-    status: str
-
-    def resolved(self, ids: list[str]) -> RequestRow:
-        """The row with `shown` and `indexed` spelled out, given the evidence IDs of the state now."""
-        shown, indexed = self.manifest.resolve(ids)
-        return RequestRow(self.analysis_id, self.number, self.request_id, self.hypothesis, self.encoder, shown,
-                          indexed, self.chars, self.hash, self.state_seq, self.status)  # fmt: skip
-
-
-@dataclass(frozen=True)
-class ActionRow:
-    analysis_id: str
-    action_id: str
-    hypothesis: str
-    request_id: str
-    iteration: int
-    source: str
-    query: str
-    purpose: str
-    status: str
-    evidence_id: str | None = None
-
-
-class Tx(Protocol):
-    """What the session needs from a store inside one transaction."""
-
-    def analysis(self, analysis_id: str) -> AnalysisRow | None: ...
-    def analysis_ids(self) -> list[str]: ...
-    def insert_analysis(self, row: AnalysisRow) -> None: ...
-    def set_status(self, analysis_id: str, status: str, prior_status: str | None, reason: str | None) -> None: ...
-    def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int: ...
-    def events(self, analysis_id: str, upto: int | None = None, after: int = 0) -> list[EventRow]: ...
-    def snapshot(self, analysis_id: str) -> tuple[int, bytes] | None: ...
-    def put_snapshot(self, analysis_id: str, seq: int, data: bytes) -> None: ...
-    def put_payload(self, payload: Payload) -> str: ...
-    def payloads(self, hashes: Iterable[str]) -> dict[str, Payload]: ...
-    def insert_request(self, row: RequestRecord) -> None: ...
-    def set_request_status(self, analysis_id: str, request_id: str, status: str) -> None: ...
-    def open_request(self, analysis_id: str) -> RequestRecord | None: ...
-    def request(self, analysis_id: str, request_id: str) -> RequestRecord | None: ...
-    def request_count(self, analysis_id: str) -> int: ...
-    def requests(self, analysis_id: str) -> list[RequestRecord]: ...
-    def insert_action(self, row: ActionRow) -> None: ...
-    def set_action_recorded(self, analysis_id: str, action_id: str, evidence_id: str) -> None: ...
-    def action(self, analysis_id: str, action_id: str) -> ActionRow | None: ...
-    def pending_actions(self, analysis_id: str) -> list[ActionRow]: ...
-    def actions(self, analysis_id: str) -> list[ActionRow]: ...
 
 
 def _translate(exc: sqlite3.Error, path: str) -> WorkingsetError:
@@ -374,8 +210,8 @@ class SqliteStore:
         """A write transaction: everything in it commits together, or nothing does."""
         with self._transaction("BEGIN IMMEDIATE") as tx:
             yield tx
-            _checkpoint("commit")
-        _checkpoint("committed")
+            base._checkpoint("commit")
+        base._checkpoint("committed")
 
     @contextmanager
     def _transaction(self, begin: str) -> Iterator[Tx]:
@@ -411,7 +247,7 @@ class _SqliteTx:
 
     def _write(self, step: str, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         cur = self._c.execute(sql, args)
-        _checkpoint(step)
+        base._checkpoint(step)
         return cur
 
     def _corrupt(self, what: str, exc: Exception) -> StoreCorrupt:
@@ -524,7 +360,7 @@ class _SqliteTx:
     def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
         rows = self._c.execute(f"SELECT {self._REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
         try:
-            return [RequestRecord(*r[:5], _MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
+            return [RequestRecord(*r[:5], MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
         except (msgspec.DecodeError, TypeError) as exc:
             raise self._corrupt("request manifest", exc) from None
 

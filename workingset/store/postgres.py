@@ -24,11 +24,11 @@ from typing import Any
 
 import msgspec
 
-from . import store as base
-from .errors import StoreCorrupt, WorkingsetError
-from .hashing import canonical_json, hash_bytes
-from .model import Payload
-from .store import ActionRow, AnalysisRow, EventRow, Manifest, RequestRecord, Tx
+from ..errors import StoreCorrupt, WorkingsetError
+from ..hashing import canonical_json, hash_bytes
+from ..model import Payload
+from . import interface as base
+from .interface import MANIFEST_DECODER, ActionRow, AnalysisRow, EventRow, RequestRecord, Tx
 
 SCHEMES = ("postgresql", "postgres")
 # Held while the schema is created, so that two first processes do not both create it.
@@ -95,7 +95,6 @@ CREATE TABLE snapshots (
 """
 _TABLES = {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
-_MANIFEST_DECODER = msgspec.json.Decoder(Manifest)
 
 
 def is_url(store: str) -> bool:
@@ -334,7 +333,7 @@ class _PgTx:
     def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
         rows = self._c.execute(f"SELECT {base.REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
         try:
-            return [RequestRecord(*r[:5], _MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
+            return [RequestRecord(*r[:5], MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
         except (msgspec.DecodeError, TypeError) as exc:
             raise self._corrupt("request manifest", exc) from None
 
