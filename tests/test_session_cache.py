@@ -15,12 +15,11 @@ from pathlib import Path
 import pytest
 
 import workingset.store.interface as st
-import workingset.store.postgres as pgstore
-import workingset.store.sqlite as sq
 from session_helpers import ANALYSIS, assess, conclude, db_dump, decision, query, recall, result, state_bytes
 from workingset.errors import WorkingsetError
 from workingset.session import Investigation
 from workingset.store import Manifest, SqliteStore, open_store
+from workingset.store.sqltx import SqlTx
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
@@ -31,7 +30,7 @@ class Reads:
     def __init__(self, monkeypatch):
         self.events = self.payloads = 0
         self.statements: list[str] = []
-        events, payloads = sq._SqliteTx.events, sq._SqliteTx.payloads
+        events, payloads = SqlTx.events, SqlTx.payloads  # both backends' Tx
 
         def counted_events(tx, *args, **kw):
             rows = events(tx, *args, **kw)
@@ -43,15 +42,8 @@ class Reads:
             self.payloads += len(out)
             return out
 
-        monkeypatch.setattr(sq._SqliteTx, "events", counted_events)
-        monkeypatch.setattr(sq._SqliteTx, "payloads", counted_payloads)
-        pg_events, pg_payloads = pgstore._PgTx.events, pgstore._PgTx.payloads
-        monkeypatch.setattr(pgstore._PgTx, "events", lambda tx, *a, **kw: self._count("events", pg_events(tx, *a, **kw)))
-        monkeypatch.setattr(pgstore._PgTx, "payloads", lambda tx, h: self._count("payloads", pg_payloads(tx, h)))
-
-    def _count(self, what: str, out):
-        setattr(self, what, getattr(self, what) + len(out))
-        return out
+        monkeypatch.setattr(SqlTx, "events", counted_events)
+        monkeypatch.setattr(SqlTx, "payloads", counted_payloads)
 
     def watch(self, inv: Investigation) -> None:
         """Collect the SQL statements run on this handle's connection (SQLite only)."""

@@ -18,83 +18,29 @@ and redoing its work; read transactions are REPEATABLE READ, READ ONLY: one snap
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import msgspec
-
 from ..errors import StoreCorrupt, WorkingsetError
-from ..hashing import canonical_json, hash_bytes
-from ..model import Payload
 from . import interface as base
-from .interface import MANIFEST_DECODER, ActionRow, AnalysisRow, EventRow, RequestRecord, Tx
+from .interface import Tx
+from .sqltx import SNAPSHOTS_TABLE, TABLE_NAMES, TABLES, SqlTx
 
 SCHEMES = ("postgresql", "postgres")
 # Held while the schema is created, so that two first processes do not both create it.
 _SCHEMA_LOCK = 0x57534554
 
-_SCHEMA = """
-CREATE TABLE schema_version (version INTEGER NOT NULL);
-CREATE TABLE analyses (
-  analysis_id TEXT PRIMARY KEY,
-  encoder TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('active', 'paused', 'completed', 'failed', 'cancelled')),
-  prior_status TEXT,
-  termination_reason TEXT,
-  created_at TEXT NOT NULL
-);
-CREATE TABLE events (
-  analysis_id TEXT NOT NULL REFERENCES analyses (analysis_id),
-  seq INTEGER NOT NULL,
-  kind TEXT NOT NULL,
-  at TEXT NOT NULL,
-  data TEXT NOT NULL,
-  PRIMARY KEY (analysis_id, seq)
-);
+_TRIGGERS = """
 CREATE FUNCTION workingset_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
   BEGIN RAISE EXCEPTION 'the event log is append-only'; END $$;
 CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
   FOR EACH ROW EXECUTE FUNCTION workingset_append_only();
 CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
   FOR EACH STATEMENT EXECUTE FUNCTION workingset_append_only();
-CREATE TABLE payloads (hash TEXT PRIMARY KEY, data BYTEA NOT NULL);
-CREATE TABLE requests (
-  analysis_id TEXT NOT NULL REFERENCES analyses (analysis_id),
-  number INTEGER NOT NULL,
-  request_id TEXT NOT NULL UNIQUE,
-  hypothesis TEXT NOT NULL,
-  encoder TEXT NOT NULL,
-  manifest TEXT NOT NULL,
-  chars INTEGER NOT NULL,
-  hash TEXT NOT NULL,
-  state_seq INTEGER NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('open', 'answered', 'abandoned')),
-  PRIMARY KEY (analysis_id, number)
-);
-CREATE UNIQUE INDEX requests_one_open ON requests (analysis_id) WHERE status = 'open';
-CREATE TABLE actions (
-  analysis_id TEXT NOT NULL REFERENCES analyses (analysis_id),
-  action_id TEXT NOT NULL,
-  hypothesis TEXT NOT NULL,
-  request_id TEXT NOT NULL,
-  iteration INTEGER NOT NULL,
-  source TEXT NOT NULL,
-  query TEXT NOT NULL,
-  purpose TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('pending', 'recorded')),
-  evidence_id TEXT,
-  PRIMARY KEY (analysis_id, action_id)
-);
-CREATE INDEX actions_pending ON actions (analysis_id) WHERE status = 'pending';
-CREATE TABLE snapshots (
-  analysis_id TEXT PRIMARY KEY REFERENCES analyses (analysis_id),
-  seq INTEGER NOT NULL,
-  data BYTEA NOT NULL
-);
 """
-_TABLES = {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
-_PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
+_DIALECT = {"blob": "BYTEA", "without_rowid": ""}
+_SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _TRIGGERS
 
 
 def is_url(store: str) -> bool:
@@ -157,12 +103,12 @@ class PostgresStore:
             if not tables:
                 c.execute(_SCHEMA)
                 c.execute("INSERT INTO schema_version (version) VALUES (%s)", (base.SCHEMA_VERSION,))
-            elif tables == _TABLES - {"snapshots"} and c.execute("SELECT version FROM schema_version").fetchall() == [
+            elif tables == TABLE_NAMES - {"snapshots"} and c.execute("SELECT version FROM schema_version").fetchall() == [
                 (base.UPGRADABLE,)
             ]:  # a version 2 store gains the (empty) snapshots table
-                c.execute(_SCHEMA[_SCHEMA.index("CREATE TABLE snapshots") :])
+                c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
                 c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
-            elif not _TABLES <= tables:
+            elif not TABLE_NAMES <= tables:
                 raise StoreCorrupt(f"{self.path} is a PostgreSQL database but not a workingset store "
                                    f"(it has other tables)", details={"store": self.path})  # fmt: skip
             rows = c.execute("SELECT version FROM schema_version").fetchall()
@@ -231,148 +177,16 @@ class PostgresStore:
             pass  # the connection is gone: nothing was committed
 
 
-class _PgTx:
-    def __init__(self, conn: Any, path: str, lock: bool):
-        self._c = conn
-        self._path = path
-        self._lock = lock
+class _PgTx(SqlTx):
+    """The shared statements with psycopg's `%s` placeholders, a row lock and byte-order IDs."""
 
-    def _write(self, step: str, sql: str, args: tuple = ()) -> Any:
-        cur = self._c.execute(sql, args)
-        base._checkpoint(step)
-        return cur
+    id_order = ' COLLATE "C"'
+    lock_clause = " FOR UPDATE"
+    _converted: dict[str, str] = {}
 
-    def _corrupt(self, what: str, exc: Exception) -> StoreCorrupt:
-        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path})
-
-    def analysis(self, analysis_id: str) -> AnalysisRow | None:
-        """The analysis's row; in a write transaction it is locked until the commit (see the module)."""
-        row = self._c.execute(
-            "SELECT analysis_id, encoder, status, prior_status, termination_reason, created_at"
-            " FROM analyses WHERE analysis_id = %s" + (" FOR UPDATE" if self._lock else ""),
-            (analysis_id,),
-        ).fetchone()
-        return AnalysisRow(*row) if row else None
-
-    def analysis_ids(self) -> list[str]:
-        return [r[0] for r in self._c.execute('SELECT analysis_id FROM analyses ORDER BY analysis_id COLLATE "C"')]
-
-    def insert_analysis(self, row: AnalysisRow) -> None:
-        self._write("insert_analysis", "INSERT INTO analyses VALUES (%s, %s, %s, %s, %s, %s)",
-                    (row.analysis_id, row.encoder, row.status, row.prior_status, row.termination_reason,
-                     row.created_at))  # fmt: skip
-
-    def set_status(self, analysis_id: str, status: str, prior_status: str | None, reason: str | None) -> None:
-        self._write("set_status",
-                    "UPDATE analyses SET status = %s, prior_status = %s, termination_reason = %s WHERE analysis_id = %s",
-                    (status, prior_status, reason, analysis_id))  # fmt: skip
-
-    def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int:
-        last = self._c.execute("SELECT max(seq) FROM events WHERE analysis_id = %s", (analysis_id,)).fetchone()[0]
-        seq = (last or 0) + 1
-        self._write("append_event", "INSERT INTO events (analysis_id, seq, kind, at, data) VALUES (%s, %s, %s, %s, %s)",
-                    (analysis_id, seq, kind, at, data.decode()))  # fmt: skip
-        return seq
-
-    def events(self, analysis_id: str, upto: int | None = None, after: int = 0) -> list[EventRow]:
-        """The events with `after` < seq <= `upto`, in order; a gap in their numbering is `store_corrupt`."""
-        rows = self._c.execute(
-            "SELECT seq, kind, at, data FROM events WHERE analysis_id = %s AND seq > %s AND seq <= %s ORDER BY seq",
-            (analysis_id, after, upto if upto is not None else 2**31 - 1),
-        ).fetchall()
-        if any(r[0] != i for i, r in enumerate(rows, after + 1)):
-            raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
-        return [EventRow(seq, kind, at, data.encode()) for seq, kind, at, data in rows]
-
-    def snapshot(self, analysis_id: str) -> tuple[int, bytes] | None:
-        """The analysis's latest snapshot: (the last event it reflects, its data)."""
-        row = self._c.execute("SELECT seq, data FROM snapshots WHERE analysis_id = %s", (analysis_id,)).fetchone()
-        return (row[0], bytes(row[1])) if row else None
-
-    def put_snapshot(self, analysis_id: str, seq: int, data: bytes) -> None:
-        """Replace the analysis's snapshot (only the latest is kept: the log holds the rest)."""
-        self._write("put_snapshot", "INSERT INTO snapshots (analysis_id, seq, data) VALUES (%s, %s, %s)"
-                    " ON CONFLICT (analysis_id) DO UPDATE SET seq = EXCLUDED.seq, data = EXCLUDED.data",
-                    (analysis_id, seq, data))  # fmt: skip
-
-    def put_payload(self, payload: Payload) -> str:
-        data = canonical_json(payload)
-        digest = hash_bytes(data)
-        self._write("put_payload", "INSERT INTO payloads (hash, data) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                    (digest, data))  # fmt: skip
-        return digest
-
-    def payloads(self, hashes: Iterable[str]) -> dict[str, Payload]:
-        """The payloads with these content hashes (one query); a missing or altered one is `store_corrupt`."""
-        wanted = list(dict.fromkeys(hashes))
-        out: dict[str, Payload] = {}
-        for digest, data in self._c.execute("SELECT hash, data FROM payloads WHERE hash = ANY(%s)", (wanted,)):
-            data = bytes(data)
-            if hash_bytes(data) != digest:
-                raise StoreCorrupt(f"store {self._path}: payload {digest} does not match its hash",
-                                   details={"store": self._path})  # fmt: skip
-            try:
-                out[digest] = _PAYLOAD_DECODER.decode(data)
-            except msgspec.DecodeError as exc:
-                raise self._corrupt(f"payload {digest}", exc) from None
-        missing = [h for h in wanted if h not in out]
-        if missing:
-            raise StoreCorrupt(f"store {self._path}: payload {missing[0]} is missing", details={"store": self._path})
-        return out
-
-    def insert_request(self, row: RequestRecord) -> None:
-        self._write("insert_request", "INSERT INTO requests VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (row.analysis_id, row.number, row.request_id, row.hypothesis, row.encoder,
-                     msgspec.json.encode(row.manifest).decode(), row.chars, row.hash, row.state_seq,
-                     row.status))  # fmt: skip
-
-    def set_request_status(self, analysis_id: str, request_id: str, status: str) -> None:
-        self._write("set_request_status", "UPDATE requests SET status = %s WHERE analysis_id = %s AND request_id = %s",
-                    (status, analysis_id, request_id))  # fmt: skip
-
-    def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
-        rows = self._c.execute(f"SELECT {base.REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
-        try:
-            return [RequestRecord(*r[:5], MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
-        except (msgspec.DecodeError, TypeError) as exc:
-            raise self._corrupt("request manifest", exc) from None
-
-    def open_request(self, analysis_id: str) -> RequestRecord | None:
-        rows = self._requests("analysis_id = %s AND status = 'open'", (analysis_id,))
-        return rows[0] if rows else None
-
-    def request(self, analysis_id: str, request_id: str) -> RequestRecord | None:
-        rows = self._requests("analysis_id = %s AND request_id = %s", (analysis_id, request_id))
-        return rows[0] if rows else None
-
-    def request_count(self, analysis_id: str) -> int:
-        """The highest request number the analysis has had (0 for none)."""
-        return self._c.execute("SELECT max(number) FROM requests WHERE analysis_id = %s", (analysis_id,)).fetchone()[0] or 0
-
-    def requests(self, analysis_id: str) -> list[RequestRecord]:
-        return self._requests("analysis_id = %s ORDER BY number", (analysis_id,))
-
-    def insert_action(self, row: ActionRow) -> None:
-        self._write("insert_action", "INSERT INTO actions VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                    (row.analysis_id, row.action_id, row.hypothesis, row.request_id, row.iteration, row.source,
-                     row.query, row.purpose, row.status, row.evidence_id))  # fmt: skip
-
-    def set_action_recorded(self, analysis_id: str, action_id: str, evidence_id: str) -> None:
-        self._write("set_action_recorded",
-                    "UPDATE actions SET status = 'recorded', evidence_id = %s WHERE analysis_id = %s AND action_id = %s",
-                    (evidence_id, analysis_id, action_id))  # fmt: skip
-
-    def action(self, analysis_id: str, action_id: str) -> ActionRow | None:
-        row = self._c.execute(f"SELECT {base.ACTION_COLUMNS} FROM actions WHERE analysis_id = %s AND action_id = %s",
-                              (analysis_id, action_id)).fetchone()  # fmt: skip
-        return ActionRow(*row) if row else None
-
-    def pending_actions(self, analysis_id: str) -> list[ActionRow]:
-        rows = self._c.execute(f"SELECT {base.ACTION_COLUMNS} FROM actions WHERE analysis_id = %s"
-                               " AND status = 'pending' ORDER BY action_id COLLATE \"C\"", (analysis_id,)).fetchall()  # fmt: skip
-        return [ActionRow(*r) for r in rows]
-
-    def actions(self, analysis_id: str) -> list[ActionRow]:
-        rows = self._c.execute(f"SELECT {base.ACTION_COLUMNS} FROM actions WHERE analysis_id = %s ORDER BY action_id COLLATE \"C\"",
-                               (analysis_id,)).fetchall()  # fmt: skip
-        return [ActionRow(*r) for r in rows]
+    def _q(self, sql: str, args: tuple | list = ()) -> Any:
+        pg = self._converted.get(sql)
+        if pg is None:
+            # No statement of ours has a literal `?` or `%`: the placeholders are all there is to change.
+            pg = self._converted[sql] = sql.replace("?", "%s")
+        return self._c.execute(pg, args)
