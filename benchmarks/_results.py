@@ -3,11 +3,18 @@
 Each script owns one section of `benchmarks/RESULTS.md`, delimited by
 `<!-- BEGIN name -->` and `<!-- END name -->`; writing a section replaces only that
 section (or appends it), so scripts can run in any order and rerun independently.
+
+A section is deterministic (every number is reproduced exactly by its command) unless
+its script declares it timed. Run with `--check`, a script writes nothing: it compares the
+section it would write with the one in RESULTS.md, all but the machine line, and exits 1
+with a diff when they differ. `tests/test_results.py` runs every deterministic section's
+command that way.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import difflib
 import os
 import platform
 import re
@@ -30,8 +37,19 @@ Every section below is written by the script named in it and is reproduced by th
 beside it (run from the repository root). Sections are replaced in place when a script
 reruns. Timings are medians of repeated runs in one process; ratios compare two
 measurements made in the same process and run, so they travel across machines better than
-the absolute times. Nothing here is asserted by the test suite.
+the absolute times. Each section's `Check:` line says whether it is deterministic, and so
+reproduced exactly by the test suite (which reruns its command with `--check`), or timed,
+and so only as current as the commit in its machine line.
 """
+CHECK_FLAG = "--check"
+CHECK_DETERMINISTIC = (
+    "Check: deterministic. `tests/test_results.py` reruns the command with `--check`, which fails "
+    "unless it reproduces this section exactly (all but the machine line)."
+)
+CHECK_TIMED = (
+    "Check: timed. Times vary with the machine and its load, so the tests do not rerun this; "
+    "the numbers are those of the commit in the machine line."
+)
 
 
 def sample(fn: Callable[[], object], repeat: int, warmup: int = 2, clock: Callable[[], float] = time.perf_counter) -> list[float]:
@@ -120,17 +138,51 @@ def machine() -> str:
 def command() -> str:
     """The command line that reproduces this run, relative to the repository root."""
     script = Path(sys.argv[0]).resolve().relative_to(ROOT)
-    return " ".join([".venv/bin/python", str(script), *sys.argv[1:]])
+    return " ".join([".venv/bin/python", str(script), *(a for a in sys.argv[1:] if a != CHECK_FLAG)])
 
 
-def write_section(name: str, title: str, body: str) -> None:
-    """Replace (or append) the section `name` of RESULTS.md with a title, the command, the machine and `body`."""
+def checking() -> bool:
+    """Whether this run checks its section against RESULTS.md (`--check`) instead of writing it."""
+    return CHECK_FLAG in sys.argv[1:]
+
+
+def _without_machine(block: str) -> list[str]:
+    return [line for line in block.splitlines(keepends=True) if not line.startswith("Machine: ")]
+
+
+def _section_pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"<!-- BEGIN {re.escape(name)} -->\n.*?<!-- END {re.escape(name)} -->\n", re.S)
+
+
+def _check(name: str, block: str, text: str) -> None:
+    """Exit 0 if RESULTS.md holds this section as it would be written (machine line aside), else 1 with a diff."""
+    found = _section_pattern(name).search(text)
+    if found is None:
+        sys.exit(f"{RESULTS.relative_to(ROOT)} has no section {name!r}; run the command without --check")
+    diff = list(difflib.unified_diff(_without_machine(found.group(0)), _without_machine(block),
+                                     f"RESULTS.md ({name})", "reproduced now"))  # fmt: skip
+    if diff:
+        sys.stdout.writelines(diff)
+        sys.exit(f"section {name!r} of {RESULTS.relative_to(ROOT)} is stale; rerun {command()}")
+    print(f"section {name!r} reproduced exactly")
+
+
+def write_section(name: str, title: str, body: str, *, timed: bool = False) -> None:
+    """Replace (or append) the section `name` of RESULTS.md with a title, the command, the machine and `body`.
+
+    `timed` marks a section whose numbers vary from run to run; any other section must be
+    reproduced exactly by its command. With `--check`, compare instead of writing.
+    """
     block = (
-        f"<!-- BEGIN {name} -->\n## {title}\n\n"
-        f"Command: `{command()}`\n\nMachine: {machine()}\n\n{body.rstrip()}\n<!-- END {name} -->\n"
+        f"<!-- BEGIN {name} -->\n## {title}\n\nCommand: `{command()}`\n\n"
+        f"{CHECK_TIMED if timed else CHECK_DETERMINISTIC}\n\n"
+        f"Machine: {machine()}\n\n{body.rstrip()}\n<!-- END {name} -->\n"
     )
     text = RESULTS.read_text() if RESULTS.exists() else HEADER
-    pattern = re.compile(rf"<!-- BEGIN {re.escape(name)} -->\n.*?<!-- END {re.escape(name)} -->\n", re.S)
+    if checking():
+        _check(name, block, text)
+        return
+    pattern = _section_pattern(name)
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text)
     else:

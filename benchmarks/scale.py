@@ -142,7 +142,7 @@ def main() -> None:
         "`benchmarks/turns.py` for what a turn does and how bytes are counted.\n",
         _turn_table(states),
     ]  # fmt: skip
-    write_section("scale", "Scale: 100, 1,000 and 10,000 evidence items", "\n".join(body))
+    write_section("scale", "Scale: 100, 1,000 and 10,000 evidence items", "\n".join(body), timed=True)
 
 
 if __name__ == "__main__":

@@ -42,12 +42,10 @@ def run_table(directory: Path) -> str:
     rows = []
     for s in order:
         t, last = cmp.total(s), cmp.last(s)
-        row = [s, f"{t.chars:,}", _pct(base.chars, t.chars), f"{t.tokens:,}", _pct(base.tokens, t.tokens),
-               f"{t.cached:,}", f"{t.uncached:,}", f"{100 * t.cached / t.tokens:.1f}%", f"{t.cost:,.1f}",
-               _pct(base.cost, t.cost), f"{last.chars:,}", f"{last.tokens:,}"]  # fmt: skip
-        if s == "v7":
-            row[2] = row[4] = row[9] = ""
-        rows.append(row)
+        vs = (lambda b, v: "") if s == "v7" else _pct  # v7 is the base: no change against itself
+        rows.append([s, f"{t.chars:,}", vs(base.chars, t.chars), f"{t.tokens:,}", vs(base.tokens, t.tokens),
+                     f"{t.cached:,}", f"{t.uncached:,}", f"{100 * t.cached / t.tokens:.1f}%", f"{t.cost:,.1f}",
+                     vs(base.cost, t.cost), f"{last.chars:,}", f"{last.tokens:,}"])  # fmt: skip
     headers = ["version", "chars", "vs v7", "tokens", "vs v7", "cached tokens", "uncached tokens",
                "cached share", "effective cost", "vs v7", "last chars", "last tokens"]  # fmt: skip
     table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 11, disable_numparse=True)

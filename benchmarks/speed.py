@@ -164,7 +164,7 @@ def main() -> None:
         _table(HEADERS, [describe(f"bug17 last ({len(ctx.state.evidence)} items)", stats)]),
         "\n" + breakdown(stats)[0].upper() + breakdown(stats)[1:] + ".",
     ]  # fmt: skip
-    write_section("speed", "Speed: render, load, compare, turn", "\n".join(body))
+    write_section("speed", "Speed: render, load, compare, turn", "\n".join(body), timed=True)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """Trajectories: real agent runs imported from the corpus, workingset versions against baselines.
 
-Run: .venv/bin/python benchmarks/trajectories.py [--corpus DIR]
+Run: .venv/bin/python benchmarks/trajectories.py [--corpus DIR] [--check]
 
-Every trajectory under the corpus (default `../shared/corpus/raw` beside the repository)
-is imported with `workingset import` into a temporary directory, read back as a run, and
+Every trajectory under the corpus (default `../shared/corpus/raw` beside the repository,
+or `$WORKINGSET_CORPUS`) is imported with `workingset import` into a temporary directory, read back as a run, and
 measured like `workingset compare RUN --all --baselines` (the same library calls): per
 strategy the total and last-turn characters and tokens and the tokens a prefix cache
 could not serve. For the last turn it also counts the earlier outputs that became
@@ -24,7 +24,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import ROOT, write_section  # noqa: E402
+from _results import CHECK_FLAG, ROOT, write_section  # noqa: E402
 
 from workingset.baselines import BASELINES, unrecoverable  # noqa: E402
 from workingset.bench import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
@@ -32,7 +32,8 @@ from workingset.encoders import render  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
 from workingset.runs import read_run  # noqa: E402
 
-CORPUS = ROOT.parent / "shared" / "corpus" / "raw"
+DEFAULT_CORPUS = "../shared/corpus/raw"  # as written in RESULTS.md, whichever directory is read
+CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT / DEFAULT_CORPUS).resolve()
 VERSIONS = ("v7", "v8", "v9", "v10")
 
 
@@ -45,11 +46,6 @@ def detect(path: Path) -> str | None:
     if path.suffix == ".traj":
         return "swe-agent"
     return None
-
-
-def _rel(path: Path) -> str:
-    """A path as written from the repository root (the corpus sits beside it)."""
-    return os.path.relpath(path, ROOT)
 
 
 def _lost(strategy: str, state, hypothesis: str) -> int:
@@ -82,7 +78,7 @@ def measure(path: Path, fmt: str, workdir: Path) -> tuple[str, dict[str, dict[st
         f"### `{path.name}`\n\nFormat `{fmt}`; {traj.agent}"
         + (f", model {traj.model}" if traj.model else "")
         + f"; {len(run)} steps, {outputs:,} characters of output. Reproduce: "
-        f"`.venv/bin/workingset import {fmt} {_rel(path)} --out RUN && .venv/bin/workingset compare RUN --all --baselines`. "
+        f"`.venv/bin/workingset import {fmt} $CORPUS/{path.name} --out RUN && .venv/bin/workingset compare RUN --all --baselines`. "
         f"Each encoder text includes its output schema ({schema:,} characters per turn); baselines carry none.\n"
     )
     return caption, numbers
@@ -112,6 +108,7 @@ def main() -> None:
     """Measure every corpus trajectory and write the `trajectories` section of RESULTS.md."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of trajectories (default: %(default)s)")
+    parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")
     corpus = parser.parse_args().corpus
     entries = sorted(p for p in corpus.iterdir() if detect(p)) if corpus.is_dir() else []
     if not entries:
@@ -123,7 +120,8 @@ def main() -> None:
             results[path.name] = numbers
             sections.append(f"{caption}\n{table(numbers)}\n")
     intro = (
-        f"Corpus: `{_rel(corpus)}` ({len(entries)} trajectories; see its SOURCES.md). Each is imported "
+        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories; see its SOURCES.md). "
+        "Each is imported "
         "(one stored context per agent step, the state after that step, hypothesis H1) and every "
         "context is rendered by each strategy. Tokens: cl100k_base (tiktoken, bundled offline). "
         "Uncached tokens: each context's tokens minus the longest common token prefix with the "

@@ -1,19 +1,24 @@
-"""Shared fixtures: every encoder version, the sample state, the bug17 run."""
+"""Shared fixtures and helpers: every encoder version, the bug17 run, the CLI runner, text snapshots."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from typer.testing import CliRunner
 
+from workingset.cli import app
 from workingset.encoders import ENCODERS
 
 ROOT = Path(__file__).resolve().parents[1]
 BUG17 = ROOT / "fixtures" / "bug17"
 VERSIONS = sorted(ENCODERS)
 
-# The public trajectories beside the project (read-only; tests skip where they are absent).
-CORPUS = ROOT.parent / "shared" / "corpus" / "raw"
+# The public trajectories beside the project, or where $WORKINGSET_CORPUS says (read-only,
+# not part of the repository; tests skip where they are absent).
+CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw")
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}")
 CORPUS_SOURCES = {  # name -> (format, agent actions)
     "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),
@@ -22,6 +27,29 @@ CORPUS_SOURCES = {  # name -> (format, agent actions)
     "openhands-v1-sonnet4-astropy-14309": ("openhands", 51),
     "openhands-v1-sonnet4-matplotlib-24570": ("openhands", 44),
 }
+
+
+# A fixed, plain terminal, so that CLI output (tables, no colour, no progress bar) is stable.
+CLI_ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
+
+
+def invoke(*args: str):
+    """Run the CLI in-process with a fixed terminal width."""
+    return CliRunner().invoke(app, list(args), env=CLI_ENV, terminal_width=200)
+
+
+class TextSnapshot(SingleFileSnapshotExtension):
+    """One UTF-8 `.txt` file per snapshot, compared byte for byte (no newline translation)."""
+
+    _write_mode = WriteMode.BINARY
+    file_extension = "txt"
+    _file_extension = "txt"  # syrupy < 5
+
+
+@pytest.fixture
+def snapshot_txt(snapshot):
+    """syrupy's snapshot, one readable text file per snapshot."""
+    return snapshot.use_extension(TextSnapshot)
 
 
 @pytest.fixture(params=VERSIONS, ids=[f"v{n}" for n in VERSIONS])

@@ -43,6 +43,8 @@ def parse_table(body: str) -> tuple[list, list[list]]:
 
 def evidence_payloads(text: str) -> dict[str, object]:
     """Evidence ID -> its payload as plain JSON (None when rendered as unknown)."""
+    if "\nencoder: investigation_project_v11" in text.split("\n\n", 1)[0]:
+        return v11_evidence_payloads(text)
     lines = text.split("\n")
     spans = _spans(text)
     inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}
@@ -79,3 +81,33 @@ def table_after(text: str, heading: str) -> tuple[list, list[list]]:
         if line_no > start and info == "jsonl":
             return parse_table(body)
     raise AssertionError(f"no table after {heading!r}")
+
+
+def journal_records(text: str) -> list[tuple[int, dict]]:
+    """v11: every record line outside code blocks, as (line number, record)."""
+    inside = {n for start, end, _, _ in _spans(text) for n in range(start, end + 1)}
+    return [(n, json.loads(line)) for n, line in enumerate(text.split("\n"))
+            if n not in inside and line.startswith('{"entry":')]  # fmt: skip
+
+
+def v11_evidence_payloads(text: str) -> dict[str, object]:
+    """v11: evidence ID -> payload as plain JSON, from the record lines and the blocks after them."""
+    lines = text.split("\n")
+    by_line = {start: body for start, _end, _info, body in _spans(text)}
+    payloads: dict[str, object] = {}
+    for n, record in journal_records(text):
+        if record["entry"] != "evidence":
+            continue
+        eid, kind = record["id"], record["payload"]
+        if kind == "unknown":
+            payloads[eid] = None
+        elif "same_as" in record:
+            payloads[eid] = payloads[record["same_as"]]
+        elif kind == "text":
+            payloads[eid] = {"kind": "text", "language": record.get("language"), "text": by_line[n + 1]}
+        elif record["rows"]:
+            columns, rows = parse_table(by_line[n + 1])
+            payloads[eid] = {"kind": "rows", "columns": columns, "rows": rows}
+        else:
+            payloads[eid] = {"kind": "rows", "columns": json.loads(lines[n + 1]), "rows": []}
+    return payloads

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 
 import pytest
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 from workingset import bench, bench_report, tokens
 from workingset.bench import Size, change_percent, compare_texts
+from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
 from workingset.hashing import content_hash
 from workingset.model import (
@@ -68,19 +70,50 @@ def test_common_prefix_matches_brute_force(common, tail_a, tail_b):
 # Pieces that stress the pre-tokenizer around newlines: runs of blank lines, trailing
 # spaces, \r, punctuation that absorbs newlines, non-ASCII spaces and separators.
 PIECES = st.sampled_from([
-    "\n", "\n\n", "\n\n\n", " ", "  ", "\t", "\r", "\r\n", "|", "}", "```", "#", "-", "'s", "'ll",
+    "\n", "\n\n", "\n\n\n", " ", "  ", "    ", "\t", "\r", "\r\n", "|", "}", "```", "#", "-", "'s", "'ll",
     "word", "Word", "12345", "é", "中文", "🙂", "\u00a0", "\u2028", "\x1c", "\u3000", ".", ",", "{\"k\": 1}",
 ])  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+def _split_mismatches(texts) -> list[str]:
+    """The texts whose blocks, tokenized one by one, do not give the whole text's tokens."""
+    enc = tokens.get_encoding()
+    bad = []
+    for text in texts:
+        blocks = tokens._blocks(text, "cl100k_base")
+        assert "".join(blocks) == text
+        if [t for b in blocks for t in enc.encode_ordinary(b)] != enc.encode_ordinary(text):
+            bad.append(text)
+    return bad
+
+
+# Every kind of boundary, fixed: what comes before a newline run, the run itself, and what
+# follows it (spaces, tabs, printable ASCII, non-ASCII, CR LF, more newlines). A rule that
+# also cut before a space (`\n\n(?=[ -~])`) would split "\n\n    \n", one token whole.
+BEFORE = ("", "x", "x ", "x  ", "}", "\t", "é")
+RUNS = ("\n", "\n\n", "\n\n\n", "\n\n\n\n", "\r\n", "\r\n\r\n", "\n\r\n", "\n \n")
+AFTER = ("", " ", "  ", "    ", "    \n", " x", "\tx", "\t\n", "x", "}", "#", "é", "中文", "🙂", "\u00a0x", "\u3000",
+         "\u2028", "\r\n", "\n", "\rx")  # fmt: skip
+BOUNDARY_CASES = [b + r + a + tail for b in BEFORE for r in RUNS for a in AFTER for tail in ("", "\n\nend")]
+
+
+def test_block_split_at_every_boundary_kind():
+    assert tokens.count_tokens("\n\n    \n") == 1
+    assert _split_mismatches(BOUNDARY_CASES) == []
+
+
+@pytest.mark.parametrize("wrong", [r"\n\n(?=[ -~])", r"\n(?=[ -~])", r"\n(?=[!-~\s])"])
+def test_boundary_cases_reject_wrong_split_rules(monkeypatch, wrong):
+    """Each of these rules cuts where cl100k does not restart; the fixed cases must show it."""
+    monkeypatch.setattr(tokens, "_BLOCK_BOUNDARY", re.compile(wrong))
+    assert _split_mismatches(BOUNDARY_CASES)
+
+
+@settings(max_examples=1000, deadline=None)
 @given(st.lists(PIECES, max_size=80).map("".join))
 def test_block_split_tokenizes_exactly_like_the_whole_text(text):
-    whole = tokens.get_encoding().encode_ordinary(text)
-    blocks = tokens._blocks(text, "cl100k_base")
-    assert "".join(blocks) == text
-    assert [t for b in blocks for t in tokens.get_encoding().encode_ordinary(b)] == whole
-    assert list(tokens._encode(text, "cl100k_base")) == whole
+    assert _split_mismatches([text]) == []
+    assert list(tokens._encode(text, "cl100k_base")) == tokens.get_encoding().encode_ordinary(text)
 
 
 def test_block_split_on_every_rendered_version():
@@ -203,9 +236,10 @@ def test_no_recall_renders_without_the_selection():
 
 def test_strategies_all_puts_base_first_and_validates_names():
     names = list(bench.strategies("v8", "v8", all_versions=True, baselines=False))
-    assert names[0] == "v8" and sorted(names, key=lambda s: int(s[1:])) == [f"v{i}" for i in range(1, 11)]
+    assert names[0] == "v8" and sorted(names, key=lambda s: int(s[1:])) == [f"v{i}" for i in sorted(ENCODERS)]
     assert list(bench.strategies("investigation_project_v7", "v10", False, False)) == ["v7", "v10"]
     with pytest.raises(UsageError):
         bench.strategies("v7", "v7", False, False)
     with pytest.raises(bench.UnknownEncoder):
-        bench.strategies("v11", "v8", False, False)
+        bench.strategies("v12", "v8", False, False)
+    assert list(bench.strategies("v10", "v11:budget=60000", False, False)) == ["v10", "v11:budget=60000"]

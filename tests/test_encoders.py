@@ -14,9 +14,9 @@ from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.errors import SessionError, UnknownEncoder
 from workingset.model import RecallSelection, copy_state, load_stored_context
 
-from conftest import ROOT
+from conftest import BUG17, ROOT
 from factory import sample_state
-from recover import blocks, evidence_payloads, parse_table, table_after
+from recover import blocks, evidence_payloads, journal_records, parse_table, table_after
 
 CAPTURE_FIELDS = ("query", "predicate", "origin", "snapshot", "coverage", "truncated", "page", "next_cursor", "eof", "item_count")
 
@@ -61,10 +61,11 @@ def test_every_shown_payload_is_recoverable(encoder):
 
 def test_output_schema_is_the_versions_decision_schema(encoder):
     out = encoder.render(sample_state(), "H1")
-    last = blocks(out.text)[-1]
-    assert json.loads(last[2]) == encoder.decision_schema
+    schema_line = out.text.split("\n").index("## Output schema")
+    block = next(b for b in blocks(out.text) if b[0] > schema_line)
+    assert json.loads(block[2]) == encoder.decision_schema
     kinds = [v["properties"]["kind"]["const"] for v in encoder.decision_schema["properties"]["next"]["oneOf"]]
-    assert kinds == (["query", "recall", "conclude"] if encoder.version in (8, 9) else ["query", "conclude"])
+    assert kinds == (["query", "recall", "conclude"] if encoder.version in (8, 9, 11) else ["query", "conclude"])
 
 
 def test_references_point_only_at_payloads_shown_earlier(encoder):
@@ -93,6 +94,12 @@ def test_fence_outgrows_backtick_runs_inside():
 
 def test_unknown_payload_is_never_an_empty_result(encoder):
     out = encoder.render(sample_state(), "H1")
+    if encoder.version >= 11:  # journal records instead of headings
+        entries = {r["id"]: out.text.split(json.dumps(r, separators=(",", ":"), ensure_ascii=False), 1)[1].split('\n\n{"entry"', 1)[0]
+                   for _, r in journal_records(out.text) if r["entry"] == "evidence"}  # fmt: skip
+        assert "payload: UNKNOWN" in entries["E000005"] and "0 rows" not in entries["E000005"]
+        assert "UNKNOWN" not in entries["E000004"] and "0 rows" in entries["E000004"]
+        return
     if "E000005" in out.shown:
         block = out.text.split("### Evidence E000005", 1)[1].split("\n### ", 1)[0]
         assert "payload: UNKNOWN" in block and "0 rows" not in block
@@ -193,8 +200,8 @@ def test_v10_shows_every_note_and_keeps_others_compact():
 
 
 def test_tables_of_v6_keep_history_notes_and_captures(encoder):
-    if encoder.version < 6:
-        pytest.skip("tables arrive in v6")
+    if not 6 <= encoder.version <= 10:
+        pytest.skip("tables arrive in v6; v11 keeps history and notes in its journal instead")
     state = sample_state()
     out = encoder.render(state, "H1")
     _, history = table_after(out.text, "history:")
@@ -233,10 +240,10 @@ def test_unknown_hypothesis_is_an_error():
 
 def test_encoder_names_and_aliases():
     assert get_encoder("v8") is get_encoder("investigation_project_v8") is ENCODERS[8]
-    for bad in ("v11", "v0", "v08", "investigation_project_v", "V8", "8", ""):
+    for bad in ("v12", "v0", "v08", "investigation_project_v", "V8", "8", ""):
         with pytest.raises(UnknownEncoder) as err:
             get_encoder(bad)
-        assert "v1–v10" in err.value.message
+        assert "v1–v11" in err.value.message
 
 
 def test_v7_new_evidence_keeps_earlier_payloads_in_the_prefix():
@@ -282,7 +289,7 @@ def test_the_evidence_prefix_does_not_depend_on_the_selected_hypothesis(version)
 @pytest.mark.parametrize("version", sorted(ENCODERS))
 def test_blocks_join_to_the_text_and_stable_sections_lead(version):
     """Blocks cut at section boundaries join to the rendered text; stable sections come first."""
-    ctx = load_stored_context((ROOT / "fixtures" / "bug17" / "bug17-r0009.json").read_bytes())
+    ctx = load_stored_context((BUG17 / "bug17-r0009.json").read_bytes())
     out = ENCODERS[version].render(ctx.state, ctx.hypothesis)
     blocks = out.blocks()
     assert "".join(text for _, text in blocks) == out.text

@@ -18,7 +18,8 @@ import pytest
 from workingset.encoders import render
 from workingset.model import RowsPayload, TextPayload, load_stored_context
 
-RUN = Path(__file__).resolve().parent.parent / "fixtures" / "bug17"
+from conftest import BUG17 as RUN
+
 FILES = sorted(RUN.glob("*.json"))
 
 

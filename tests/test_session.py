@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import BUG17
 from session_helpers import (
     ANALYSIS, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
 )  # fmt: skip
@@ -384,7 +385,7 @@ def test_fail_is_terminal_and_distinct_from_inconclusive(store):
 def test_create_and_open_errors(store, tmp_path):
     make(store).close()
     assert code_of(make, store).code == "analysis_exists"
-    assert code_of(make, store, "v11", analysis="other").code == "unknown_encoder"
+    assert code_of(make, store, "v12", analysis="other").code == "unknown_encoder"
     assert code_of(Investigation.create, store, b'{"analysis_id": "x"}').code == "invalid_file"
     assert code_of(Investigation.open, store, "nope").code == "unknown_analysis"
     missing = str(tmp_path / "missing.sqlite3")
@@ -442,12 +443,8 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
     assert [verify_context(str(p), c).status for p, c in run] == ["ok"]
 
 
-BUG17 = Path(__file__).parent.parent / "fixtures" / "bug17" / "bug17-r0018.json"
-
-
-@pytest.mark.skipif(not BUG17.exists(), reason="the bug17 fixture is not built")
 def test_a_session_continues_from_the_last_bug17_context(store, tmp_path):
-    with Investigation.create(store, BUG17.read_bytes(), encoder="v8", clock=CLOCK) as inv:
+    with Investigation.create(store, (BUG17 / "bug17-r0018.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
         start = inv.state
         req = inv.next_request()
         assert req.request_id == "bug17-r0019"  # after the context's bug17-r0018, not -r0001 again

@@ -8,26 +8,12 @@ rendered with it could no longer be reproduced. `pytest --snapshot-update` write
 from __future__ import annotations
 
 import pytest
-from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
 from workingset.encoders import ENCODERS
 from workingset.runs import load_context_file
 
 from conftest import BUG17, VERSIONS
 from factory import sample_state
-
-
-class TextSnapshot(SingleFileSnapshotExtension):
-    """One UTF-8 `.txt` file per snapshot, compared byte for byte (no newline translation)."""
-
-    _write_mode = WriteMode.BINARY
-    file_extension = "txt"
-    _file_extension = "txt"  # syrupy < 5
-
-
-@pytest.fixture
-def snapshot_txt(snapshot):
-    return snapshot.use_extension(TextSnapshot)
 
 
 BUG17_TURNS = ("bug17-r0001", "bug17-r0009", "bug17-r0018")  # the first, a middle and the last context

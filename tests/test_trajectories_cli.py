@@ -6,17 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from workingset.cli import app
-
-from conftest import CORPUS, CORPUS_SOURCES as SOURCES, needs_corpus
-
-ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
-
-
-def invoke(*args: str):
-    return CliRunner().invoke(app, list(args), env=ENV, terminal_width=200)
+from conftest import CORPUS, CORPUS_SOURCES as SOURCES, invoke, needs_corpus
 
 
 @pytest.fixture(scope="module")

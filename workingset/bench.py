@@ -147,7 +147,7 @@ def compare_texts(
     )  # fmt: skip
 
 
-_VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)$")
+_VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)(:.+)?$")
 
 
 def version_label(name: str) -> str:
@@ -158,7 +158,7 @@ def version_label(name: str) -> str:
     match = _VERSION.match(name)
     if match is None:
         raise UnknownEncoder(f"no encoder {name}")
-    return f"v{int(match.group(1))}"
+    return f"v{int(match.group(1))}{match.group(2) or ''}"
 
 
 def version_renderer(label: str) -> Renderer:
@@ -175,11 +175,9 @@ def version_renderer(label: str) -> Renderer:
 
 
 def baseline_renderers() -> dict[str, Renderer]:
-    """Return the baselines of `workingset.baselines`, or raise if that module is absent."""
-    try:
-        from .baselines import BASELINES
-    except ImportError:
-        raise UsageError("--baselines needs workingset.baselines, which is not installed in this version") from None
+    """Return the transcript baselines of `workingset.baselines` as renderers."""
+    from .baselines import BASELINES
+
     return {name: (lambda fn: lambda s, h: (fn(s, h), ()))(fn) for name, fn in BASELINES.items()}
 
 

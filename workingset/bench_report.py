@@ -10,7 +10,7 @@ from typing import Any
 
 from tabulate import SEPARATING_LINE, tabulate
 
-from .bench import SECTION_ORDER, UNASSIGNED, Comparison, Size, change_percent
+from .bench import SECTION_ORDER, UNASSIGNED, Comparison, Size, Totals, change_percent
 
 
 def _pct(base: float, value: float) -> float | None:
@@ -18,16 +18,23 @@ def _pct(base: float, value: float) -> float | None:
     return None if change is None else round(change, 1)
 
 
-def _size_dict(size: Size, cached_price: float) -> dict[str, Any]:
+def _numbers(size: Size | Totals, cost: float) -> dict[str, Any]:
+    """One context's or the run's numbers, as the JSON output names them."""
     return {
         "chars": size.chars, "tokens": size.tokens, "cached_tokens": size.cached,
-        "uncached_tokens": size.uncached, "effective_cost": round(size.cost(cached_price), 1),
+        "uncached_tokens": size.uncached, "effective_cost": round(cost, 1),
     }  # fmt: skip
 
 
+def _size_dict(size: Size, cached_price: float) -> dict[str, Any]:
+    return _numbers(size, size.cost(cached_price))
+
+
+CHANGE_KEYS = ("chars", "tokens", "uncached_tokens", "effective_cost")  # the numbers `change_percent` compares
+
+
 def _changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, float | None]:
-    keys = ("chars", "tokens", "uncached_tokens", "effective_cost")
-    return {k: _pct(base[k], other[k]) for k in keys}
+    return {k: _pct(base[k], other[k]) for k in CHANGE_KEYS}
 
 
 def to_data(cmp: Comparison, *, sections: bool = False) -> dict[str, Any]:
@@ -46,8 +53,7 @@ def to_data(cmp: Comparison, *, sections: bool = False) -> dict[str, Any]:
     total, last = {}, {}
     for s in cmp.strategies:
         t = cmp.total(s)
-        total[s] = {"chars": t.chars, "tokens": t.tokens, "cached_tokens": t.cached,
-                    "uncached_tokens": t.uncached, "effective_cost": round(t.cost, 1)}  # fmt: skip
+        total[s] = _numbers(t, t.cost)
         last[s] = _size_dict(cmp.last(s), cmp.cached_price) if cmp.labels else None
     for block in (total, last):
         for s in cmp.strategies[1:]:
@@ -129,13 +135,15 @@ def _overview(cmp: Comparison) -> str:
     rows = []
     for s in cmp.strategies:
         t = cmp.total(s)
+
+        def change(base_value: float, value: float) -> str:
+            # The base is what the changes are relative to: its change cells stay empty.
+            return "" if s == base else _p(_pct(base_value, value))
+
         hit = f"{100.0 * t.cached / t.tokens:.1f}%" if t.tokens else "n/a"
-        last = [_n(cmp.last(s).tokens), _p(_pct(lb.tokens, cmp.last(s).tokens))] if lb else ["", ""]
-        row = [s, _n(t.chars), _p(_pct(tb.chars, t.chars)), _n(t.tokens), _p(_pct(tb.tokens, t.tokens)),
-               _n(t.cached), _n(t.uncached), hit, _n(round(t.cost, 1)), _p(_pct(tb.cost, t.cost))] + last  # fmt: skip
-        if s == base:  # the base is what the changes are relative to
-            row[2] = row[4] = row[9] = row[11] = ""
-        rows.append(row)
+        last = [_n(cmp.last(s).tokens), change(lb.tokens, cmp.last(s).tokens)] if lb else ["", ""]
+        rows.append([s, _n(t.chars), change(tb.chars, t.chars), _n(t.tokens), change(tb.tokens, t.tokens),
+                     _n(t.cached), _n(t.uncached), hit, _n(round(t.cost, 1)), change(tb.cost, t.cost)] + last)  # fmt: skip
     headers = ["strategy", "chars", "change", "tokens", "change", "cached", "new", "cached share",
                "effective cost", "change", "last tokens", "change"]  # fmt: skip
     return _table(headers, rows)

@@ -20,7 +20,9 @@ try:  # typer >= 0.29 vendors click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import UsageError as ClickUsageError
 
+from .bench import DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
 from .errors import UsageError, WorkingsetError
+from .tokens import DEFAULT_ENCODING
 
 app = typer.Typer(
     add_completion=False,
@@ -140,14 +142,14 @@ def verify(
 @guarded
 def compare(
     directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
-    base: Annotated[str, typer.Option(help="Base encoder version; changes are relative to it.")] = "v7",
-    candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = "v8",
+    base: Annotated[str, typer.Option(help="Base encoder version; changes are relative to it.")] = DEFAULT_BASE,
+    candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = DEFAULT_CANDIDATE,
     all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
     baselines: Annotated[bool, typer.Option("--baselines", help="Add the baselines of workingset.baselines.")] = False,
     recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
-    encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = "cl100k_base",
-    cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = 0.1,
+    encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
+    cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""

@@ -131,6 +131,9 @@ class Replayed:
     # a new snapshot is due when the first reaches the second (see `snapshot_due`).
     logged: int = 0
     base_bytes: int = 0
+    # What an encoder keeps between the renders of this state as it grows (v11's journal
+    # walk), by encoder name: the state's entries only ever get appended to.
+    renders: dict[str, Any] = field(default_factory=dict)
 
     def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
         """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""

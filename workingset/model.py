@@ -21,12 +21,16 @@ from .hashing import content_hash
 
 STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
 
-AnalysisId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}$")]
+# An analysis ID: a lowercase letter or digit, then more of them or `._-`, 64 at most.
+ANALYSIS_ID_MAX_CHARS = 64
+ANALYSIS_ID_CHARS = rf"[a-z0-9][a-z0-9._-]{{0,{ANALYSIS_ID_MAX_CHARS - 1}}}"
+ANALYSIS_ID_PATTERN = rf"^{ANALYSIS_ID_CHARS}$"
+AnalysisId = Annotated[str, Meta(pattern=ANALYSIS_ID_PATTERN)]
 HypothesisId = Annotated[str, Meta(pattern=r"^H[0-9]{1,4}$")]
 EvidenceId = Annotated[str, Meta(pattern=r"^E[0-9]{6}$")]
 NoteId = Annotated[str, Meta(pattern=r"^N[0-9]{6}$")]
 ActionId = Annotated[str, Meta(pattern=r"^B[0-9]{6}$")]
-RequestId = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9._-]{0,63}-r[0-9]{4,}$")]
+RequestId = Annotated[str, Meta(pattern=rf"^{ANALYSIS_ID_CHARS}-r[0-9]{{4,}}$")]
 # RFC 3339 with an explicit offset; the calendar itself is checked by is_timestamp.
 TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 Timestamp = Annotated[str, Meta(pattern=TIMESTAMP_PATTERN)]

@@ -41,6 +41,9 @@ _block_chars = 0
 _BLOCK_CHARS_KEPT = 64_000_000
 _SPLITTABLE = frozenset({"cl100k_base"})
 _BLOCK_BOUNDARY = re.compile(r"\n\n(?=[!-~])")
+# Tokens compared per slice in `common_prefix_tokens`: one C-level comparison covers most of
+# a prefix, and only the slice holding the first difference is walked token by token.
+_COMPARE_SLICE = 4096
 
 
 class TokenizerUnavailable(WorkingsetError):
@@ -158,7 +161,7 @@ def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCO
         return 0
     a, b = _encode(prev_text, encoding), _encode(text, encoding)
     limit = min(len(a), len(b))
-    step, i = 4096, 0
+    step, i = _COMPARE_SLICE, 0
     # Compare in C-level slices; fall back to single tokens only inside the differing block.
     while i < limit and a[i : i + step] == b[i : i + step]:
         i += step

@@ -13,11 +13,12 @@ import msgspec
 from . import controller as ctl
 from .calls import Call, as_bytes, busy_hypotheses, closed, evidence_ids, stale
 from .decisions import Query, check_decision, parse_decision
-from .encoders import get_encoder
+from .encoders import RenderedContext, get_encoder
+from .encoders.v11 import V11
 from .errors import SessionError, StoreCorrupt
 from .hashing import content_hash
 from .journal import (
-    DecisionEvent, RecordEvent, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
+    DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
     stored_payload,
 )  # fmt: skip
 from .model import Evidence, EvidenceBudget
@@ -53,8 +54,8 @@ class Turns:
             else:
                 ctl.check_choice(state, hypothesis, busy)
                 hid = hypothesis
-            state = call.complete().state
-            out = get_encoder(row.encoder).render(state, hid)
+            view = call.complete()
+            out = render_kept(view, row.encoder, hid)
             number = max(tx.request_count(aid), call.view.requests_before) + 1
             rid = f"{aid}-r{number:04d}"
             manifest = Manifest.of(out.shown, out.indexed, evidence_ids(state))
@@ -170,10 +171,12 @@ class Turns:
     def _rerender(self, call: Call, req: RequestRecord) -> Request:
         view = call.view
         if view is not None and view.changed <= req.state_seq <= view.seq:
-            state = call.complete().state  # nothing changed the state since the request was rendered
+            view = call.complete()  # nothing changed the state since the request was rendered
+            state = view.state
+            out = render_kept(view, req.encoder, req.hypothesis)
         else:
             state = fill(call.tx, catch_up(call.tx, self.analysis_id, None, upto=req.state_seq)).state
-        out = get_encoder(req.encoder).render(state, req.hypothesis)
+            out = get_encoder(req.encoder).render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
@@ -187,3 +190,14 @@ class Turns:
         if row.status != ctl.ACTIVE:
             raise closed(row, decision)
         return row
+
+
+def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContext:
+    """Render the kept state; an encoder that can resume its work between turns (v11) keeps it on the view."""
+    enc = get_encoder(encoder)
+    if not isinstance(enc, V11):
+        return enc.render(view.state, hypothesis)
+    journal = view.renders.get(enc.name)
+    if journal is None:
+        journal = view.renders[enc.name] = enc.new_journal(view.state)
+    return enc.render(view.state, hypothesis, journal=journal)

@@ -19,26 +19,39 @@ from .v07 import V7
 from .v08 import V8
 from .v09 import V9
 from .v10 import V10
+from .v11 import V11
 
-ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10()}
+ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10(), 11: V11()}
 PREFIX = "investigation_project_v"
+LATEST = max(ENCODERS)
 DEFAULT_ENCODER = f"{PREFIX}10"
 
 
 def get_encoder(name: str) -> V1:
-    """Look an encoder up by full name (`investigation_project_v8`) or alias (`v8`)."""
+    """Look an encoder up by full name (`investigation_project_v8`) or alias (`v8`).
+
+    A version that takes options (v11's context budget) is named with them after a colon:
+    `v11:budget=120000`.
+    """
+    base, colon, options = name.partition(":")
     number = None
     for prefix in (PREFIX, "v"):
-        tail = name[len(prefix):] if name.startswith(prefix) else None
+        tail = base[len(prefix):] if base.startswith(prefix) else None
         if tail and tail.isascii() and tail.isdigit() and not tail.startswith("0"):
             number = int(tail)
             break
     if number not in ENCODERS:
         raise UnknownEncoder(
-            f"no encoder {name!r}; available: v1–v10 ({PREFIX}1 … {PREFIX}10)",
+            f"no encoder {name!r}; available: v1–v{LATEST} ({PREFIX}1 … {PREFIX}{LATEST})",
             details={"valid": [f"{PREFIX}{n}" for n in ENCODERS] + [f"v{n}" for n in ENCODERS]},
         )
-    return ENCODERS[number]
+    encoder = ENCODERS[number]
+    if not colon:
+        return encoder
+    with_options = getattr(encoder, "with_options", None)
+    if with_options is None:
+        raise UnknownEncoder(f"no encoder {name!r}: v{number} takes no options", details={"valid": [f"v{number}"]})
+    return with_options(options)
 
 
 def render(state: State, hypothesis: str, encoder: str = DEFAULT_ENCODER) -> RenderedContext:

@@ -13,7 +13,10 @@ from typing import Any, Iterable
 import msgspec
 
 _FENCE_RUNS = re.compile(r"`{3,}")  # shorter runs never decide the fence length
-_SAFE_INFO = re.compile(r"^[A-Za-z0-9_+.#-]{1,40}$")
+# A fence's info string is written only when it is a plausible language name: these
+# characters, at most this long. Frozen: changing either changes v3+ output.
+FENCE_INFO_MAX_CHARS = 40
+_SAFE_INFO = re.compile(rf"^[A-Za-z0-9_+.#-]{{1,{FENCE_INFO_MAX_CHARS}}}$")
 _encode = msgspec.json.encode
 _lines = msgspec.json.Encoder().encode_lines
 

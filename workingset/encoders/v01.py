@@ -48,6 +48,11 @@ class V1:
 
     def render(self, state: State, hypothesis: str) -> RenderedContext:
         """Render the user message for `hypothesis`; pure, byte-deterministic, never mutates `state`."""
+        selected = self.selected(state, hypothesis)
+        return self.render_view(self.select(state, selected))
+
+    def selected(self, state: State, hypothesis: str) -> Hypothesis:
+        """The hypothesis to render for, or the error `unknown_hypothesis`."""
         selected = state.hypothesis(hypothesis)
         if selected is None:
             known = ", ".join(h.id for h in state.hypotheses)
@@ -55,7 +60,11 @@ class V1:
                 f"no hypothesis {hypothesis} in analysis {state.analysis_id}; known: {known}",
                 code="unknown_hypothesis",
             )
-        view = self.select(state, selected)
+        return selected
+
+    def render_view(self, view: View) -> RenderedContext:
+        """Lay out a selected view as the rendered context."""
+        selected = view.selected
         view.refs = self.references(view)
         chunks = [c for c in self.layout(view) if c[1]]
         # The trailing newline joins the last body before the one big join: no second copy of the text.

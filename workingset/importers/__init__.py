@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UsageError
-from ..model import State
+from ..model import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
 from ..runs import make_stored_context, write_run
 from . import mini_swe_agent, openhands, swe_agent
 from ._build import HYPOTHESIS, build_states
@@ -26,7 +26,7 @@ FORMATS: dict[str, Callable[[Path], Trajectory]] = {
     "openhands": openhands.parse,
 }
 ENCODER = "investigation_project_v7"
-_ANALYSIS = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_ANALYSIS = re.compile(ANALYSIS_ID_PATTERN)
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
     if parser is None:
         raise UsageError(f"no trajectory format {fmt!r}; available: {', '.join(FORMATS)}", details={"valid": list(FORMATS)})
     if analysis is not None and not _ANALYSIS.match(analysis):
-        raise UsageError(f"analysis ID {analysis!r} does not match [a-z0-9][a-z0-9._-]{{0,63}}")
+        raise UsageError(f"analysis ID {analysis!r} does not match {ANALYSIS_ID_CHARS}")
     path = Path(source)
     if not path.exists():
         raise fail(path, "$", "no such file or directory")

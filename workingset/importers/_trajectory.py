@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import InvalidFile
-from ..model import is_timestamp, split_validation_error
+from ..model import ANALYSIS_ID_MAX_CHARS, is_timestamp, split_validation_error
 
 T = TypeVar("T")
 
@@ -177,9 +177,9 @@ def _offset_text(offset: timedelta) -> str:
 
 
 def analysis_id(name: str) -> str:
-    """Lowercase `name` and fold it into `[a-z0-9][a-z0-9._-]{0,63}` (runs of others become '-')."""
+    """Lowercase `name` and fold it into an analysis ID (runs of other characters become '-')."""
     folded = re.sub(r"[^a-z0-9._-]+", "-", name.lower())
-    folded = re.sub(r"^[^a-z0-9]+", "", folded)[:64]
+    folded = re.sub(r"^[^a-z0-9]+", "", folded)[:ANALYSIS_ID_MAX_CHARS]
     return folded or "imported"
 
 

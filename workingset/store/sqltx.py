@@ -84,6 +84,10 @@ def statements(sql: str) -> list[str]:
     return [part.strip() for part in sql.split(";\n") if part.strip()]
 
 
+# `events(upto=None)` reads to the end of the log: an upper bound above any sequence number
+# (they count from 1) that fits SQLite's signed 64-bit integers and PostgreSQL's bigint.
+_NO_LIMIT_SEQ = 2**62
+
 # Payloads read per SELECT (bound parameters; SQLite's limit is 32,766 since 3.32, 999 before).
 PAYLOAD_BATCH = 500
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
@@ -158,7 +162,7 @@ class SqlTx:
         """The events with `after` < seq <= `upto`, in order; a gap in their numbering is `store_corrupt`."""
         rows = self._q(
             "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
-            (analysis_id, after, upto if upto is not None else 2**62),
+            (analysis_id, after, upto if upto is not None else _NO_LIMIT_SEQ),
         ).fetchall()
         if any(r[0] != i for i, r in enumerate(rows, after + 1)):
             raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})

@@ -1,0 +1,347 @@
+"""v11's journal: every evidence item, note and decision of a state in the order it happened.
+
+An entry is written once and never changes, so the journal of one turn is a prefix of the
+journal of the next and a provider's prompt cache serves it. Mutable facts (budget
+statuses, note statuses, confidences, roles) stay out of it: v11 states them in its tail.
+
+The journal is bounded. `plan` walks the entries in order, adding each one's size; when the
+journal would pass its limit it is compacted once — the oldest evidence items become rows
+of the `evidence_index` until the journal is at most half the limit, the newest always kept
+in full — and appending resumes. The walk starts from the first entry at every render, so
+which items are archived is a pure function of the state: the same state always gives the
+same journal, and two states of one run agree on every compaction both have passed.
+
+Entry texts are cached per process (`_TEXTS`), keyed by everything they are made of, so a
+turn renders only what is new.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from msgspec.structs import astuple
+
+from ..harvest import harvest
+from ..model import Evidence, HistoryEntry, Note, RowsPayload, State, TextPayload
+from ._render import UNKNOWN_PAYLOAD, compact, fence, table
+from .v01 import empty_rows_remark
+from .v06 import CAPTURE_COLUMNS
+
+INDEX_COLUMNS = (
+    "id", "collector", "scope", "iteration", "captured_at", *CAPTURE_COLUMNS,
+    "action", "cost", "payload", "identifiers",
+)  # fmt: skip
+# Order of entries within one iteration: a decision's history rows, then its notes, then the
+# evidence it produced (a query's result carries the iteration of the query).
+_RANK = {"history": 0, "note": 1, "evidence": 2}
+
+_TEXTS: dict[tuple, str] = {}
+_TEXT_CHARS = 0
+_TEXT_CHARS_KEPT = 256_000_000  # a long-lived process must not grow without bound
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One journal entry: a history row (with its hypothesis), a note or an evidence item."""
+
+    kind: str
+    order: tuple[int, int, int]
+    item: Any
+    hypothesis: str | None = None
+
+
+def entries(state: State, skip: list[int] | None = None) -> list[Entry]:
+    """The state's entries in the order they happened (iteration, then decision, notes, evidence).
+
+    `skip` gives, per source (evidence, notes, each hypothesis's history), how many leading
+    items to leave out: the entries a resumed walk has already seen.
+    """
+    ev_skip, note_skip, *history_skip = skip or [0] * (2 + len(state.hypotheses))
+    out: list[Entry] = []
+    for h_pos, h in enumerate(state.hypotheses):
+        for pos in range(history_skip[h_pos], len(h.history)):
+            row = h.history[pos]
+            out.append(Entry("history", (row.iteration, _RANK["history"], h_pos * 1_000_000 + pos), row, h.id))
+    for pos in range(note_skip, len(state.notes)):
+        note = state.notes[pos]
+        out.append(Entry("note", (note.iteration, _RANK["note"], pos), note))
+    for pos in range(ev_skip, len(state.evidence)):
+        ev = state.evidence[pos]
+        out.append(Entry("evidence", (ev.iteration, _RANK["evidence"], pos), ev))
+    out.sort(key=lambda e: e.order)
+    return out
+
+
+def _without_nulls(record: dict[str, Any]) -> dict[str, Any]:
+    """Leave out what the reader is told to read as absent: null, an empty list, a zero cost."""
+    return {k: v for k, v in record.items() if v is not None and v != [] and not (k == "cost" and v == 0)}
+
+
+def history_text(row: HistoryEntry, hypothesis: str) -> str:
+    return compact(_without_nulls({
+        "entry": row.kind, "hypothesis": hypothesis, "iteration": row.iteration,
+        "evidence_refs": row.evidence_refs, "verdict": row.verdict, "confidence": row.confidence, "text": row.text,
+    }))  # fmt: skip
+
+
+def note_text(note: Note) -> str:
+    """A note's record line, then its text verbatim in a code block (JSON escapes cost tokens)."""
+    record = compact(_without_nulls({"entry": note.kind, "id": note.id, "hypothesis": note.hypothesis, "iteration": note.iteration}))
+    return record + "\n" + fence(note.text)
+
+
+def _payload_state(ev: Evidence) -> str:
+    if ev.payload is None:
+        return "unknown"
+    return "rows" if isinstance(ev.payload, RowsPayload) else "text"
+
+
+def _evidence_text(ev: Evidence, same_as: str | None) -> str:
+    record: dict[str, Any] = {
+        "entry": "evidence", "id": ev.id, "collector": ev.collector, "scope": ev.scope,
+        "iteration": ev.iteration, "captured_at": ev.captured_at,
+    }  # fmt: skip
+    record.update(zip(CAPTURE_COLUMNS, astuple(ev.capture)))
+    record.update(action=ev.budget.action, cost=ev.budget.cost, payload=_payload_state(ev))
+    payload = ev.payload
+    if isinstance(payload, TextPayload):
+        record["language"] = payload.language
+    elif isinstance(payload, RowsPayload):
+        record["rows"] = len(payload.rows)
+    record["same_as"] = same_as
+    lines = [compact(_without_nulls(record))]
+    if payload is None:
+        lines.append(UNKNOWN_PAYLOAD)
+    elif same_as is not None:
+        if isinstance(payload, RowsPayload) and not payload.rows:
+            lines.append(empty_rows_remark(ev))
+    elif isinstance(payload, TextPayload):
+        lines.append(fence(payload.text, payload.language))
+    elif payload.rows:
+        lines.append(table(payload.columns, payload.rows))
+    else:
+        lines.append(compact(payload.columns) + "\n" + empty_rows_remark(ev))
+    return "\n".join(lines)
+
+
+def _evidence_key(ev: Evidence) -> tuple:
+    return (ev.id, ev.collector, ev.scope, ev.iteration, ev.captured_at, astuple(ev.capture),
+            ev.budget.action, ev.budget.cost, ev.content_hash)  # fmt: skip
+
+
+def _cached(key: tuple, make: Any) -> str:
+    global _TEXT_CHARS
+    text = _TEXTS.get(key)
+    if text is None:
+        if _TEXT_CHARS > _TEXT_CHARS_KEPT:
+            _TEXTS.clear()
+            _TEXT_CHARS = 0
+        text = _TEXTS[key] = make()
+        _TEXT_CHARS += len(text)
+    return text
+
+
+def evidence_text(ev: Evidence, same_as: str | None = None) -> str:
+    """An evidence entry: its record line (capture inline), then its payload in full."""
+    return _cached(("evidence", _evidence_key(ev), same_as), lambda: _evidence_text(ev, same_as))
+
+
+def index_row(ev: Evidence) -> list[Any]:
+    """An archived item's `evidence_index` row: everything but the payload, plus its identifiers."""
+    return [ev.id, ev.collector, ev.scope, ev.iteration, ev.captured_at, *astuple(ev.capture),
+            ev.budget.action, ev.budget.cost, "unknown" if ev.payload is None else "archived", harvest(ev.payload)]  # fmt: skip
+
+
+def index_row_text(ev: Evidence) -> str:
+    return _cached(("index", _evidence_key(ev)), lambda: compact(index_row(ev)))
+
+
+def entry_text(entry: Entry, same_as: str | None = None) -> str:
+    if entry.kind == "evidence":
+        return evidence_text(entry.item, same_as)
+    if entry.kind == "note":
+        return note_text(entry.item)
+    return history_text(entry.item, entry.hypothesis or "")
+
+
+@dataclass
+class Plan:
+    """What the journal shows: the archived items, the evidence shown, their references, and the entries' text."""
+
+    archived: list[Evidence] = field(default_factory=list)
+    shown: list[Evidence] = field(default_factory=list)
+    same_as: dict[str, str] = field(default_factory=dict)
+    compactions: int = 0
+    body: str = ""  # the kept entries' texts, each separated by a blank line
+    index_rows: str = ""  # the archived items' index rows, one a line
+    archived_ids: frozenset[str] = frozenset()
+
+
+class _Walk:
+    """The running journal of one walk: sizes, reference targets and the archive.
+
+    Items are archived oldest first, so a cursor moves forward over the entries and every
+    step is amortized O(1).
+    """
+
+    # Characters of the index section around its rows (caption and fence).
+    INDEX_OVERHEAD = 280
+
+    def __init__(self) -> None:
+        self.entries: list[Entry] = []
+        self.sizes: list[int] = []
+        self.same_as: list[str | None] = []
+        self.archived: list[Evidence] = []
+        self.archived_at: set[int] = set()  # positions in `entries`
+        self.cursor = 0  # no evidence before this position is still shown
+        self.size = 0
+        self.index_size = 0
+        self.groups: dict[str, deque[int]] = {}  # content hash -> positions of shown items with it, in order
+
+    def target(self, pos: int) -> str | None:
+        ev = self.entries[pos].item
+        group = self.groups.get(ev.content_hash or "")
+        if group and group[0] != pos:
+            first = self.entries[group[0]].item
+            if first.payload == ev.payload:
+                return first.id
+        return None
+
+    def add(self, entry: Entry) -> None:
+        pos = len(self.entries)
+        self.entries.append(entry)
+        same_as = None
+        if entry.kind == "evidence" and entry.item.content_hash is not None:
+            self.groups.setdefault(entry.item.content_hash, deque()).append(pos)
+            same_as = self.target(pos)
+        size = len(entry_text(entry, same_as)) + 2
+        self.sizes.append(size)
+        self.same_as.append(same_as)
+        self.size += size
+
+    def archive_oldest(self) -> bool:
+        """Archive the oldest evidence item still shown (never the newest entry); False if none."""
+        last = len(self.entries) - 1
+        while self.cursor < last and self.entries[self.cursor].kind != "evidence":
+            self.cursor += 1
+        if self.cursor >= last:
+            return False
+        pos, ev = self.cursor, self.entries[self.cursor].item
+        self.cursor += 1
+        self.size -= self.sizes[pos]
+        group = self.groups.get(ev.content_hash or "")
+        if group and group[0] == pos:
+            group.popleft()
+            if group:  # the next equal payload is shown in full (the rest point at it: same length)
+                heir = group[0]
+                new = len(entry_text(self.entries[heir])) + 2
+                self.size += new - self.sizes[heir]
+                self.sizes[heir], self.same_as[heir] = new, None
+        elif group and pos in group:
+            group.remove(pos)
+        if not self.archived:
+            self.index_size = self.INDEX_OVERHEAD
+        self.archived.append(ev)
+        self.archived_at.add(pos)
+        self.index_size += len(index_row_text(ev)) + 1
+        return True
+
+    def text_of(self, pos: int) -> str:
+        return entry_text(self.entries[pos], self.same_as[pos])
+
+
+class Journal:
+    """The journal of one analysis under one limit, kept between renders so a turn costs what is new.
+
+    `plan` first checks that the state still holds, object for object, every evidence item,
+    note and history row the last walk saw (a session's kept state only appends to those
+    lists and never changes what an entry shows), and that the new entries all come after the
+    last one walked; then it resumes the walk. Anything else walks from the first entry
+    again. Either way the result is what a fresh walk gives (a test checks it): the kept
+    state only saves time. `plan(state, limit)` is the pure, stateless form.
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.walk = _Walk()
+        self.threshold, self.compactions = limit, 0
+        self.sources: tuple[list, ...] = ()
+        self.last: tuple[int, int, int] | None = None
+        self.plan_: Plan | None = None
+
+    @staticmethod
+    def _sources(state: State) -> tuple[list, ...]:
+        return (state.evidence, state.notes, *(h.history for h in state.hypotheses))
+
+    def _new_entries(self, state: State) -> list[Entry] | None:
+        """The entries the last walk has not seen, if the state only appended to it; else None."""
+        sources = self._sources(state)
+        if self.plan_ is None or len(sources) != len(self.sources):
+            return None
+        for now, then in zip(sources, self.sources):
+            if len(now) < len(then) or not all(map(operator.is_, now, then)):
+                return None
+        new = entries(state, skip=[len(then) for then in self.sources])
+        if new and self.last is not None and new[0].order <= self.last:
+            return None
+        return new
+
+    def plan(self, state: State) -> Plan:
+        new = self._new_entries(state)
+        if new is None:
+            self.__init__(self.limit)
+            new = entries(state)
+        before = self.compactions
+        walk, limit = self.walk, self.limit
+        for entry in new:
+            walk.add(entry)
+            if walk.size + walk.index_size > self.threshold:
+                self.compactions += 1
+                while walk.size + walk.index_size > limit // 2 and walk.archive_oldest():
+                    pass
+                # Notes and decisions are never archived: where they alone pass half the
+                # limit, the next compaction waits until half a limit more has been
+                # appended, so the journal is not rewritten every turn.
+                self.threshold = max(limit, walk.size + walk.index_size + limit // 2)
+        self.sources = tuple(list(source) for source in self._sources(state))
+        if new:
+            self.last = new[-1].order
+        self.plan_ = self._result(new, rebuild=self.plan_ is None or self.compactions != before)
+        return self.plan_
+
+    def _result(self, new: list[Entry], rebuild: bool) -> Plan:
+        walk = self.walk
+        if rebuild:
+            kept = [pos for pos in range(len(walk.entries)) if pos not in walk.archived_at]
+            for pos in kept:  # after a compaction, references point at the new first equal payload
+                if walk.entries[pos].kind == "evidence":
+                    walk.same_as[pos] = walk.target(pos)
+            body = "\n\n".join(walk.text_of(pos) for pos in kept)
+            shown = [walk.entries[pos].item for pos in kept if walk.entries[pos].kind == "evidence"]
+            same_as = {walk.entries[pos].item.id: walk.same_as[pos] for pos in kept if walk.same_as[pos]}
+        else:
+            previous = self.plan_
+            assert previous is not None
+            first = len(walk.entries) - len(new)
+            added = [walk.text_of(pos) for pos in range(first, len(walk.entries))]
+            body = "\n\n".join([previous.body, *added]) if previous.body else "\n\n".join(added)
+            shown = previous.shown + [e.item for e in new if e.kind == "evidence"]
+            same_as = dict(previous.same_as)
+            same_as.update({walk.entries[pos].item.id: walk.same_as[pos] for pos in range(first, len(walk.entries))
+                            if walk.same_as[pos]})  # fmt: skip
+        previous = self.plan_
+        if previous is not None and not rebuild:
+            index_rows, archived_ids = previous.index_rows, previous.archived_ids
+        else:
+            index_rows = "\n".join(index_row_text(ev) for ev in walk.archived)
+            archived_ids = frozenset(ev.id for ev in walk.archived)
+        return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
+                    body=body, index_rows=index_rows, archived_ids=archived_ids)  # fmt: skip
+
+
+def plan(state: State, limit: int) -> Plan:
+    """Walk the entries in order; past `limit` characters, compact the journal to half of it."""
+    return Journal(limit).plan(state)
