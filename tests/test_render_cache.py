@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from factory import evidence, sample_state
 from test_render_properties import states
 from workingset.encoders import ENCODERS
-from workingset.encoders._cache import BLOCKS, BlockCache
+from workingset.encoders._cache import BLOCKS, CACHED_VERSIONS, BlockCache
 from workingset.model import RowsPayload, TextPayload, copy_state
 
 
@@ -24,7 +24,9 @@ def cold(encoder, state, hid):
         BLOCKS._blocks, BLOCKS._chars = saved
 
 
-def test_a_second_render_reuses_every_block_and_equals_the_first(encoder):
+@pytest.mark.parametrize("version", sorted(CACHED_VERSIONS))
+def test_a_second_render_reuses_every_block_and_equals_the_first(version):
+    encoder = ENCODERS[version]
     state = sample_state()
     BLOCKS.clear()
     first = encoder.render(state, "H1")
