@@ -129,7 +129,7 @@ def main() -> None:
     if args.no_write:
         print(body)
     else:
-        write_section("coldstart", "Cold start: a fresh process's first call", body)
+        write_section("coldstart", "Cold start: a fresh process's first call", body, timed=True)
 
 
 if __name__ == "__main__":

@@ -271,7 +271,7 @@ def main() -> None:
     if args.no_write:
         print(body)
     else:
-        write_section("workers", "Workers: many controller processes on one store", body)
+        write_section("workers", "Workers: many controller processes on one store", body, timed=True)
 
 
 if __name__ == "__main__":
