@@ -9,9 +9,10 @@ very state it was rendered from.
 A `Replayed` is such a state together with the last event it reflects. The session keeps
 one per analysis and store connection, and at each call, inside the call's transaction,
 `catch_up` applies only the events appended since (by this process or any other), so a call
-costs what is new, not the whole history. Payloads are read only when the state must be
-complete (`fill`, before rendering or showing it; applying a turn never looks at them), in
-batches, never one SELECT per item. The session applies its own changes to a `Replayed` through `as_replayed` and
+costs what is new, not the whole history. A new process starts from the analysis's latest
+snapshot (see below). Payloads are read only when the state must be complete (`fill`, before
+rendering or showing it; applying a turn never looks at them), in batches, never one SELECT
+per item. The session applies its own changes to a `Replayed` through `as_replayed` and
 `stored_payload`, which give exactly the objects a replay decodes from the stored event, so a
 kept state never differs from a fresh replay of the log.
 """
