@@ -104,13 +104,18 @@ def summary(results: dict[str, dict[str, dict[str, int]]], key: str) -> str:
                     colalign=["left"] + ["right"] * len(strategies), disable_numparse=True)  # fmt: skip
 
 
-def main() -> None:
-    """Measure every corpus trajectory and write the `trajectories` section of RESULTS.md."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def corpus_entries(description: str) -> tuple[Path, list[Path]]:
+    """Parse a corpus script's command line (`--corpus`, `--check`); return the corpus and its trajectories."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of trajectories (default: %(default)s)")
     parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")
     corpus = parser.parse_args().corpus
-    entries = sorted(p for p in corpus.iterdir() if detect(p)) if corpus.is_dir() else []
+    return corpus, sorted(p for p in corpus.iterdir() if detect(p)) if corpus.is_dir() else []
+
+
+def main() -> None:
+    """Measure every corpus trajectory and write the `trajectories` section of RESULTS.md."""
+    corpus, entries = corpus_entries(__doc__.splitlines()[0])
     if not entries:
         sys.exit(f"no trajectories under {corpus}")
     results, sections = {}, []

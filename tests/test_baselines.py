@@ -139,5 +139,9 @@ def test_compare_picks_the_baselines_up():
 
     renderers = baseline_renderers()
     assert list(renderers) == list(BASELINES)
-    text, sections = renderers["last-5"](transcript_state(), "H1")
+    text, sections, breakpoints, cuts, reach = renderers["last-5"](transcript_state(), "H1")
+    assert reach is not None and reach.addressable == 0
     assert text == BASELINES["last-5"](transcript_state(), "H1") and sections == ()
+    # one rolling breakpoint: the end of the last message, before the closing newline
+    assert breakpoints == (len(text) - 1,) and cuts[-1] == len(text) - 1
+    assert [text[c : c + 2] for c in cuts[:-1]] == ["\n\n"] * (len(cuts) - 1)

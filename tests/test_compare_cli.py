@@ -116,6 +116,8 @@ def test_cached_price_changes_only_the_cost(run_dir: Path):
         (["--encoding", "o200k_base"], "tokenizer_unavailable"),
         (["--base", "v12"], "unknown_encoder"),
         (["--candidate", "v7"], "usage_error"),
+        (["--cache", "ideal,gemini"], "usage_error"),
+        (["--cache", "anthropic", "--ttl", "10m"], "usage_error"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(run_dir: Path, args: list[str], code: str):
@@ -131,6 +133,38 @@ def test_empty_or_missing_directory_is_invalid_file(tmp_path: Path):
     assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
 
 
+def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
+    plain = json.loads(invoke("compare", str(run_dir), "--json").stdout)
+    assert "cache" not in plain  # plain compare is unchanged
+    data = json.loads(invoke("compare", str(run_dir), "--cache", "openai,ideal,anthropic", "--json").stdout)
+    assert list(data["cache"]) == ["openai", "ideal", "anthropic"]
+    for model, block in data["cache"].items():
+        for s in data["strategies"]:
+            per = [c[s] for c in block["contexts"]]
+            assert all(b["uncached_tokens"] + b["written_tokens"] + b["read_tokens"] == b["tokens"] for b in per)
+            for key in ("tokens", "uncached_tokens", "written_tokens", "read_tokens"):
+                assert block["total"][s][key] == sum(b[key] for b in per)
+            assert block["last"][s] == per[-1]
+            assert [b["tokens"] for b in per] == [c["sizes"][s]["tokens"] for c in data["contexts"]]
+    ideal = data["cache"]["ideal"]
+    for s in data["strategies"]:  # ideal is the plain comparison's rule, written as a cache model
+        assert ideal["total"][s]["read_tokens"] == plain["total"][s]["cached_tokens"]
+        assert ideal["total"][s]["effective_cost"] == plain["total"][s]["effective_cost"]
+    assert data["cache"]["anthropic"]["write_price"] == 1.25 and data["cache"]["openai"]["write_price"] == 1.0
+    assert data["cache"]["anthropic"]["timed"] is False  # every capture of the tiny run is at one moment
+
+
+def test_cache_options_change_the_billing(run_dir: Path):
+    def cost(*args: str) -> float:
+        data = json.loads(invoke("compare", str(run_dir), "--cache", "anthropic", "--cache-min", "10", *args, "--json").stdout)
+        return data["cache"]["anthropic"]["total"]["v7"]["effective_cost"]
+
+    assert cost("--ttl", "1h") > cost() and cost("--write-price", "1.0") < cost()
+    none = json.loads(invoke("compare", str(run_dir), "--cache", "anthropic", "--json").stdout)  # under 1,024 tokens
+    total = none["cache"]["anthropic"]["total"]["v7"]
+    assert total["uncached_tokens"] == total["tokens"] and total["effective_cost"] == total["tokens"]
+
+
 def test_baselines_flag(run_dir: Path):
     result = invoke("compare", str(run_dir), "--all", "--baselines", "--json")
     assert result.exit_code == 0, result.output
@@ -142,8 +176,9 @@ def test_baselines_flag(run_dir: Path):
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["--all"], ["--no-recall"], ["--sections"], ["--base", "v8", "--candidate", "v10", "--cached-price", "0.5"]],
-    ids=["default", "all", "no-recall", "sections", "v8-v10-half-price"],
+    [[], ["--all"], ["--no-recall"], ["--sections"], ["--base", "v8", "--candidate", "v10", "--cached-price", "0.5"],
+     ["--all", "--baselines", "--cache", "ideal,anthropic", "--cache", "openai"]],
+    ids=["default", "all", "no-recall", "sections", "v8-v10-half-price", "cache-models"],
 )
 def test_bug17_tables(snapshot_txt, args: list[str]):
     result = invoke("compare", str(BUG17), *args)
@@ -159,4 +194,3 @@ def test_bug17_json_matches_the_table():
         total = data["total"][s]
         row = next(line for line in text.splitlines() if line.startswith(f"{s} "))
         assert f"{total['chars']:,}" in row and f"{total['tokens']:,}" in row and f"{total['effective_cost']:,.1f}" in row
-

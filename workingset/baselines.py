@@ -74,6 +74,10 @@ class Baseline:
 
     def __call__(self, state: State, hypothesis: str) -> str:
         """Render the transcript of `state` (pure, deterministic, never mutates the state)."""
+        return "\n\n".join(self.messages(state, hypothesis)) + "\n"
+
+    def messages(self, state: State, hypothesis: str) -> list[str]:
+        """The transcript's messages in order (the task, then each note, action and output)."""
         _check(state, hypothesis)
         masked = self.masked(state)
         blocks = [f"TASK: {state.case.title}\n{state.case.statement}"]
@@ -92,7 +96,7 @@ class Baseline:
                     blocks.append(f"{label}: (not kept)")
                 else:
                     blocks.append(f"{label}:\n{self.placeholder(text) if ev.id in masked else text}")
-        return "\n\n".join(blocks) + "\n"
+        return blocks
 
 
 _ALL = (

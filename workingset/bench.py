@@ -8,20 +8,26 @@ previous context of the same run rendered by the same strategy (see
 `tokens.common_prefix_tokens`). The first context of a run has nothing cached.
 
 Effective cost is in full-price token units: `uncached + cached_price * cached`.
-Nothing here calls a model or the network.
+With `cache` models named (`workingset.cache`), every text is also billed as a provider's
+prompt cache would bill it: encoders put their breakpoints at the ends of their declared
+stable sections, baselines one rolling breakpoint at the end of the message, and each
+context is sent at its state's latest capture time. Nothing here calls a model or the network.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import msgspec
 
+from .availability import Availability, availability
+from .cache import Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from .errors import UnknownEncoder, UsageError
 from .model import State, StoredContext
-from .tokens import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, get_encoding
+from .providers import MAX_BREAKPOINTS, section_ends
+from .tokens import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
 
 DEFAULT_BASE, DEFAULT_CANDIDATE = "v7", "v8"
 DEFAULT_CACHED_PRICE = 0.1
@@ -31,8 +37,18 @@ SECTION_ORDER = (
 )  # fmt: skip
 UNASSIGNED = "unassigned"  # characters a renderer did not attribute to a section
 
-# A renderer returns the text and its (category, chars) sections, which may be empty.
-Renderer = Callable[[State, str], tuple[str, tuple[tuple[str, int], ...]]]
+
+class Rendering(NamedTuple):
+    """A strategy's text for one context, with what the size and cache measures need."""
+
+    text: str
+    sections: tuple[tuple[str, int], ...] = ()  # (category, chars), may be empty
+    breakpoints: tuple[int, ...] = ()  # character offsets of the cache breakpoints (at most 4)
+    cuts: tuple[int, ...] = ()  # character offsets where tokenization restarts (breakpoints included)
+    reach: Availability | None = None  # identifiers of the state's evidence visible, addressable, gone
+
+
+Renderer = Callable[[State, str], Rendering]
 
 
 @dataclass(frozen=True)
@@ -75,6 +91,24 @@ class Comparison:
     sizes: Mapping[str, tuple[Size, ...]]
     encoding: str
     cached_price: float
+    # Cache model -> strategy -> one billing per context (empty without `--cache`).
+    caches: Mapping[str, Mapping[str, tuple[Billing, ...]]] = field(default_factory=dict)
+    cache_options: CacheOptions | None = None
+    timed: bool = False  # the contexts carry distinct send times (else all are taken as one moment)
+    # Strategy -> per context, the earlier evidence's identifiers visible, addressable or gone.
+    availability: Mapping[str, tuple[Availability, ...]] = field(default_factory=dict)
+
+    def availability_total(self, strategy: str) -> Availability:
+        """One strategy's availability summed over the run's contexts."""
+        return sum(self.availability[strategy], Availability())
+
+    def cache_total(self, model: str, strategy: str) -> Billing:
+        """Return one strategy's billing under one cache model, summed over the run."""
+        bills = self.caches[model][strategy]
+        return Billing(
+            tokens=sum(b.tokens for b in bills), uncached=sum(b.uncached for b in bills),
+            written=sum(b.written for b in bills), read=sum(b.read for b in bills), cost=sum(b.cost for b in bills),
+        )  # fmt: skip
 
     def total(self, strategy: str) -> Totals:
         """Return the sums over the run for one strategy."""
@@ -128,23 +162,47 @@ def compare_texts(
     hypotheses: Sequence[str] | None = None,
     encoding: str = DEFAULT_ENCODING,
     cached_price: float = DEFAULT_CACHED_PRICE,
+    cache: Sequence[str] = (),
+    cache_options: CacheOptions | None = None,
 ) -> Comparison:
     """Compare runs of texts per strategy: `{"v7": [text of turn 1, turn 2, ...], ...}`.
 
     Every strategy must have the same number of texts, in run order. This is the entry
-    point for callers that render their own texts (e.g. trajectory benchmarks).
+    point for callers that render their own texts (e.g. trajectory benchmarks). Under the
+    `cache` models each text is one message with one rolling breakpoint at its end, and
+    the texts carry no times (all are taken to be within the TTL of each other).
     """
     get_encoding(encoding)
     counts = {len(t) for t in texts.values()}
     if len(counts) > 1:
         raise UsageError(f"every strategy needs the same number of texts, got {sorted(counts)}")
     n = counts.pop() if counts else 0
+    models, options = model_names(cache), _options(cache_options, cached_price)
+    caches = {m: {name: _bill_run(m, options, [Rendering(t, (), (len(t),), (len(t),)) for t in run], encoding)
+                  for name, run in texts.items()} for m in models}  # fmt: skip
     return Comparison(
         strategies=tuple(texts), labels=tuple(labels or (str(i + 1) for i in range(n))),
         hypotheses=tuple(hypotheses or ("",) * n),
         sizes={name: measure(run, encoding) for name, run in texts.items()},
-        encoding=encoding, cached_price=cached_price,
+        encoding=encoding, cached_price=cached_price, caches=caches, cache_options=options if models else None,
     )  # fmt: skip
+
+
+def _options(options: CacheOptions | None, cached_price: float) -> CacheOptions:
+    return options if options is not None else CacheOptions(cached_price=cached_price)
+
+
+def prompt(rendering: Rendering, time: float | None, encoding: str = DEFAULT_ENCODING) -> Prompt:
+    """A rendering as a cache model sees it: tokenized piece by piece between its cuts."""
+    cuts = sorted(set(rendering.cuts) | set(rendering.breakpoints))
+    tokens, offsets = encode_at(rendering.text, cuts, encoding)
+    at = dict(zip(cuts, offsets))
+    return Prompt(tokens=tokens, breakpoints=tuple(at[b] for b in rendering.breakpoints if at[b] > 0), time=time)
+
+
+def _bill_run(model: str, options: CacheOptions, run: Sequence[Rendering], encoding: str) -> tuple[Billing, ...]:
+    meter = Meter(model, options)
+    return tuple(meter(prompt(rendering, None, encoding)) for rendering in run)
 
 
 _VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)(:.+)?$")
@@ -163,22 +221,44 @@ def version_label(name: str) -> str:
 
 def version_renderer(label: str) -> Renderer:
     """Return the renderer of an encoder version given its label (`v8`)."""
-    from .encoders import render
+    from .encoders import get_encoder, render
 
     name = "investigation_project_" + label
 
-    def run(state: State, hypothesis: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    def run(state: State, hypothesis: str) -> Rendering:
+        # The blocks and breakpoints of the provider request (`workingset.providers`), exactly.
         rendered = render(state, hypothesis, name)
-        return rendered.text, tuple(rendered.sections)
+        points = tuple(rendered.stable_ends()[-MAX_BREAKPOINTS:])
+        reach = availability(state, rendered.shown, rendered.indexed, recall=get_encoder(name).supports_recall)
+        return Rendering(rendered.text, tuple(rendered.sections), points, tuple(section_ends(rendered.chunks)), reach)
 
     return run
 
 
 def baseline_renderers() -> dict[str, Renderer]:
-    """Return the transcript baselines of `workingset.baselines` as renderers."""
+    """Return the transcript baselines of `workingset.baselines` as renderers.
+
+    A baseline is a chat transcript whose agent (SWE-agent, mini-swe-agent) puts one
+    rolling cache breakpoint on its last message. Chat APIs delimit messages, so for the
+    cache models each message is tokenized on its own (cut where its `\n\n` separator
+    starts) and the breakpoint is the end of the last message, before the closing newline.
+    """
     from .baselines import BASELINES
 
-    return {name: (lambda fn: lambda s, h: (fn(s, h), ()))(fn) for name, fn in BASELINES.items()}
+    def renderer(baseline: Callable[[State, str], str]) -> Renderer:
+        def run(state: State, hypothesis: str) -> Rendering:
+            messages = baseline.messages(state, hypothesis)  # type: ignore[attr-defined]
+            ends, at = [], -2
+            for message in messages:
+                at += 2 + len(message)
+                ends.append(at)
+            masked = baseline.masked(state)  # type: ignore[attr-defined]
+            reach = availability(state, [ev.id for ev in state.evidence if ev.id not in masked], (), recall=False)
+            return Rendering("\n\n".join(messages) + "\n", (), (ends[-1],), tuple(ends), reach)
+
+        return run
+
+    return {name: renderer(fn) for name, fn in BASELINES.items()}
 
 
 def strategies(base: str, candidate: str, all_versions: bool, baselines: bool) -> dict[str, Renderer]:
@@ -209,22 +289,38 @@ def compare_contexts(
     labels: Sequence[str] | None = None,
     encoding: str = DEFAULT_ENCODING,
     cached_price: float = DEFAULT_CACHED_PRICE,
+    cache: Sequence[str] = (),
+    cache_options: CacheOptions | None = None,
     step: Callable[[int], None] | None = None,
 ) -> Comparison:
     """Render each stored context (for its own hypothesis) with every renderer and measure it.
 
-    With `recall=False` each state is rendered with its recall selections emptied. `step`
-    is called with 1 after each context is rendered and counted, for a progress bar.
+    With `recall=False` each state is rendered with its recall selections emptied. Under
+    each `cache` model (`workingset.cache.MODELS`) every text is also billed, sent at its
+    state's latest capture time. `step` is called with 1 after each context is rendered
+    and counted, for a progress bar.
     """
     get_encoding(encoding)
+    models, options = model_names(cache), _options(cache_options, cached_price)
+    meters = {(m, name): Meter(m, options) for m in models for name in renderers}
+    bills: dict[tuple[str, str], list[Billing]] = {key: [] for key in meters}
     prev = {name: "" for name in renderers}
     sizes: dict[str, list[Size]] = {name: [] for name in renderers}
-    for ctx in contexts:
+    reach: dict[str, list[Availability]] = {name: [] for name in renderers}
+    times = [state_time(ctx.state) for ctx in contexts]
+    for ctx, time in zip(contexts, times):
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
         for name, renderer in renderers.items():
-            text, sections = renderer(state, ctx.hypothesis)
-            sizes[name].append(measure_one(text, prev[name], encoding, sections))
+            rendering = renderer(state, ctx.hypothesis)
+            text = rendering.text
+            sizes[name].append(measure_one(text, prev[name], encoding, rendering.sections))
+            if rendering.reach is not None:
+                reach[name].append(rendering.reach)
             prev[name] = text
+            if models:
+                sent = prompt(rendering, time, encoding)
+                for m in models:
+                    bills[(m, name)].append(meters[(m, name)](sent))
             if step is not None:
                 step(1)
     return Comparison(
@@ -233,4 +329,7 @@ def compare_contexts(
         hypotheses=tuple(c.hypothesis for c in contexts),
         sizes={name: tuple(sizes[name]) for name in renderers},
         encoding=encoding, cached_price=cached_price,
+        caches={m: {name: tuple(bills[(m, name)]) for name in renderers} for m in models},
+        cache_options=options if models else None, timed=len(set(times)) > 1,
+        availability={name: tuple(r) for name, r in reach.items() if len(r) == len(contexts)},
     )  # fmt: skip

@@ -11,6 +11,8 @@ from typing import Any
 from tabulate import SEPARATING_LINE, tabulate
 
 from .bench import SECTION_ORDER, UNASSIGNED, Comparison, Size, Totals, change_percent
+from .availability import Availability
+from .cache import Billing
 
 
 def _pct(base: float, value: float) -> float | None:
@@ -37,7 +39,7 @@ def _changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, float | N
     return {k: _pct(base[k], other[k]) for k in CHANGE_KEYS}
 
 
-def to_data(cmp: Comparison, *, sections: bool = False) -> dict[str, Any]:
+def to_data(cmp: Comparison, *, sections: bool = False, availability: bool = False) -> dict[str, Any]:
     """Return the comparison as plain data (the `--json` output, minus what the CLI adds)."""
     base = cmp.strategies[0]
     contexts = []
@@ -63,12 +65,72 @@ def to_data(cmp: Comparison, *, sections: bool = False) -> dict[str, Any]:
         "encoding": cmp.encoding, "cached_price": cmp.cached_price, "base": base,
         "strategies": list(cmp.strategies), "contexts": contexts, "total": total, "last": last,
     }  # fmt: skip
+    if cmp.caches:
+        data["cache"] = _cache_data(cmp)
+    if availability and cmp.availability:
+        data["availability"] = {s: availability_data(cmp, s) for s in cmp.strategies if s in cmp.availability}
     if sections:
         data["sections"] = {
             "total": {s: cmp.sections(s) for s in cmp.strategies},
             "last": {s: cmp.sections(s, len(cmp.labels) - 1) if cmp.labels else {} for s in cmp.strategies},
         }
     return data
+
+
+def _billing(bill: Billing) -> dict[str, Any]:
+    return {"tokens": bill.tokens, "uncached_tokens": bill.uncached, "written_tokens": bill.written,
+            "read_tokens": bill.read, "effective_cost": round(bill.cost, 1)}  # fmt: skip
+
+
+def _cache_data(cmp: Comparison) -> dict[str, Any]:
+    """Per cache model: its options, and per strategy the billing of each context, the total and the last."""
+    opts = cmp.cache_options
+    assert opts is not None
+    base = cmp.strategies[0]
+    out: dict[str, Any] = {}
+    for model, runs in cmp.caches.items():
+        total = {s: _billing(cmp.cache_total(model, s)) for s in cmp.strategies}
+        for s in cmp.strategies[1:]:
+            total[s]["change_percent"] = _pct(total[base]["effective_cost"], total[s]["effective_cost"])
+        out[model] = {
+            "ttl": None if model == "ideal" else opts.ttl,
+            "cache_min": None if model == "ideal" else opts.cache_min,
+            "cached_price": opts.cached_price, "write_price": None if model == "ideal" else opts.write(model),
+            "timed": cmp.timed, "total": total,
+            "last": {s: _billing(runs[s][-1]) if runs[s] else None for s in cmp.strategies},
+            "contexts": [{s: _billing(runs[s][i]) for s in cmp.strategies} for i in range(len(cmp.labels))],
+        }  # fmt: skip
+    return out
+
+
+def _cache_caption(cmp: Comparison, model: str) -> str:
+    opts = cmp.cache_options
+    assert opts is not None
+    price = f"reads {opts.cached_price:g}x"
+    if model == "ideal":
+        return f"Cache model ideal: the longest common token prefix with the previous context is read; {price}, nothing written"
+    where = ("breakpoints at each encoder's stable section ends, a baseline's at the end of its last message"
+             if model == "anthropic" else "every prompt an entry, reads in 128-token blocks")  # fmt: skip
+    when = "the contexts' capture times" if cmp.timed else "no distinct times in the run: all turns taken to be within the TTL"
+    return (f"Cache model {model}: {where}; TTL {opts.ttl} ({when}); nothing under {opts.cache_min:,} tokens "
+            f"cached; {price}, writes {opts.write(model):g}x")  # fmt: skip
+
+
+def _cache_model_table(cmp: Comparison, model: str) -> str:
+    """One row per strategy: uncached, written, read and effective cost, total and last context."""
+    base = cmp.cache_total(model, cmp.strategies[0])
+    rows = []
+    for s in cmp.strategies:
+        t = cmp.cache_total(model, s)
+        change = "" if s == cmp.strategies[0] else _p(_pct(base.cost, t.cost))
+        row = [s, _n(t.uncached), _n(t.written), _n(t.read), _n(round(t.cost, 1)), change]
+        if cmp.labels:
+            last = cmp.caches[model][s][-1]
+            row += [_n(last.uncached), _n(last.written), _n(last.read), _n(round(last.cost, 1))]
+        rows.append(row)
+    headers = ["strategy", "uncached", "written", "read", "effective cost", "change"]
+    headers += ["last uncached", "last written", "last read", "last cost"] if cmp.labels else []
+    return _table(headers, rows)
 
 
 def _n(value: int | float) -> str:
@@ -164,7 +226,7 @@ def _sections_table(cmp: Comparison, index: int | None) -> str:
     return _table(["section"] + list(cmp.strategies), rows)
 
 
-def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True) -> str:
+def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True, availability: bool = False) -> str:
     """Render the comparison as the tables `workingset compare` prints."""
     base = cmp.strategies[0]
     n = len(cmp.labels)
@@ -188,7 +250,45 @@ def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True) -> 
         f"Totals (effective cost in full-price tokens, cached tokens at {cmp.cached_price:g}x the price)",
         _overview(cmp),
     ]  # fmt: skip
+    for model in cmp.caches:
+        parts += ["", _cache_caption(cmp, model), _cache_model_table(cmp, model)]
+    if availability and cmp.availability:
+        parts += ["", AVAILABILITY_CAPTION, _availability_table(cmp)]
     if sections and n:
         parts += ["", "Characters per section, whole run", _sections_table(cmp, None)]
         parts += ["", "Characters per section, last context", _sections_table(cmp, n - 1)]
     return "\n".join(parts) + "\n"
+
+
+AVAILABILITY_CAPTION = (
+    "Availability (identifiers harvested from earlier evidence, summed over the contexts: visible in full, "
+    "addressable by recall from an index row, or gone; lowest reachable share at any context)"
+)
+
+
+def _avail(a: Availability) -> dict[str, Any]:
+    return {"visible": a.visible, "addressable": a.addressable, "gone": a.gone}
+
+
+def availability_data(cmp: Comparison, strategy: str) -> dict[str, Any]:
+    """One strategy's availability: per context, the total, and the lowest reachable share of any context."""
+    per = cmp.availability[strategy]
+    shares = [a.share("reachable") for a in per if a.total]
+    return {"contexts": [_avail(a) for a in per], "total": _avail(cmp.availability_total(strategy)),
+            "min_reachable_share": min(shares) if shares else None}  # fmt: skip
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _availability_table(cmp: Comparison) -> str:
+    rows = []
+    for s in cmp.strategies:
+        if s not in cmp.availability:
+            continue
+        total, data = cmp.availability_total(s), availability_data(cmp, s)
+        rows.append([s, _n(total.visible), _n(total.addressable), _n(total.gone), _share(total.share("visible")),
+                     _share(total.share("addressable")), _share(total.share("gone")), _share(data["min_reachable_share"])])  # fmt: skip
+    headers = ["strategy", "visible", "addressable", "gone", "visible %", "addressable %", "gone %", "lowest reachable %"]
+    return _table(headers, rows, left=1)

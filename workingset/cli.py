@@ -150,31 +150,39 @@ def compare(
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
     cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
+    cache: Annotated[Optional[list[str]], typer.Option(help="Bill under cache models: ideal, anthropic, openai (repeatable or a comma list).")] = None,
+    ttl: Annotated[str, typer.Option(help="Cache entry lifetime for anthropic and openai: 5m or 1h.")] = "5m",
+    cache_min: Annotated[int, typer.Option(min=0, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
+    write_price: Annotated[Optional[float], typer.Option(min=0.0, help="Price of a cache-written token (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
+    availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
     from .bench import compare_contexts, strategies
     from .bench_report import to_data, to_text
+    from .cache import CacheOptions, model_names
     from .runs import read_run
     from .tokens import get_encoding
 
     get_encoding(encoding)  # fail before rendering anything
+    models = model_names(cache or ())
+    cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
     renderers = strategies(base, candidate, all_versions, baselines)
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
-    options = dict(recall=recall, encoding=encoding, cached_price=cached_price)
+    options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
     if sys.stderr.isatty():
         with typer.progressbar(length=len(contexts) * len(renderers), label="comparing", file=sys.stderr) as bar:
             result = compare_contexts(contexts, renderers, step=bar.update, **options)
     else:
         result = compare_contexts(contexts, renderers, **options)
     if as_json:
-        data = {"run": directory, "recall": recall, **to_data(result, sections=sections)}
+        data = {"run": directory, "recall": recall, **to_data(result, sections=sections, availability=availability)}
         for (path, _), entry in zip(run, data["contexts"]):
             entry["file"] = path.name
         emit_json(data)
     else:
-        sys.stdout.write(to_text(result, sections=sections, recall=recall))
+        sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability))
 
 
 @app.command("import")

@@ -19,7 +19,7 @@ import importlib
 import re
 from array import array
 from collections import OrderedDict
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .errors import WorkingsetError
 from .hashing import hash_text
@@ -148,6 +148,49 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
     return count
 
 
+def encode_at(text: str, cuts: Sequence[int], encoding: str = DEFAULT_ENCODING) -> tuple[array, tuple[int, ...]]:
+    """Return the tokens of `text` and the token offset of each character offset in `cuts`.
+
+    The text is tokenized piece by piece between the cuts and the pieces' tokens are
+    concatenated, so a cut is an exact token offset (a cache breakpoint). This equals
+    tokenizing the whole text when every cut is where the tokenizer restarts, as at the
+    section boundaries of a rendered context (a test checks it on every version).
+    """
+    tokens, offsets, at = array("I"), [], 0
+    for cut in cuts:
+        if not at <= cut <= len(text):
+            raise ValueError(f"cut {cut} outside {at}..{len(text)}: cuts must ascend within the text")
+        tokens.extend(_encode(text[at:cut], encoding) if cut > at else ())
+        offsets.append(len(tokens))
+        at = cut
+    tokens.extend(_encode(text[at:], encoding) if at < len(text) else ())
+    return tokens, tuple(offsets)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Return the length of the longest common prefix of two token sequences."""
+    # Slices compare equal only between arrays of one type code (an array never equals a list).
+    a, b = (x if isinstance(x, array) and x.typecode == "I" else array("I", x) for x in (a, b))
+    limit = min(len(a), len(b))
+    step, i, end = _COMPARE_SLICE, 0, 0
+    # Compare in C-level slices, then halve the first differing slice: no per-token Python loop.
+    while i < limit:
+        end = min(i + step, limit)
+        if a[i:end] != b[i:end]:
+            break
+        i = end
+    else:
+        return limit
+    lo, hi = i, end  # a[:lo] == b[:lo]; the first difference is in [lo, hi)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCODING) -> int:
     """Return how many leading tokens `text` shares with `prev_text`.
 
@@ -159,15 +202,4 @@ def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCO
     """
     if not prev_text or not text:
         return 0
-    a, b = _encode(prev_text, encoding), _encode(text, encoding)
-    limit = min(len(a), len(b))
-    step, i = _COMPARE_SLICE, 0
-    # Compare in C-level slices; fall back to single tokens only inside the differing block.
-    while i < limit and a[i : i + step] == b[i : i + step]:
-        i += step
-    if i >= limit:
-        return limit
-    end = min(i + step, limit)
-    while i < end and a[i] == b[i]:
-        i += 1
-    return i
+    return common_prefix(_encode(prev_text, encoding), _encode(text, encoding))

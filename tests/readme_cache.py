@@ -1,0 +1,132 @@
+"""The README's cache-true statements, recomputed: bug17 from the command, the corpus from RESULTS.md.
+
+`tests/test_results.py` requires every measured number of the README to belong to a
+claim; these are the claims of the "Cache-true costs" section. bug17's come from
+`compare fixtures/bug17 --all --baselines --cache ideal,anthropic,openai --json`; the
+corpus ranges from the `cache` section of benchmarks/RESULTS.md, which its own check
+reproduces from benchmarks/cache.py; the worked examples from `workingset.cache.bill`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from workingset.cache import CacheOptions, Prompt, bill, state_time
+from workingset.runs import read_run
+
+from conftest import BUG17, ROOT, invoke
+
+VERSIONS = [f"v{n}" for n in range(1, 11)]  # the versions the README's losses paragraph speaks of
+
+
+def _span(values: list[float], digits: int = 1) -> str:
+    return f"{min(values):.{digits}f}–{max(values):.{digits}f}"
+
+
+def corpus_tables() -> dict[str, dict[str, dict[str, str]]]:
+    """Per corpus run (not bug17): strategy -> column -> cell, from RESULTS.md's cache section."""
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
+    section = re.search(r"<!-- BEGIN cache -->\n(.*?)<!-- END cache -->", text, re.S).group(1)
+    runs = {}
+    for name, body in re.findall(r"^### `([^`]+)`\n(.*?)(?=^### |\Z)", section, re.S | re.M):
+        lines = [line for line in body.splitlines() if line.startswith("|")]
+        cells = lambda line: [c.strip() for c in line.strip("|").split("|")]  # noqa: E731
+        headers = cells(lines[0])
+        runs[name] = {row[0]: dict(zip(headers, row)) for row in map(cells, lines[2:])}
+    runs.pop("fixtures/bug17")
+    return runs
+
+
+def _ratio(row: dict[str, str], model: str) -> float:
+    return float(row[f"{model} vs transcript"].rstrip("x"))
+
+
+def _split(row: dict[str, str], model: str) -> list[int]:
+    return [int(x.replace(",", "")) for x in row[f"{model} uncached / written / read"].split(" / ")]
+
+
+def _examples() -> list[str]:
+    a = list(range(1300))
+    run = [Prompt(a, time=0), Prompt(a[:1200] + [2**32 - 1] * 100, time=10), Prompt(a[:1000] + [5] * 500, time=20)]
+    first, second, third = bill("openai", run)
+    assert third.read == 0
+    return [
+        f"(default {CacheOptions().cache_min:,})",
+        f"a {first.tokens:,}-token prompt writes {first.written:,} ({first.written // 128} blocks), "
+        f"{first.uncached} uncached, cost {first.cost:,.0f}",
+        f"shares its first 1,200 tokens reads {second.read:,} ({second.read // 128} blocks), writes {second.written}, "
+        f"leaves {second.uncached} uncached: cost {second.uncached} + {second.written} + 0.1 × {second.read:,} = {second.cost:.1f}",
+        f"A prompt sharing 1,000 tokens reads nothing ({1000 // 128 * 128} is under {CacheOptions().cache_min:,})",
+    ]
+
+
+def cache_claims() -> list[str]:
+    """Every measured statement of the README's "Cache-true costs" section, as it must read."""
+    args = ("compare", str(BUG17), "--all", "--baselines", "--cache", "ideal,anthropic,openai", "--json")
+    data = json.loads(invoke(*args).stdout)
+    cache, n = data["cache"], len(data["contexts"])
+    total = {m: cache[m]["total"] for m in cache}
+    claims = _examples()
+    claims.append(f"(bug17 `full-transcript`: {total['ideal']['full-transcript']['tokens']:,} against "
+                  f"{data['total']['full-transcript']['tokens']:,} over the run)")  # fmt: skip
+    # The gap past the TTL: when each context is sent, and the one after the long gap.
+    times = [state_time(ctx.state) for _, ctx in read_run(BUG17)]
+    gaps = [b - a for a, b in zip(times, times[1:])]
+    at = max(range(len(gaps)), key=gaps.__getitem__) + 1
+    assert gaps[at - 1] > 300 and sorted(gaps)[-2] <= 300, "bug17 no longer has exactly one gap past 5 minutes"
+    label = lambda i: data["contexts"][i]["request_id"].rsplit("-", 1)[1]  # noqa: E731
+    minutes, seconds = divmod(int(gaps[at - 1]), 60)
+    claims.append(f"(bug17 has one: {minutes} min {seconds} s before {label(at)})")
+    claims.append(f"totals over the {n} contexts; R = {cache['anthropic']['cached_price']:g}, 5-minute TTL")
+
+    def split(t: dict) -> str:
+        return f"{t['uncached_tokens']:,} / {t['written_tokens']:,} / {t['read_tokens']:,}"
+
+    for s in ("v7", "v8", "v9", "v10", "v11", "full-transcript", "masking-10", "last-5"):
+        cells = [s, f"{total['ideal'][s]['effective_cost']:,.1f}", f"{total['anthropic'][s]['effective_cost']:,.1f}",
+                 split(total["anthropic"][s]), f"{total['openai'][s]['effective_cost']:,.1f}", split(total["openai"][s])]  # fmt: skip
+        claims.append("| " + " | ".join(cells) + " |")
+    runs = corpus_tables()
+    cost = lambda m, s: total[m][s]["effective_cost"] / total[m]["full-transcript"]["effective_cost"]  # noqa: E731
+    cheapest = {m: [cost(m, min(VERSIONS, key=lambda s: total[m][s]["effective_cost"]))] for m in total}
+    for rows in runs.values():
+        for m in cheapest:
+            cheapest[m].append(min(_ratio(rows[s], m) for s in VERSIONS))
+    claims.append(f"the cheapest of them costs {_span(cheapest['anthropic'])}× the transcript under `anthropic`, "
+                  f"{_span(cheapest['openai'])}× under `openai` and {_span(cheapest['ideal'])}× under `ideal`")  # fmt: skip
+    reads = [c["v7"]["read_tokens"] for c in cache["anthropic"]["contexts"]]
+    blind = sum(1 for rows in runs.values() if _split(rows["v7"], "anthropic")[2] == 0)
+    claims.append(f"covers about {reads[-1] / 1000:.1f}k tokens on bug17 ({sum(reads):,} tokens read over {n} "
+                  f"contexts) and nothing on {blind} of the {len(runs)} corpus runs")  # fmt: skip
+    claims.append(f"whose header and case are under {CacheOptions().cache_min:,} tokens")
+    full = [_ratio(rows[s], "anthropic") for rows in runs.values() for s in ("v7", "v10")]
+    claims.append(f"v7 and v10 cost {_span([cost('anthropic', s) for s in ('v7', 'v10')])}× the transcript on bug17 "
+                  f"and {_span(full)}× on the corpus")  # fmt: skip
+    t = total["anthropic"]["full-transcript"]
+    claims.append(f"it reads {t['read_tokens']:,} of its {t['tokens']:,} tokens")
+    sent, unread = [], []
+    ideal = {s: total["ideal"][s] for s in ("v7", "v10", "full-transcript")}
+    for per in [{s: [ideal[s]["uncached_tokens"], 0, ideal[s]["read_tokens"]] for s in ideal}] + [
+        {s: _split(rows[s], "ideal") for s in ideal} for rows in runs.values()
+    ]:
+        for s in ("v7", "v10"):
+            sent.append(sum(per[s]) / sum(per["full-transcript"]))
+            unread.append(per[s][0] / per["full-transcript"][0])
+    claims.append(f"They send only {_span(sent)}× the transcript's tokens, but {_span(unread)}× as many unread ones")
+    v11 = {m: [cost(m, "v11")] + [_ratio(rows["v11"], m) for rows in runs.values()] for m in total}
+    cheaper = [name.split("-", 3)[-1] for name, rows in runs.items() if _ratio(rows["v11"], "anthropic") < 1]
+    claims.append(f"closes most of the gap: {_span(v11['anthropic'], 2)}× the transcript under `anthropic`, "
+                  f"{_span(v11['ideal'] + v11['openai'], 2)}× under `ideal` and `openai`; it is cheaper only on "
+                  f"{', '.join(cheaper)}. On bug17 ({cost('anthropic', 'v11'):.2f}× under `anthropic`)")  # fmt: skip
+    ctx = cache["anthropic"]["contexts"]
+    assert ctx[at + 1]["v11"]["tokens"] < ctx[at]["v11"]["tokens"], "v11 no longer compacts right after the gap"
+    claims.append(f"the {minutes} min {seconds} s gap before {label(at)} makes both rewrite their whole prefix "
+                  f"({ctx[at]['v11']['written_tokens']:,} tokens for v11, {ctx[at]['full-transcript']['written_tokens']:,} "
+                  f"for the transcript); v11's compaction at {label(at + 1)} rewrites {ctx[at + 1]['v11']['written_tokens']:,} more")  # fmt: skip
+    uncached = total["anthropic"]["v11"]["uncached_tokens"]
+    claims.append(f"the tail, about {round(uncached / n, -1):.0f} tokens a turn, is never cached ({uncached:,} over the run)")
+    masking = [cost("anthropic", s) for s in ("masking-10", "last-5")]
+    masking += [_ratio(rows[s], "anthropic") for rows in runs.values() for s in ("masking-10", "last-5")]
+    claims.append(f"they cost {_span(masking)}× the full transcript")
+    return claims

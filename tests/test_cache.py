@@ -1,0 +1,283 @@
+"""The cache models on hand-computed runs, the breakpoint tokenization, and an independent openai check."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from workingset import bench, providers, tokens
+from workingset.cache import TTLS, CacheOptions, Prompt, bill, model_names, state_time
+from workingset.cli import app
+from workingset.encoders import ENCODERS
+from workingset.errors import UsageError
+from workingset.runs import read_run
+
+from conftest import BUG17
+from factory import sample_state
+
+
+def tok(*runs: range | list[int]) -> list[int]:
+    return [t for run in runs for t in run]
+
+
+def split(bills) -> list[tuple[int, int, int, float]]:
+    """(uncached, written, read, cost) per prompt, cost rounded to hide float noise."""
+    return [(b.uncached, b.written, b.read, round(b.cost, 6)) for b in bills]
+
+
+# -- ideal ----------------------------------------------------------------------------------
+
+
+def test_ideal_reads_the_common_prefix_with_the_previous_prompt_only():
+    run = [Prompt(tok(range(1, 5))), Prompt(tok(range(1, 4), [5, 6])), Prompt([9]), Prompt(tok(range(1, 5)))]
+    # 4 new; 3 shared + 2 new; nothing shared with the one before; the first prompt is not looked at.
+    assert split(bill("ideal", run)) == [(4, 0, 0, 4.0), (2, 0, 3, 2.3), (1, 0, 0, 1.0), (4, 0, 0, 4.0)]
+
+
+# -- anthropic ------------------------------------------------------------------------------
+
+A = CacheOptions(cache_min=3)  # 5m TTL: 300 s, write 1.25, read 0.1
+
+
+def test_anthropic_writes_to_the_last_breakpoint_and_reads_the_longest_entry():
+    run = [
+        Prompt(tok(range(1, 11)), (4, 8), time=0),  # nothing cached: 8 written, 2 uncached
+        Prompt(tok(range(1, 9), [20, 21, 22, 23]), (4, 12), time=100),  # entry 1..8 read, 9..12 written
+        Prompt(tok(range(1, 9), [30, 31]), (10,), time=450),  # every entry last used at 100: expired at 400
+    ]
+    bills = split(bill("anthropic", run, A))
+    assert bills == [(2, 8, 0, 2 + 1.25 * 8), (0, 4, 8, 1.25 * 4 + 0.8), (0, 10, 0, 12.5)]  # the README's example
+
+
+def test_anthropic_gap_longer_than_the_ttl_empties_the_cache():
+    run = [Prompt(tok(range(1, 11)), (8,), time=0), Prompt(tok(range(1, 11)), (8,), time=301)]
+    assert split(bill("anthropic", run, A)) == [(2, 8, 0, 12.0), (2, 8, 0, 12.0)]
+    # at exactly the TTL the entry still lives
+    run[1] = Prompt(tok(range(1, 11)), (8,), time=300)
+    assert split(bill("anthropic", run, A))[1] == (2, 0, 8, 2.8)
+
+
+def test_anthropic_read_refreshes_the_entry():
+    run = [
+        Prompt(tok(range(1, 9)), (8,), time=0),  # entry 1..8, lives until 300
+        Prompt(tok(range(1, 9), [20, 21, 22, 23]), (12,), time=200),  # reads 1..8: it now lives until 500
+        Prompt(tok(range(1, 9), [40, 41]), (10,), time=450),  # 1..12 is not a prefix; 1..8 is and lives
+    ]
+    assert split(bill("anthropic", run, A)) == [(0, 8, 0, 10.0), (0, 4, 8, 5.8), (0, 2, 8, 3.3)]
+
+
+def test_anthropic_minimum_breakpoints_and_ttl_prices():
+    short = [Prompt([1, 2, 5], (2,), time=0), Prompt([1, 2, 6], (2,), time=1)]
+    assert split(bill("anthropic", short, A)) == [(3, 0, 0, 3.0), (3, 0, 0, 3.0)]  # under the minimum
+    # An entry past this prompt's last breakpoint cannot be read (hits are found at or behind it).
+    late = [Prompt(tok(range(1, 11)), (8,), time=0), Prompt(tok(range(1, 11)), (4,), time=1)]
+    assert split(bill("anthropic", late, A))[1] == (6, 4, 0, 6 + 1.25 * 4)
+    # No breakpoints: nothing is written or read.
+    assert split(bill("anthropic", [Prompt(tok(range(1, 11)))] * 2, A)) == [(10, 0, 0, 10.0)] * 2
+    hour = bill("anthropic", [Prompt(tok(range(1, 11)), (8,))], CacheOptions(ttl="1h", cache_min=3))
+    assert split(hour) == [(2, 8, 0, 18.0)]
+    custom = bill("anthropic", [Prompt(tok(range(1, 11)), (8,))], CacheOptions(cache_min=3, write_price=1.5))
+    assert split(custom) == [(2, 8, 0, 14.0)]
+
+
+# -- openai ---------------------------------------------------------------------------------
+
+
+def test_openai_reads_whole_blocks_from_any_live_prompt():
+    a = list(range(1300))
+    b = [7] * 1300
+    run = [
+        Prompt(a, time=0),  # cacheable 1,280 (10 blocks) written, 20 uncached
+        Prompt(a[:1200] + [-1 % 2**32] * 100, time=10),  # shares 1,200 with a: reads 1,152, writes 128
+        Prompt(b, time=20),  # shares nothing
+        Prompt(a[:1100] + [5] * 400, time=30),  # shares 1,100 with a (not with b, the one before): 1,024
+        Prompt(a[:1000] + [5] * 500, time=40),  # 1,000 shared rounds down to 896, under the minimum
+        Prompt([1, 2, 3], time=50),  # under the minimum: not an entry, nothing read
+        Prompt(a, time=351),  # every earlier prompt expired (the last entry was written at 40)
+    ]
+    assert split(bill("openai", run)) == [
+        (20, 1280, 0, 1300.0), (20, 128, 1152, 263.2), (20, 1280, 0, 1300.0), (92, 384, 1024, 578.4),
+        (92, 1408, 0, 1500.0), (3, 0, 0, 3.0), (20, 1280, 0, 1300.0),
+    ]  # fmt: skip
+    priced = bill("openai", run[:2], CacheOptions(write_price=1.25))
+    assert split(priced)[1] == (20, 128, 1152, 20 + 160 + 115.2)
+
+
+def test_openai_entry_that_is_a_prefix_of_a_later_one_still_counts_through_it():
+    a = list(range(2000))
+    run = [Prompt(a[:1100], time=0), Prompt(a[:1500], time=1), Prompt(a[:1900] + [1], time=2)]
+    assert [b.read for b in bill("openai", run)] == [0, 1024, 1408]
+
+
+def _reference_openai(runs: list[list[int]], times: list[float], ttl: float = 300, floor: int = 1024) -> list[tuple]:
+    """The openai rule written out plainly: (uncached, written, read) per prompt."""
+    out = []
+    for i, tokens_i in enumerate(runs):
+        best = 0
+        for j in range(i):
+            if len(runs[j]) >= floor and times[i] - times[j] <= ttl:
+                shared = 0
+                while shared < min(len(runs[j]), len(tokens_i)) and runs[j][shared] == tokens_i[shared]:
+                    shared += 1
+                best = max(best, shared)
+        read = best // 128 * 128
+        read = read if read >= floor else 0
+        cacheable = len(tokens_i) // 128 * 128 if len(tokens_i) >= floor else 0
+        out.append((len(tokens_i) - cacheable, cacheable - read, read))
+    return out
+
+
+@pytest.mark.parametrize("version", ["v7", "v8"])
+def test_openai_on_bug17_equals_the_plain_rule(version):
+    """The CLI's openai figures on bug17 equal the rule computed independently from the texts."""
+    contexts = [ctx for _, ctx in read_run(BUG17)]
+    enc = tokens.get_encoding()
+    texts = [ENCODERS[int(version[1:])].render(c.state, c.hypothesis).text for c in contexts]
+    runs = [enc.encode_ordinary(t) for t in texts]  # a reader's own tokenization, whole text
+    times, now = [], float("-inf")
+    for c in contexts:  # each context is sent at its latest capture time
+        now = max([now, state_time(c.state)])
+        times.append(now)
+    assert max(b - a for a, b in zip(times, times[1:])) > 300  # bug17 has a gap past the 5m TTL
+    expected = _reference_openai(runs, times)
+    out = CliRunner().invoke(app, ["compare", str(BUG17), "--base", version, "--candidate", "v10",
+                                   "--cache", "openai", "--json"])  # fmt: skip
+    assert out.exit_code == 0, out.output
+    got = json.loads(out.stdout)["cache"]["openai"]["contexts"]
+    assert [(g[version]["uncached_tokens"], g[version]["written_tokens"], g[version]["read_tokens"]) for g in got] == expected
+    assert sum(e[2] for e in expected) > 0 and any(e[2] == 0 for e in expected[1:])
+
+
+# -- prompts: breakpoints as token offsets ------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["bug17-r0002.json", "bug17-r0018.json"])
+def test_cutting_at_section_ends_tokenizes_like_the_whole_text(name):
+    """Every encoder's section boundaries are token boundaries, so a breakpoint is an exact offset."""
+    ctx = dict((p.name, c) for p, c in read_run(BUG17))[name]
+    enc = tokens.get_encoding()
+    for encoder in ENCODERS.values():
+        out = encoder.render(ctx.state, ctx.hypothesis)
+        ends, at = [], 0
+        for _, n in out.chunks:
+            at += n
+            ends.append(at)
+        whole = enc.encode_ordinary(out.text)
+        cut, offsets = tokens.encode_at(out.text, ends[:-1])
+        assert list(cut) == whole
+        sent = bench.prompt(bench.version_renderer(f"v{encoder.version}")(ctx.state, ctx.hypothesis), None)
+        assert list(sent.tokens) == whole and 1 <= len(sent.breakpoints) <= 4
+        assert sent.breakpoints == tuple(offsets[ends.index(e)] for e in out.stable_ends())
+
+
+def test_baseline_breakpoint_is_the_end_of_its_last_message():
+    """The rolling breakpoint's prefix is a prefix of the next turn's tokens (messages tokenized alone)."""
+    contexts = [ctx for _, ctx in read_run(BUG17)]
+    render = bench.baseline_renderers()["full-transcript"]
+    sent = [bench.prompt(render(c.state, c.hypothesis), None) for c in contexts[:4]]
+    for prev, cur in zip(sent, sent[1:]):
+        (point,) = prev.breakpoints
+        assert point == len(prev.tokens) - 1  # all but the closing newline
+        assert cur.tokens[:point] == prev.tokens[:point]
+    bills = bill("anthropic", sent, CacheOptions(ttl="1h"))
+    assert [b.read for b in bills[1:]] == [p.breakpoints[0] for p in sent[:-1]]
+
+
+def test_prompt_rejects_more_than_four_or_unordered_breakpoints():
+    with pytest.raises(UsageError, match="at most 4"):
+        Prompt(list(range(10)), (1, 2, 3, 4, 5))
+    with pytest.raises(UsageError, match="ascend"):
+        Prompt(list(range(10)), (5, 3))
+    with pytest.raises(UsageError, match="ascend"):
+        Prompt(list(range(10)), (11,))
+
+
+def test_every_encoder_declares_at_most_four_breakpoints():
+    state = sample_state()
+    for encoder in ENCODERS.values():
+        assert 1 <= len(encoder.render(state, "H1").stable_ends()) <= 4
+
+
+# -- options and times ---------------------------------------------------------------------
+
+
+def test_model_names_and_options_are_validated():
+    assert model_names(["openai,ideal", "anthropic", "ideal"]) == ("openai", "ideal", "anthropic")
+    with pytest.raises(UsageError, match="available: ideal, anthropic, openai"):
+        model_names(["anthropic,gemini"])
+    with pytest.raises(UsageError, match="available: 5m, 1h"):
+        CacheOptions(ttl="10m")
+    assert CacheOptions().write("anthropic") == 1.25 and CacheOptions(ttl="1h").write("anthropic") == 2.0
+    assert CacheOptions().write("openai") == 1.0 and CacheOptions(write_price=1.1).write("openai") == 1.1
+    assert tuple(TTLS) == providers.TTLS  # the TTLs `compare --ttl` and `render --messages --ttl` accept
+
+
+def test_state_time_is_the_latest_capture_leap_seconds_and_lowercase_included():
+    state = sample_state()
+    seconds = [datetime.fromisoformat(e.captured_at.replace("Z", "+00:00")).timestamp() for e in state.evidence]
+    assert state_time(state) == max(seconds)
+    first = msgspec.structs.replace(state.evidence[0], captured_at="2030-12-31t23:59:60z")
+    leap = msgspec.structs.replace(state, evidence=[first, *state.evidence[1:]])
+    assert state_time(leap) == datetime(2030, 12, 31, 23, 59, 59, tzinfo=timezone.utc).timestamp()
+    bare = msgspec.structs.replace(state, evidence=[])
+    assert state_time(bare) == datetime.fromisoformat(state.case.opened_at.replace("Z", "+00:00")).timestamp()
+
+
+# -- property: the models against plain references on random runs ----------------------------
+
+
+def _reference_anthropic(run: list[Prompt], opts: CacheOptions) -> list[tuple]:
+    """The anthropic rule written out plainly: (uncached, written, read) per prompt."""
+    entries: dict[tuple[int, ...], float] = {}  # prefix -> time last written or read
+    out, now = [], 0.0
+    for p in run:
+        now = max(now, p.time) if p.time is not None else now
+        tokens = list(p.tokens)
+        last = p.breakpoints[-1] if p.breakpoints else 0
+        live = {e: t for e, t in entries.items() if now - t <= opts.ttl_seconds}
+        hits = [e for e in live if opts.cache_min <= len(e) <= last and tuple(tokens[: len(e)]) == e]
+        read = max((len(e) for e in hits), default=0)
+        written = last - read if last >= max(opts.cache_min, 1) else 0
+        if read:
+            live[tuple(tokens[:read])] = now
+        for b in p.breakpoints:
+            if b >= opts.cache_min:
+                live[tuple(tokens[:b])] = now
+        entries = live
+        out.append((len(tokens) - read - written, written, read))
+    return out
+
+
+@st.composite
+def runs(draw, length: int = 700):
+    """Prompts that reuse prefixes of earlier ones, with breakpoints and times that sometimes gap."""
+    prompts: list[Prompt] = []
+    now = 0.0
+    for _ in range(draw(st.integers(1, 6))):
+        base = list(draw(st.sampled_from(prompts)).tokens) if prompts and draw(st.booleans()) else []
+        keep = draw(st.integers(0, len(base)))
+        tail = draw(st.lists(st.integers(0, 3), min_size=1, max_size=length))
+        tokens = base[:keep] + tail
+        points = sorted(set(draw(st.lists(st.integers(1, len(tokens)), max_size=4))))
+        now += draw(st.sampled_from([0, 10, 200, 299, 300, 301, 4000]))
+        prompts.append(Prompt(tokens, tuple(points), now))
+    return prompts
+
+
+@settings(max_examples=150, deadline=None)
+@given(runs(), st.sampled_from([0, 1, 64, 256]), st.sampled_from(["5m", "1h"]))
+def test_models_equal_plain_references_on_random_runs(run, floor, ttl):
+    opts = CacheOptions(ttl=ttl, cache_min=floor)
+    got = {m: bill(m, run, opts) for m in ("ideal", "anthropic", "openai")}
+    for bills in got.values():
+        assert all(b.uncached + b.written + b.read == b.tokens == len(p.tokens) for b, p in zip(bills, run))
+    assert [(b.uncached, b.written, b.read) for b in got["anthropic"]] == _reference_anthropic(run, opts)
+    times = [max(p.time for p in run[: i + 1]) for i in range(len(run))]
+    reference = _reference_openai([list(p.tokens) for p in run], times, opts.ttl_seconds, floor)
+    assert [(b.uncached, b.written, b.read) for b in got["openai"]] == reference

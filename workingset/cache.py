@@ -1,0 +1,213 @@
+"""Prompt-cache models: what a provider bills for each context of a run (`compare --cache`).
+
+Each model is a pure function over a run's prompts, in run order, returning one `Billing`
+per prompt: tokens billed uncached (1×), written to the cache (the write price) and read
+from it (the cached price), and the effective cost in full-price token units.
+
+- `ideal`: the longest common token prefix with the previous prompt is read; nothing is
+  written, nothing expires, no minimum. The most any prefix cache could serve.
+- `anthropic` (Messages API prompt caching): a prompt carries at most 4 breakpoints (token
+  offsets at block ends). After a request, the prefix up to each of its breakpoints is an
+  entry. A request reads the longest live entry that is a prefix of its own tokens and
+  ends at or before its last breakpoint (the provider looks for hits only at and behind
+  breakpoints); the tokens from the end of the read to the last breakpoint are written;
+  the rest is uncached. Entries under `cache_min` tokens are never written or read. An
+  entry lives `ttl` after it was last written or read (a read refreshes it).
+- `openai` (automatic prefix caching): every prompt of at least `cache_min` tokens is an
+  entry. A request reads the longest common prefix with any live entry, rounded down to a
+  multiple of 128 tokens, nothing under `cache_min`. Its own cacheable tokens (its length
+  rounded down to 128) beyond the read are written, at 1.0 unless `write_price` says more.
+
+Time: a prompt's `time` is when it was sent (Unix seconds); `None` means "no later than
+the previous prompt", so prompts without times are taken to be within the TTL of each other.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Callable, Iterable, Iterator
+
+import xxhash
+
+from .errors import UsageError
+from .model import State
+from .providers import MAX_BREAKPOINTS
+from .tokens import common_prefix
+
+OPENAI_BLOCK = 128  # OpenAI caches prefixes in 128-token increments
+TTLS = {"5m": 300.0, "1h": 3600.0}
+ANTHROPIC_WRITE = {"5m": 1.25, "1h": 2.0}  # cache-write price per TTL, as a fraction of the full price
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """One request of a run as a cache sees it: its tokens, breakpoints and send time."""
+
+    tokens: array  # array("I") of token ids
+    breakpoints: tuple[int, ...] = ()  # ascending token offsets of the cache breakpoints
+    time: float | None = None  # Unix seconds; None: no later than the previous prompt
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.tokens, array) or self.tokens.typecode != "I":
+            object.__setattr__(self, "tokens", array("I", self.tokens))
+        points = tuple(self.breakpoints)
+        if len(points) > MAX_BREAKPOINTS:
+            raise UsageError(f"{len(points)} cache breakpoints; a request carries at most {MAX_BREAKPOINTS}")
+        if list(points) != sorted(set(points)) or any(not 0 < b <= len(self.tokens) for b in points):
+            raise UsageError(f"cache breakpoints {points} must ascend within 1..{len(self.tokens)}")
+        object.__setattr__(self, "breakpoints", points)
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    """Prices and limits of the cache models; prices are fractions of the full token price."""
+
+    ttl: str = "5m"
+    cache_min: int = 1024
+    cached_price: float = 0.1
+    write_price: float | None = None  # None: 1.25 (5m) or 2.0 (1h) for anthropic, 1.0 for openai
+    ttl_seconds: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        if self.ttl not in TTLS:
+            raise UsageError(f"no TTL {self.ttl!r}; available: {', '.join(TTLS)}", details={"valid": list(TTLS)})
+        if self.cache_min < 0 or self.cached_price < 0 or (self.write_price is not None and self.write_price < 0):
+            raise UsageError("cache minimum and prices must not be negative")
+        object.__setattr__(self, "ttl_seconds", TTLS[self.ttl])
+
+    def write(self, model: str) -> float:
+        """The price of a written token under `model`."""
+        if self.write_price is not None:
+            return self.write_price
+        return ANTHROPIC_WRITE[self.ttl] if model == "anthropic" else 1.0
+
+
+@dataclass(frozen=True)
+class Billing:
+    """What one prompt is billed: every token is exactly one of uncached, written or read."""
+
+    tokens: int
+    uncached: int
+    written: int
+    read: int
+    cost: float  # uncached + write price × written + cached price × read
+
+
+def _bill(tokens: int, read: int, written: int, options: CacheOptions, write_price: float) -> Billing:
+    uncached = tokens - read - written
+    cost = uncached + write_price * written + options.cached_price * read
+    return Billing(tokens=tokens, uncached=uncached, written=written, read=read, cost=cost)
+
+
+def _clock(prompts: Iterable[Prompt]) -> Iterator[tuple[Prompt, float]]:
+    """Each prompt with its send time; a missing or earlier time is the previous prompt's."""
+    now = float("-inf")
+    for prompt in prompts:
+        now = max(now, prompt.time) if prompt.time is not None else now
+        yield prompt, (0.0 if now == float("-inf") else now)
+
+
+def ideal(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Billing]:
+    """Read the longest common token prefix with the previous prompt; write nothing."""
+    prev = None
+    for prompt in prompts:
+        read = common_prefix(prev, prompt.tokens) if prev is not None else 0
+        yield _bill(len(prompt.tokens), read, 0, options, 0.0)
+        prev = prompt.tokens
+
+
+def _digest(tokens: array, length: int) -> bytes:
+    return xxhash.xxh3_128_digest(memoryview(tokens)[:length].tobytes())
+
+
+def anthropic(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Billing]:
+    """Read the longest live entry at or behind the last breakpoint; write up to the last breakpoint."""
+    write_price, ttl, floor = options.write("anthropic"), options.ttl_seconds, options.cache_min
+    entries: dict[tuple[int, bytes], float] = {}  # (prefix length, digest of the prefix) -> expiry
+    for prompt, now in _clock(prompts):
+        entries = {key: end for key, end in entries.items() if end >= now}
+        last = prompt.breakpoints[-1] if prompt.breakpoints else 0
+        read = 0
+        for length in sorted({n for n, _ in entries if floor <= n <= last}, reverse=True):
+            key = (length, _digest(prompt.tokens, length))
+            if key in entries:
+                read = length
+                entries[key] = now + ttl  # a read refreshes the entry
+                break
+        written = last - read if last >= max(floor, 1) else 0
+        for point in prompt.breakpoints:
+            if point >= floor:
+                entries[(point, _digest(prompt.tokens, point))] = now + ttl
+        yield _bill(len(prompt.tokens), read, written, options, write_price)
+
+
+def openai(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Billing]:
+    """Read the longest common prefix with any live prompt, in 128-token blocks from the minimum."""
+    write_price, ttl, floor = options.write("openai"), options.ttl_seconds, options.cache_min
+    entries: list[tuple[array, float]] = []  # earlier prompts and when they expire
+    for prompt, now in _clock(prompts):
+        tokens = prompt.tokens
+        entries = [(e, end) for e, end in entries if end >= now]
+        shared = [common_prefix(e, tokens) for e, _ in entries]
+        read = max(shared, default=0) // OPENAI_BLOCK * OPENAI_BLOCK
+        read = read if read >= max(floor, 1) else 0
+        cacheable = len(tokens) // OPENAI_BLOCK * OPENAI_BLOCK if len(tokens) >= floor else 0
+        if cacheable:
+            # An entry that is a prefix of this prompt can serve nothing this one cannot serve longer.
+            entries = [(e, end) for (e, end), n in zip(entries, shared) if n < len(e)] + [(tokens, now + ttl)]
+        yield _bill(len(tokens), read, max(0, cacheable - read), options, write_price)
+
+
+# The one registry of cache models: `compare --cache NAME` and `bill` look names up here.
+MODELS: dict[str, Callable[[Iterable[Prompt], CacheOptions], Iterator[Billing]]] = {
+    "ideal": ideal, "anthropic": anthropic, "openai": openai,
+}  # fmt: skip
+
+
+def model_names(values: Iterable[str]) -> tuple[str, ...]:
+    """Resolve `--cache` values (repeatable, each a comma list) to model names, in order, once each."""
+    out: list[str] = []
+    for value in values:
+        for name in (part.strip() for part in value.split(",")):
+            if name not in MODELS:
+                raise UsageError(
+                    f"no cache model {name!r}; available: {', '.join(MODELS)}", details={"valid": list(MODELS)}
+                )
+            if name not in out:
+                out.append(name)
+    return tuple(out)
+
+
+def bill(model: str, prompts: Iterable[Prompt], options: CacheOptions | None = None) -> tuple[Billing, ...]:
+    """Bill a run's prompts (in run order) under the named cache model."""
+    (name,) = model_names([model])
+    return tuple(MODELS[name](prompts, options or CacheOptions()))
+
+
+class Meter:
+    """Bills prompts one at a time under one model, so a run need not be held in memory."""
+
+    def __init__(self, model: str, options: CacheOptions):
+        self._queue: list[Prompt] = []
+        # The model pulls exactly one prompt per billing, so the queue never holds more than one.
+        self._billings = MODELS[model](iter(lambda: self._queue.pop(), None), options)
+
+    def __call__(self, prompt: Prompt) -> Billing:
+        """Return the billing of the next prompt of the run."""
+        self._queue.append(prompt)
+        return next(self._billings)
+
+
+def _seconds(timestamp: str) -> float:
+    value = timestamp.upper()
+    if value[17:19] == "60":  # a leap second counts as the second before it
+        value = value[:17] + "59" + value[19:]
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def state_time(state: State) -> float:
+    """When a context of this state was sent: its latest capture time, else the case's opening."""
+    return max([_seconds(state.case.opened_at)] + [_seconds(e.captured_at) for e in state.evidence])
+
