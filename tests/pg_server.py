@@ -97,17 +97,22 @@ class Server:
             shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def dump(url: str) -> str:
-    """Every row of every workingset table, in key order: equal dumps mean nothing was written."""
+def dump(url: str, answers: bool = True) -> str:
+    """Every row of every workingset table, in key order: equal dumps mean nothing was written.
+
+    `answers=False` leaves out the `answer` events (kept for every submission, rejected ones too).
+    """
     import psycopg
 
     keys = {"schema_version": "version", "analyses": "analysis_id", "events": "analysis_id, seq",
-            "payloads": "hash", "requests": "analysis_id, number", "actions": "analysis_id, action_id"}  # fmt: skip
+            "payloads": "hash", "requests": "analysis_id, number", "actions": "analysis_id, action_id",
+            "snapshots": "analysis_id"}  # fmt: skip
     out = []
     with psycopg.connect(url) as conn:
         if conn.execute("SELECT to_regclass('schema_version')").fetchone()[0] is None:
             return ""  # no store created yet
         for table, key in keys.items():
             out.append(f"-- {table}")
-            out += [repr(r) for r in conn.execute(f"SELECT * FROM {table} ORDER BY {key}")]
+            rows = conn.execute(f"SELECT * FROM {table} ORDER BY {key}").fetchall()
+            out += [repr(r) for r in rows if answers or table != "events" or r[2] != "answer"]
     return "\n".join(out)

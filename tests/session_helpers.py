@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import sqlite3
 from typing import Any
 
@@ -118,24 +120,51 @@ def decision(next_: dict[str, Any], assessment: dict[str, Any] | None = None, no
     return out
 
 
-def result(text: str = "42 rows", cost: float = 0.0, scope: str = "query_result") -> dict[str, Any]:
+def result(text: str = "42 rows", cost: float = 0.0, scope: str = "query_result", *, query: str = "select 1",
+           origin: str = "pg:orders") -> dict[str, Any]:  # fmt: skip
+    """A query's result; `query` and `origin` must be those its action decided (`query()`'s defaults)."""
     return {
         "scope": scope,
-        "capture": {"query": "select 1", "origin": "pg:orders", "item_count": 1, "eof": True},
+        "capture": {"query": query, "origin": origin, "item_count": 1, "eof": True},
         "payload": {"kind": "text", "language": None, "text": text},
         "cost": cost,
     }
 
 
-def db_dump(path: str) -> str:
-    """The store's whole logical content: equal dumps mean nothing was written (either backend)."""
+_ANSWER_ROW = re.compile(r"^INSERT INTO \"events\" VALUES\('[^']*',[0-9]+,'answer',")
+
+
+def db_dump(path: str, *, answers: bool = True) -> str:
+    """The store's whole logical content (either backend): equal dumps mean nothing was written.
+
+    `answers=False` leaves out the `answer` events: every submitted answer is kept, so a
+    rejection appends one, and changes nothing else (every other row stays identical).
+    """
     if str(path).startswith("postgresql://"):
         import pg_server
 
-        return pg_server.dump(str(path))
+        return pg_server.dump(str(path), answers=answers)
     conn = sqlite3.connect(path)
     try:
-        return "\n".join(conn.iterdump())
+        lines = conn.iterdump()
+        return "\n".join(line for line in lines if answers or not _ANSWER_ROW.match(line))
+    finally:
+        conn.close()
+
+
+def answer_bytes(event: dict[str, Any]) -> bytes:
+    """The submitted bytes an `answer` event keeps (UTF-8 text, else base64)."""
+    if event.get("encoding") == "base64":
+        return base64.b64decode(event["answer"])
+    return event["answer"].encode("utf-8")
+
+
+def answer_events(path: str) -> list[dict[str, Any]]:
+    """The store's `answer` events in log order, as (analysis, at, and the event's fields)."""
+    conn = sqlite3.connect(path)
+    try:
+        rows = conn.execute("SELECT analysis_id, at, data FROM events WHERE kind = 'answer' ORDER BY analysis_id, seq")
+        return [{"analysis": a, "at": at, **json.loads(data)} for a, at, data in rows]
     finally:
         conn.close()
 

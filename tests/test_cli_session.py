@@ -48,7 +48,7 @@ def test_a_whole_session(env):
     sub = js(env("submit", *A, "--request", "demo-r0001", "-", "--json", stdin=json.dumps(decision(query("select 7")))))
     assert sub == {"request_id": "demo-r0001", "applied": "query", "iteration": 1, "status": "active", "action": "B000006"}
 
-    (env.tmp / "result.json").write_text(json.dumps(result("seven")))
+    (env.tmp / "result.json").write_text(json.dumps(result("seven", query="select 7")))
     rec = js(env("record", *A, "--action", "B000006", str(env.tmp / "result.json"), "--json",
                  "--captured-at", "2026-06-10T20:40:00Z"))  # fmt: skip
     assert rec == {"action": "B000006", "evidence": "E000007", "hypothesis": "H1", "status": "active",

@@ -155,7 +155,7 @@ def test_rule_g_ungrounded_reference_lists_ids_and_suggests_recall():
 def test_rule_g_covers_the_assessment_but_not_recall():
     err = _check_code(decision(query(), assess("E000002")), _pending_state(), shown=("E000001",))
     assert err.code == "ungrounded_reference" and err.details["ids"] == ["E000002"]
-    _check(decision(recall("E000003", "E000004")), shown=())
+    _check(decision(recall("E000003", "E000005")), shown=())
 
 
 def test_rule_g_without_recall_does_not_suggest_it():
@@ -186,3 +186,48 @@ def test_any_json_decodes_or_is_rejected_with_a_stable_code(value, supports_reca
         parse_decision(msgspec.json.encode(value), supports_recall=supports_recall)
     except DecisionRejected as err:
         assert err.code in {"malformed_json", "schema_violation", "recall_unsupported", "recall_count", "recall_duplicate"}
+
+
+INVALID_VALUES = [
+    ({"next": {"kind": "search"}}, True, "$.next.kind", "expected one of: query, recall, conclude"),
+    ({"next": {"kind": "search"}}, False, "$.next.kind", "expected one of: query, conclude"),
+    (decision(query(), {**assess("E000001"), "verdict": "confirms"}), True, "$.assessment.verdict",
+     "expected one of: inconclusive, neutral, refutes, supports"),
+    (decision(conclude("open", "E000001")), True, "$.next.disposition", "expected one of: inconclusive, refuted, supported"),
+    (decision(query(), notes=[{"kind": "todo", "text": "t"}]), True, "$.notes[0].kind", "expected one of: note, question"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("d", "with_recall", "path", "listed"), INVALID_VALUES)
+def test_an_invalid_enum_value_lists_the_valid_ones(d, with_recall, path, listed):
+    err = _code(d, with_recall)
+    assert err.code == "schema_violation" and err.details["path"] == path and listed in err.message
+
+
+@pytest.mark.parametrize(("data", "says"), [
+    (b"", "the answer is empty: expected one JSON object"),
+    (b" \n", "the answer is empty"),
+    (b"Here it is:\n```json\n{}\n```\nDone.", "looks like Markdown with a code fence"),
+    (b"```json\n{\"next\": \n```", "truncated) inside its ```json fence; expected one JSON object"),
+    (b"```json\n{\"next\": {}", "looks like Markdown with a code fence"),
+    (b'Sure: {"next": {}}', "text before its JSON object"),
+    (b"[1]", "expected one JSON object such as"),
+])  # fmt: skip
+def test_malformed_json_says_what_it_looks_like_and_what_is_expected(data, says):
+    err = _code(data)
+    assert err.code == "malformed_json" and says in err.message
+
+
+def test_a_state_file_names_the_valid_scopes_and_payload_kinds():
+    from workingset.errors import InvalidFile
+
+    raw = make_state()
+    raw["evidence"][0]["scope"] = "logs"
+    with pytest.raises(InvalidFile) as info:
+        load_state(json.dumps(raw).encode())
+    assert "expected one of: code, document, feedback, log, metric, query_result" in info.value.message
+    raw = make_state()
+    raw["evidence"][0]["payload"]["kind"] = "table"
+    with pytest.raises(InvalidFile) as info:
+        load_state(json.dumps(raw).encode())
+    assert "expected one of: rows, text" in info.value.message and info.value.details["path"] == "$.evidence[0].payload.kind"

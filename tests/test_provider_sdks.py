@@ -72,7 +72,7 @@ def pending(tmp_path):
     """A v8 analysis whose open request for H1 has E000007 unsettled (an assessment is required)."""
     with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v8", clock=CLOCK) as inv:
         r1 = inv.next_request("H1")
-        inv.record(inv.submit(r1.request_id, decision(query("select 9"))).action, result("nine"))
+        inv.record(inv.submit(r1.request_id, decision(query("select 9"))).action, result("nine", query="select 9"))
         yield inv, inv.next_request("H1")
 
 

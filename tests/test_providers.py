@@ -46,7 +46,7 @@ def inv(tmp_path):
 def pending(inv):
     """A v8 request for H1 whose previous result E000007 is unsettled (rule A wants it assessed)."""
     r1 = inv.next_request("H1")
-    inv.record(inv.submit(r1.request_id, decision(query("select 9"))).action, result("nine"))
+    inv.record(inv.submit(r1.request_id, decision(query("select 9"))).action, result("nine", query="select 9"))
     return inv.next_request("H1")
 
 

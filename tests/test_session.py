@@ -12,7 +12,7 @@ import pytest
 
 from conftest import BUG17
 from session_helpers import (
-    ANALYSIS, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
+    ANALYSIS, answer_events, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
 )  # fmt: skip
 
 from workingset.errors import WorkingsetError
@@ -45,7 +45,7 @@ def pending(store):
     inv = make(store)
     r1 = inv.next_request("H1")
     applied = inv.submit(r1.request_id, decision(query("select * from retries")))
-    inv.record(applied.action, result("retry count 9000"))
+    inv.record(applied.action, result("retry count 9000", query="select * from retries"))
     r2 = inv.next_request("H1")
     assert r2.shown == ["E000007"] and "E000001" in r2.indexed
     yield inv, r2.request_id
@@ -61,6 +61,7 @@ REJECTIONS = [
     ("recall_count", decision(recall(), assess("E000007"))),
     ("recall_duplicate", decision(recall("E000001", "E000001"), assess("E000007"))),
     ("unknown_evidence", decision(recall("E000001", "E000099", "E000098"), assess("E000007"))),
+    ("recall_not_retained", decision(recall("E000001", "E000004"), assess("E000007"))),
     ("assessment_missing", decision(query())),
     ("assessment_mismatch", decision(query(), assess("E000001"))),
     ("ungrounded_reference", decision(conclude("supported", "E000007", "E000001", "E000002"), assess("E000007"))),
@@ -70,11 +71,15 @@ REJECTIONS = [
 @pytest.mark.parametrize(("code", "bad"), REJECTIONS, ids=[f"{c}-{i}" for i, (c, _) in enumerate(REJECTIONS)])
 def test_a_rejected_decision_changes_nothing_and_the_request_stays_open(store, pending, code, bad):
     inv, rid = pending
-    before_dump, before_files, before_show = db_dump(store), files(store), inv.show()
-    err = code_of(inv.submit, rid, bad)
+    before_dump, before_answers, before_show = db_dump(store, answers=False), answer_events(store), inv.show()
+    raw = bad if isinstance(bad, bytes) else json.dumps(bad, indent=1).encode()  # kept byte for byte
+    err = code_of(inv.submit, rid, raw)
     assert err.code == code
-    assert db_dump(store) == before_dump
-    assert files(store) == before_files
+    # Every row but the kept answer is identical: state, status, open request, index tables.
+    assert db_dump(store, answers=False) == before_dump
+    (kept,) = answer_events(store)[len(before_answers):]
+    assert kept == {"analysis": "demo", "at": CLOCK(), "request_id": rid, "answer": raw.decode(), "outcome": "rejected",
+                    "code": code, "message": err.message, **({"details": err.details} if err.details else {})}  # fmt: skip
     after = inv.show()
     assert after == before_show and after.open_request == rid
     # The corrected answer is then accepted.
@@ -92,11 +97,13 @@ def test_rejection_details_name_ids_and_suggest_recall(pending):
 
 def test_stale_request_answered_or_unknown(store, pending):
     inv, rid = pending
-    before = db_dump(store)
+    before = db_dump(store, answers=False)
     for stale in ("demo-r0001", "demo-r0099", "other-r0001"):
         err = code_of(inv.submit, stale, decision(query(), assess("E000007")))
         assert err.code == "stale_request"
-    assert db_dump(store) == before
+    assert db_dump(store, answers=False) == before
+    assert [(a["request_id"], a["code"]) for a in answer_events(store)[-3:]] == [
+        ("demo-r0001", "stale_request"), ("demo-r0099", "stale_request"), ("other-r0001", "stale_request")]
     inv.submit(rid, decision(query(), assess("E000007")))
     assert code_of(inv.submit, rid, decision(query(), assess("E000007"))).code == "stale_request"
 
@@ -104,10 +111,11 @@ def test_stale_request_answered_or_unknown(store, pending):
 def test_analysis_closed_while_paused_and_after_completion(store, pending):
     inv, rid = pending
     inv.pause()
-    before = db_dump(store)
+    before = db_dump(store, answers=False)
     assert code_of(inv.submit, rid, decision(query(), assess("E000007"))).code == "analysis_closed"
     assert code_of(inv.next_request).code == "analysis_closed"
-    assert db_dump(store) == before
+    assert db_dump(store, answers=False) == before
+    assert answer_events(store)[-1]["code"] == "analysis_closed"
     inv.resume()
     assert inv.show().open_request == rid
     applied = inv.submit(rid, decision(conclude("supported", "E000007"), assess("E000007")))
@@ -119,10 +127,10 @@ def test_analysis_closed_while_paused_and_after_completion(store, pending):
 def test_recall_is_refused_by_versions_without_it(store, encoder):
     inv = make(store, encoder)
     req = inv.next_request()
-    before = db_dump(store)
+    before = db_dump(store, answers=False)
     err = code_of(inv.submit, req.request_id, decision(recall("E000001")))
     assert err.code == "recall_unsupported"
-    assert db_dump(store) == before and inv.show().open_request == req.request_id
+    assert db_dump(store, answers=False) == before and inv.show().open_request == req.request_id
     assert inv.submit(req.request_id, decision(query())).applied == "query"
 
 
@@ -150,24 +158,26 @@ def test_recall_lifecycle_across_process_restarts(store, tmp_path):
     a = ["--analysis", ANALYSIS]
     cli(store, "init", "--state", str(state_file), "--encoder", "v8")
 
-    # Process 1..: H1 recalls two archived items (one with a payload that was not retained).
+    # Process 1..: H1 recalls two archived items; one whose payload was not retained is refused.
     r1 = cli(store, "next", *a, "--hypothesis", "H1")
-    assert {"E000003", "E000004"} <= set(r1["indexed"])
+    assert {"E000003", "E000005"} <= set(r1["indexed"])
+    refused = cli(store, "submit", *a, "--request", r1["request_id"], json.dumps(decision(recall("E000003", "E000004"))))
+    assert refused["error"]["code"] == "recall_not_retained" and refused["error"]["details"]["ids"] == ["E000004"]
     assert cli(store, "submit", *a, "--request", r1["request_id"], "-",
-               stdin=json.dumps(decision(recall("E000003", "E000004"))))["applied"] == "recall"  # fmt: skip
+               stdin=json.dumps(decision(recall("E000003", "E000005"))))["applied"] == "recall"  # fmt: skip
 
     # Another hypothesis takes a turn with a query, and its result is recorded.
     r2 = cli(store, "next", *a)
     assert r2["hypothesis"] == "H2"
     sub = cli(store, "submit", *a, "--request", r2["request_id"], json.dumps(decision(query("select * from refunds"))))
-    rec = cli(store, "record", *a, "--action", sub["action"], json.dumps(result("refund rows")))
+    rec = cli(store, "record", *a, "--action", sub["action"], json.dumps(result("refund rows", query="select * from refunds")))
     assert rec["evidence"] == "E000007"
 
     # After the restarts, the selection survived and its payloads are in H1's next context in full.
     show = cli(store, "show", *a)
-    assert show["state"]["recall"]["H1"]["evidence_refs"] == ["E000003", "E000004"]
+    assert show["state"]["recall"]["H1"]["evidence_refs"] == ["E000003", "E000005"]
     r3 = cli(store, "next", *a, "--hypothesis", "H1")
-    assert r3["shown"][:2] == ["E000003", "E000004"] or {"E000003", "E000004"} <= set(r3["shown"])
+    assert r3["shown"][:2] == ["E000003", "E000005"] or {"E000003", "E000005"} <= set(r3["shown"])
     assert "def retry(n):" in r3["text"] and "E000003" not in r3["indexed"]
 
     # A repeat recall replaces the selection.
@@ -209,7 +219,7 @@ def test_iteration_limit_ends_a_recall_loop_with_budget_exhausted(store):
     inv = make(store, max_iterations=4)
     for i in range(4):
         req = inv.next_request("H1")
-        applied = inv.submit(req.request_id, decision(recall(f"E00000{i + 1}")))
+        applied = inv.submit(req.request_id, decision(recall(f"E00000{i + 1 + (i == 3)}")))  # E000004 is unknown
     assert applied.status == "completed" and applied.iteration == 4
     show = inv.show()
     assert (show.status, show.termination_reason) == ("completed", "budget_exhausted")
@@ -317,6 +327,10 @@ def test_record_errors_change_nothing(store):
     err = code_of(inv.record, act, bad_rows)
     assert err.code == "invalid_file" and err.details["path"] == "$.payload.rows[0]"
     assert code_of(inv.record, act, {**result(), "cost": -1}).code == "invalid_file"
+    # A result is of the query its action decided: same origin (the source) and the same query text.
+    for field, bad in (("query", result(query="select 2")), ("origin", result(origin="pg:replica"))):
+        err = code_of(inv.record, act, bad)
+        assert err.code == "result_mismatch" and err.details["path"] == f"$.capture.{field}"
     assert code_of(inv.record, act, result(), captured_at="2026-06-10 20:00").code == "usage_error"
     assert db_dump(store) == before
     inv.record(act, result())
@@ -417,7 +431,7 @@ def test_export_writes_a_run_that_verifies(store, tmp_path):
     inv = make(store)
     for hid in ("H1", "H2", "H1"):
         req = inv.next_request(hid)
-        applied = inv.submit(req.request_id, decision(recall("E000004") if hid == "H1" else query()))
+        applied = inv.submit(req.request_id, decision(recall("E000005") if hid == "H1" else query()))
         if applied.action:
             inv.record(applied.action, result())
     inv.next_request("H3")

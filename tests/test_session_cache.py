@@ -66,7 +66,7 @@ def fresh_show(path):
 
 def turn(inv: Investigation, req, pending: str | None, text: str):
     applied = inv.submit(req.request_id, decision(query(text), assess(pending) if pending else None))
-    recorded = inv.record(applied.action, result(text))
+    recorded = inv.record(applied.action, result(text, query=text))
     return inv.next_request(req.hypothesis), recorded.evidence
 
 
@@ -89,7 +89,8 @@ def test_a_turn_reads_no_history_however_long_the_log(store, monkeypatch):
     # A fresh handle (a new process) replays everything once: every event, every payload.
     reads.reset()
     show = fresh_show(store)
-    assert reads.events == 1 + 12 * 3 + 1 and reads.payloads == 5 + 12
+    # created, then per turn: answer, decision, record, request; then the last request.
+    assert reads.events == 1 + 12 * 4 + 1 and reads.payloads == 5 + 12
     assert show == inv.show()
 
 
@@ -106,15 +107,16 @@ def test_a_cached_handle_sees_a_second_process_change(store, monkeypatch):
         "from workingset.session import Investigation\n"
         "with Investigation.open({store!r}, 'demo') as other:\n"
         "    act = other.submit({rid!r}, decision(query('select 2'))).action\n"
-        "    other.record(act, result('from the other process'))\n"
+        "    other.record(act, result('from the other process', query='select 2'))\n"
     ).format(tests=str(Path(__file__).parent), store=str(path), rid=req.request_id)
     subprocess.run([sys.executable, "-c", script], check=True)
     reads.reset()
-    # The same handle, its kept state now behind: it applies exactly the two new events.
+    # The same handle, its kept state now behind: it applies exactly the new events (the other
+    # process's answer, decision and record, and its own rejected answer, kept before it synced).
     err = pytest.raises(WorkingsetError, inv.submit, req.request_id, decision(query())).value
     assert err.code == "stale_request"
     nxt = inv.next_request("H1")
-    assert (reads.events, reads.payloads) == (2, 1)
+    assert (reads.events, reads.payloads) == (4, 1)
     assert nxt.request_id == "demo-r0002" and nxt.shown == ["E000007"]
     show = inv.show()
     assert show.state.iteration == before.state.iteration + 1 and show.state.evidence[-1].id == "E000007"
@@ -145,7 +147,7 @@ def test_a_rejection_keeps_the_kept_state_a_failed_change_drops_it(store, monkey
     monkeypatch.setattr(st, "_checkpoint", lambda step: None)
     reads.reset()
     after = inv.show()
-    assert reads.events == 2  # created + request: a full replay
+    assert reads.events == 3  # created, request and the kept rejected answer: a full replay
     assert after == before and after.state.iteration == 0 and after.open_request == req.request_id
     assert inv.submit(req.request_id, decision(query())).action == "B000006"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from session_helpers import ANALYSIS, db_dump, result, state_bytes
+from session_helpers import ANALYSIS, answer_bytes, answer_events, db_dump, result, state_bytes
 
 from workingset.errors import DecisionRejected, SessionError
 from workingset.model import validate_state
@@ -74,11 +74,12 @@ def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(encoder
             before = inv.show()
             data = d if isinstance(d, bytes) else json.dumps(
                 _resolve(d, before.state.pending_result(req.hypothesis), req.shown, req.indexed)).encode()  # fmt: skip
-            dump = db_dump(store)
+            dump, kept = db_dump(store, answers=False), len(answer_events(store))
             try:
                 applied = inv.submit(req.request_id, data)
-            except DecisionRejected:
-                assert db_dump(store) == dump
+            except DecisionRejected as err:
+                assert db_dump(store, answers=False) == dump  # only the answer is kept, verbatim
+                assert [(answer_bytes(a), a["code"]) for a in answer_events(store)[kept:]] == [(data, err.code)]
                 assert inv.show() == before and before.open_request == req.request_id
                 continue
             after = inv.show()
@@ -86,7 +87,8 @@ def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(encoder
             assert after.open_request is None
             validate_state(after.state)
             if applied.action:
-                inv.record(applied.action, result("r"))
+                (act,) = [p for p in inv.show().pending_actions if p.action == applied.action]
+                inv.record(applied.action, result("r", query=act.query, origin=act.source))
         kept = inv.show()  # from the state this handle kept and updated turn by turn
         inv.close()
         with Investigation.open(store, ANALYSIS) as again:  # the replayed store agrees with itself

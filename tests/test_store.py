@@ -119,7 +119,8 @@ def test_payloads_are_stored_once_and_a_turn_writes_only_what_is_new(store):
     assert _counts(path)["payloads"] == 5
     req = inv.next_request()
     act = inv.submit(req.request_id, decision(query())).action
-    assert _counts(path) == {"events": 4, "payloads": 5, "requests": 1, "actions": 1}
+    # twin's created; demo's created, request, answer (kept verbatim) and decision.
+    assert _counts(path) == {"events": 5, "payloads": 5, "requests": 1, "actions": 1}
     inv.record(act, result("a payload seen before? no"))
     assert _counts(path)["payloads"] == 6
     req = inv.next_request("H2")

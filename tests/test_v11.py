@@ -100,7 +100,7 @@ def test_a_v11_session_recalls_archived_evidence_and_exports_verifiable_contexts
         for turn in range(6):
             req = inv.next_request("H1")
             pending = inv.state.pending_result("H1")
-            answer = decision(query(f"q{turn}"), assessment=assess(pending) if pending else None)
+            answer = decision(query(f"q{turn}", source="loki"), assessment=assess(pending) if pending else None)
             applied = inv.submit(req.request_id, answer)
             inv.record(applied.action, {"scope": "log", "capture": {"query": f"q{turn}", "origin": "loki"},
                                         "payload": {"kind": "text", "language": None, "text": f"{turn}{big}"}})  # fmt: skip

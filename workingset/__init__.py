@@ -4,6 +4,7 @@ from .encoders import DEFAULT_ENCODER, ENCODERS, RenderedContext, get_encoder, r
 from .errors import (
     DecisionRejected,
     HashMismatch,
+    ReplayDiverged,
     InvalidFile,
     SessionError,
     StoreCorrupt,
@@ -14,6 +15,9 @@ from .errors import (
 from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
 from .runs import make_stored_context, read_run, verify_context, write_run
+from .replay import ReplayReport, replay_export
+from .schemas import json_schema
+from .spans import Span, canonical_text, make_span, quote_span
 from .replies import Applied, PendingAction, Recorded, Request, Summary
 from .session import Investigation
 from .store import PostgresStore, SqliteStore, open_store
@@ -31,6 +35,7 @@ __all__ = [
     "ENCODERS",
     "DecisionRejected",
     "HashMismatch",
+    "ReplayDiverged",
     "InvalidFile",
     "RenderedContext",
     "SessionError",
@@ -40,7 +45,14 @@ __all__ = [
     "UnknownEncoder",
     "UsageError",
     "WorkingsetError",
+    "ReplayReport",
+    "Span",
+    "canonical_text",
     "content_hash",
+    "json_schema",
+    "make_span",
+    "quote_span",
+    "replay_export",
     "get_encoder",
     "load_state",
     "load_state_or_context",

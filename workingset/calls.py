@@ -8,7 +8,7 @@ import msgspec
 
 from . import controller as ctl
 from .errors import DecisionRejected, SessionError
-from .journal import Replayed, catch_up, encode_event, fill, stored_payload
+from .journal import Replayed, ResultInput, catch_up, encode_event, fill, stored_payload
 from .model import State
 from .replies import PendingAction
 from .store import ActionRow, AnalysisRow, RequestRecord, Tx
@@ -56,7 +56,9 @@ class Call:
         """Append this call's event; a synced view then reflects it (its change must already be applied)."""
         data = encode_event(event)
         seq = self.tx.append_event(self.analysis_id, kind, at, data)
-        if self.view is not None and self.dirty:
+        # A kept answer changes no state: a view that was current stays current past it.
+        current = kind == "answer" and self.view is not None and self.view.seq == seq - 1
+        if self.view is not None and (self.dirty or current):
             self.view.note(seq, kind, len(data))
         return seq
 
@@ -73,6 +75,18 @@ def externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:
                 payloads[digest] = stored_payload(ev.payload)
             ev.payload = None
     return state
+
+
+def check_result_matches(result: ResultInput, action: ActionRow) -> None:
+    """A result must be of the query its action decided: `capture.origin` is its source, `capture.query` its query."""
+    for field, got, expected in (("origin", result.capture.origin, action.source), ("query", result.capture.query, action.query)):
+        if got != expected:
+            raise SessionError(
+                f"the result's capture.{field} {got!r} is not the {'source' if field == 'origin' else 'query'} "
+                f"{expected!r} that {action.action_id} decided; record the result of that query",
+                code="result_mismatch",
+                details={"action": action.action_id, "path": f"$.capture.{field}", "expected": expected, "got": got},
+            )
 
 
 def evidence_ids(state: State) -> list[str]:

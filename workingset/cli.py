@@ -394,13 +394,60 @@ def export(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write every request of the analysis as a stored-context file (a run that verify and compare accept)."""
+    """Write every request as a stored-context file (a run verify and compare accept), with journal.jsonl and answers.jsonl."""
     with _session(store, analysis) as inv:
         paths = inv.export(out)
     if as_json:
         emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})
     else:
-        sys.stdout.write(f"wrote {len(paths)} stored contexts to {out}\n")
+        sys.stdout.write(f"wrote {len(paths)} stored contexts, journal.jsonl and answers.jsonl to {out}\n")
+
+
+@app.command()
+@guarded
+def schema(
+    kind: Annotated[str, typer.Argument(metavar="KIND", help="state, context, result or decision.")],
+    encoder: Annotated[Optional[str], typer.Option(help="The version whose decisions to describe (default v10).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Print the JSON Schema of a state, stored context, result or decision, from the types that validate them."""
+    from .schemas import json_schema
+
+    out = json_schema(kind, encoder)
+    sys.stdout.write(msgspec.json.format(msgspec.json.encode(out), indent=2).decode("utf-8") + "\n")
+
+
+@app.command()
+@guarded
+def replay(
+    directory: Annotated[str, typer.Argument(help="An export: stored contexts, journal.jsonl and answers.jsonl.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Rebuild an exported analysis in a fresh store from its recorded inputs and compare every step."""
+    from .errors import ReplayDiverged
+    from .replay import replay_export
+
+    report = replay_export(directory)
+    div = report.divergence
+    if as_json:
+        emit_json({
+            "ok": report.ok, "analysis_id": report.analysis_id, "events": report.events, "requests": report.requests,
+            "answers": report.answers, "rejected": report.rejected, "results": report.results,
+            "state_hash": report.state_hash, "divergence": div.__dict__ if div else None,
+        })  # fmt: skip
+    elif div is None:
+        sys.stdout.write(
+            f"replayed {report.analysis_id}: {report.events} events, {report.requests} requests, {report.answers} answers "
+            f"({report.rejected} rejected), {report.results} results; every step matches the export\n"
+            f"final state {report.state_hash}\n"
+        )
+    else:
+        sys.stdout.write("\n".join(div.lines()) + "\n")
+    if div is not None:
+        err = ReplayDiverged(f"{div.step}: {div.path} differs from the export",
+                             details={"step": div.step, "seq": div.seq, "path": div.path})  # fmt: skip
+        report_error(err, as_json=False)
+        raise typer.Exit(2)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,6 +11,7 @@ violation, and five recall IDs are `recall_count`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from typing import Annotated, Any, Literal, Union
 
@@ -19,6 +20,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
 from .model import EvidenceId, State, Unit, split_validation_error
+from .spans import MAX_SPANS, Span, canonical_text
 
 MAX_NOTES = 8
 MAX_RECALL = 4
@@ -57,26 +59,55 @@ class Conclude(_Strict, tag_field="kind", tag="conclude"):
     evidence_refs: Annotated[list[EvidenceId], Meta(min_length=1)]
 
 
-class Decision(_Strict, kw_only=True):
-    """A decision of a version without recall (v1–v7, v10)."""
+class _Answer(_Strict, kw_only=True):
+    """What every version's decision has besides `next`: the optional assessment and notes."""
 
     assessment: Assessment | UnsetType = UNSET
     notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+
+
+class Decision(_Answer, kw_only=True):
+    """A decision of a version without recall (v1–v7, v10)."""
+
     next: Union[Query, Conclude]
 
 
-class RecallDecision(_Strict, kw_only=True):
-    """A decision of a version with recall (v8, v9)."""
+class RecallDecision(_Answer, kw_only=True):
+    """A decision of a version with recall (v8, v9, v11)."""
 
-    assessment: Assessment | UnsetType = UNSET
-    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
     next: Union[Query, Recall, Conclude]
 
 
-AnyDecision = Union[Decision, RecallDecision]
+class CitingConclude(Conclude, tag="conclude"):
+    """A conclusion that may cite exact spans of payloads it saw (versions with `supports_spans`)."""
 
-# One decoder per version schema, built once.
-_DECODERS = {False: msgspec.json.Decoder(Decision), True: msgspec.json.Decoder(RecallDecision)}
+    spans: Annotated[list[Span], Meta(max_length=MAX_SPANS)] = []
+
+
+class CitingDecision(_Answer, kw_only=True):
+    """A decision of a version with spans and without recall."""
+
+    next: Union[Query, CitingConclude]
+
+
+class CitingRecallDecision(_Answer, kw_only=True):
+    """A decision of a version with spans and recall; also the stored form of every decision."""
+
+    next: Union[Query, Recall, CitingConclude]
+
+
+AnyDecision = Union[Decision, RecallDecision, CitingDecision, CitingRecallDecision]
+# The widest schema: the event log stores every version's decisions in it (`spans` defaults to []).
+StoredDecision = CitingRecallDecision
+
+# The decision type of each version schema (recall?, spans?), and its decoder, built once.
+DECISION_TYPES: dict[tuple[bool, bool], type[msgspec.Struct]] = {
+    (False, False): Decision,
+    (True, False): RecallDecision,
+    (False, True): CitingDecision,
+    (True, True): CitingRecallDecision,
+}
+_DECODERS = {key: msgspec.json.Decoder(cls) for key, cls in DECISION_TYPES.items()}
 
 
 def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
@@ -94,15 +125,32 @@ def unfence(data: bytes) -> bytes:
     return match.group(2) if match else data
 
 
-def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
+_EXPECTED = 'expected one JSON object such as {"next": {"kind": "query", "source": ..., "query": ..., "purpose": ...}}'
+
+
+def malformed_hint(data: bytes) -> str:
+    """What an unparseable answer looks like, and what is expected instead (appended to `malformed_json`)."""
+    text = data.strip()
+    if not text:
+        return f"; the answer is empty: {_EXPECTED}"
+    if text.startswith(b"```") or b"\n```" in text:
+        return ("; it looks like Markdown with a code fence: send the JSON object alone "
+                "(one ```json block that is the whole answer is also accepted)")  # fmt: skip
+    if not text.startswith((b"{", b"[")) and b"{" in text:
+        return "; the answer has text before its JSON object: send the object alone, starting with `{`"
+    return f"; {_EXPECTED}"
+
+
+def parse_decision(data: bytes, *, supports_recall: bool, supports_spans: bool = False) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
-    data = unfence(data)
+    received, data = data, unfence(data)
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc})", path="$") from None
+        hint = malformed_hint(received) if data is received else " inside its ```json fence" + malformed_hint(data)
+        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc}){hint}", path="$") from None
     if not isinstance(raw, dict):
-        raise _reject("malformed_json", f"the decision must be a JSON object, not {_json_type(raw)}", path="$")
+        raise _reject("malformed_json", f"the decision must be a JSON object, not {_json_type(raw)}; {_EXPECTED}", path="$")
     nxt = raw.get("next")
     if not supports_recall and isinstance(nxt, dict) and nxt.get("kind") == "recall":
         raise _reject(
@@ -111,9 +159,9 @@ def parse_decision(data: bytes, *, supports_recall: bool) -> AnyDecision:
             path="$.next.kind",
         )
     try:
-        decision = _DECODERS[supports_recall].decode(data)
+        decision = _DECODERS[supports_recall, supports_spans].decode(data)
     except msgspec.ValidationError as exc:
-        message, path = split_validation_error(exc)
+        message, path = split_validation_error(exc, DECISION_TYPES[supports_recall, supports_spans])
         raise _reject("schema_violation", f"{message} at {path}", path=path) from None
     if isinstance(decision.next, Recall):
         refs = decision.next.evidence_refs
@@ -179,6 +227,8 @@ def check_decision(
             ids=unknown,
         )
 
+    check_recall_retained(decision, state)
+
     pending = state.pending_result(hypothesis_id)
     assessment = assessment_of(decision)
     if pending is not None and assessment is None:
@@ -221,6 +271,57 @@ def check_decision(
             f"{listed} {'was' if len(ungrounded) == 1 else 'were'} not shown in full in request {request_id}; {hint}",
             ids=ungrounded,
         )
+
+
+def check_recall_retained(decision: AnyDecision, state: State) -> None:
+    """Refuse a recall of items whose payload was never retained: it would spend an iteration to show nothing."""
+    if not isinstance(decision.next, Recall):
+        return
+    unretained = {ev.id for ev in state.evidence if ev.payload is None}
+    ids = [eid for eid in decision.next.evidence_refs if eid in unretained]
+    if ids:
+        raise _reject(
+            "recall_not_retained",
+            f"the payload of {', '.join(ids)} was not retained (its index row says `unknown`): a recall cannot show it; "
+            "recall items whose payload is `archived`",
+            path="$.next.evidence_refs",
+            ids=ids,
+        )
+
+
+def check_spans(decision: AnyDecision, state: State, *, shown: tuple[str, ...] | list[str], request_id: str) -> None:
+    """Check every span a conclusion cites: a payload shown in full in this request, in range, the same bytes.
+
+    Applies to requests whose encoder allows spans (`supports_spans`); runs after rule G.
+    """
+    spans = getattr(decision.next, "spans", ())
+    if not spans:
+        return
+    seen = set(shown)
+    payloads = {ev.id: ev.payload for ev in state.evidence}
+    for i, span in enumerate(spans):
+        path = f"$.next.spans[{i}]"
+        eid = span.evidence_ref
+        payload = payloads.get(eid)
+        if eid not in seen or payload is None:
+            why = "its payload was not retained" if eid in payloads and payload is None else (
+                f"it was not shown in full in request {request_id}" if eid in payloads else f"it is not evidence of analysis {state.analysis_id}")  # fmt: skip
+            raise _reject("span_not_shown", f"span {i} cites {eid}, but {why}; cite only payloads this request shows in full",
+                          path=path, evidence_ref=eid)  # fmt: skip
+        data = canonical_text(payload)
+        if not span.start < span.end <= len(data):
+            raise _reject(
+                "span_out_of_range",
+                f"span {i} [{span.start}, {span.end}) is not a non-empty range inside the {len(data)} bytes of {eid}'s canonical text",
+                path=path, evidence_ref=eid, length=len(data),
+            )  # fmt: skip
+        digest = hashlib.sha256(data[span.start : span.end]).hexdigest()
+        if digest != span.sha256:
+            raise _reject(
+                "span_mismatch",
+                f"span {i}: the SHA-256 of bytes [{span.start}, {span.end}) of {eid} is {digest}, not {span.sha256}",
+                path=f"{path}.sha256", evidence_ref=eid, expected=digest, got=span.sha256,
+            )  # fmt: skip
 
 
 def _repeated(ids: list[str]) -> list[str]:

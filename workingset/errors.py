@@ -39,6 +39,12 @@ class UnknownEncoder(WorkingsetError):
     code = "unknown_encoder"
 
 
+class ReplayDiverged(WorkingsetError):
+    """Replaying an export did not reproduce it; details name the step, the field and both values."""
+
+    code = "replay_diverged"
+
+
 class DecisionRejected(WorkingsetError):
     """A decision failed validation (SPEC §6); nothing was changed."""
 

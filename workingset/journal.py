@@ -19,15 +19,16 @@ kept state never differs from a fresh replay of the log.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from . import controller as ctl
-from .decisions import RecallDecision
-from .errors import StoreCorrupt, UsageError
+from .decisions import StoredDecision
+from .errors import StoreCorrupt, UsageError, WorkingsetError
 from .hashing import canonical_json
 from .model import (
     Capture, Evidence, NonNegFloat, Payload, Scope, State, check_payload, check_scalar, decode_strict, is_timestamp,
@@ -58,7 +59,7 @@ class RequestEvent(_Event):
 class DecisionEvent(_Event):
     request_id: str
     hypothesis: str
-    decision: RecallDecision  # the widest schema: it decodes every version's decisions
+    decision: StoredDecision  # the widest schema: it decodes every version's decisions
     notes: list[str]
     action: str | None
     iteration: int
@@ -73,6 +74,47 @@ class RecordEvent(_Event):
     termination_reason: str | None
 
 
+class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
+    """One submitted answer, verbatim, with its outcome: appended for every submission, accepted or not.
+
+    It changes nothing else: not the state, the status, the open request or any index row.
+    `answer` is the submitted bytes as UTF-8 text, or their base64 when they are not UTF-8
+    (`encoding`). An accepted answer's event precedes its `decision` event in the same
+    transaction; a rejected one carries the rejection's code, message and details.
+    """
+
+    request_id: str
+    answer: str
+    encoding: Literal["utf-8", "base64"] = "utf-8"
+    # Set only when the answer was refused as `too_large`: its whole size; `answer` then keeps
+    # its first `details.limit` bytes, so a flood of bytes cannot grow the store past the limit.
+    size: int | None = None
+    outcome: Literal["accepted", "rejected"]
+    code: str | None = None
+    message: str | None = None
+    details: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, request_id: str, data: bytes, error: WorkingsetError | None = None) -> AnswerEvent:
+        """The event for `data` submitted to `request_id`, accepted (no error) or rejected with `error`."""
+        size = None
+        limit = error.details.get("limit") if error is not None and error.code == "too_large" else None
+        if isinstance(limit, int) and 0 <= limit < len(data):
+            size, data = len(data), data[:limit]
+        try:
+            text, encoding = data.decode("utf-8"), "utf-8"
+        except UnicodeDecodeError:
+            text, encoding = base64.b64encode(data).decode("ascii"), "base64"
+        if error is None:
+            return cls(request_id=request_id, answer=text, encoding=encoding, outcome="accepted")
+        return cls(request_id=request_id, answer=text, encoding=encoding, size=size, outcome="rejected",
+                   code=error.code, message=error.message, details=msgspec.to_builtins(error.details))  # fmt: skip
+
+    def data(self) -> bytes:
+        """The kept bytes: the answer exactly as submitted, or its first `details.limit` bytes when `size` is set."""
+        return base64.b64decode(self.answer) if self.encoding == "base64" else self.answer.encode("utf-8")
+
+
 class LifecycleEvent(_Event):
     status: str
     prior_status: str | None
@@ -85,6 +127,7 @@ _DECODERS = {
     "decision": msgspec.json.Decoder(DecisionEvent),
     "record": msgspec.json.Decoder(RecordEvent),
 }
+ANSWER_DECODER = msgspec.json.Decoder(AnswerEvent)
 
 
 def encode_event(event: _Event) -> bytes:
@@ -92,7 +135,7 @@ def encode_event(event: _Event) -> bytes:
     return msgspec.json.encode(event)
 
 
-_DECISION_DECODER = msgspec.json.Decoder(RecallDecision)
+_DECISION_DECODER = msgspec.json.Decoder(StoredDecision)
 _EVIDENCE_DECODER = msgspec.json.Decoder(Evidence)
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
 _STATE_CHANGES = frozenset({"created", "decision", "record"})

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
+import msgspec.inspect
 from msgspec import Meta, Struct
 
 from .errors import InvalidFile
@@ -214,11 +215,57 @@ def _fail(source: str, path: str, message: str) -> InvalidFile:
     return InvalidFile(f"{source}: {message} at {path}", details={"file": source, "path": path})
 
 
-def split_validation_error(exc: msgspec.ValidationError) -> tuple[str, str]:
-    """A msgspec validation error as (message, JSON path); the path is `$` where msgspec names none."""
+def split_validation_error(exc: msgspec.ValidationError, root: Any = None) -> tuple[str, str]:
+    """A msgspec validation error as (message, JSON path); the path is `$` where msgspec names none.
+
+    Given the decoded `root` type, an invalid enum or tag value's message lists the valid ones.
+    """
     text = str(exc)
     match = _PATH_RE.search(text)
-    return _PATH_RE.sub("", text), match.group(1) if match else "$"
+    message, path = _PATH_RE.sub("", text), match.group(1) if match else "$"
+    if root is not None and message.startswith(("Invalid enum value", "Invalid value")):
+        valid = allowed_values(root, path)
+        if valid:
+            message += f"; expected one of: {', '.join(valid)}"
+    return message, path
+
+
+_TOKEN_RE = re.compile(r"\.([^.\[]+)|\[(\d+)\]")
+
+
+def allowed_values(root: Any, path: str) -> tuple[str, ...] | None:
+    """The values a string enum (a Literal, or a tagged union's tag) at JSON `path` of type `root` allows."""
+    infos = [msgspec.inspect.type_info(root)]
+    for name, index in _TOKEN_RE.findall(path[1:]):
+        infos = [sub for info in infos for sub in _step(info, name, index)]
+        if not infos:
+            return None
+    values = []
+    for info in infos:
+        if isinstance(info, msgspec.inspect.LiteralType):
+            values.extend(str(v) for v in info.values)
+        elif isinstance(info, tuple):  # a tag field: the tags of the union's variants
+            values.extend(info)
+    return tuple(dict.fromkeys(values)) or None
+
+
+def _members(info: Any) -> list[Any]:
+    return [m for t in info.types for m in _members(t)] if isinstance(info, msgspec.inspect.UnionType) else [info]
+
+
+def _step(info: Any, name: str, index: str) -> list[Any]:
+    out: list[Any] = []
+    members = _members(info)
+    if name and any(isinstance(m, msgspec.inspect.StructType) and m.tag_field == name for m in members):
+        return [tuple(m.tag for m in members if isinstance(m, msgspec.inspect.StructType) and m.tag_field == name)]
+    for m in members:
+        if index and isinstance(m, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.VarTupleType)):
+            out.append(m.item_type)
+        elif name and isinstance(m, msgspec.inspect.DictType):
+            out.append(m.value_type)
+        elif name and isinstance(m, msgspec.inspect.StructType):
+            out.extend(f.type for f in m.fields if f.encode_name == name)
+    return out
 
 
 def decode_strict(data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$") -> Any:
@@ -226,7 +273,7 @@ def decode_strict(data: bytes, decoder: msgspec.json.Decoder, source: str, prefi
     try:
         return decoder.decode(data)
     except msgspec.ValidationError as exc:
-        message, path = split_validation_error(exc)
+        message, path = split_validation_error(exc, decoder.type)
         raise _fail(source, prefix + path[1:], message) from None
     except msgspec.DecodeError as exc:
         raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None

@@ -26,6 +26,7 @@ from . import controller as ctl
 from .calls import Call, as_bytes, busy_hypotheses, closed, evidence_ids, externalize, pending_action
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
+from .exports import journal_lines, state_hash, write_journal
 from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed, snapshot_due, take_snapshot
 from .model import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, Summary
@@ -260,12 +261,24 @@ class Investigation(Turns):
     # -- export ------------------------------------------------------------------------
 
     def export(self, directory: str | os.PathLike[str]) -> list[Path]:
-        """Write every request of the analysis as a stored-context file whose hash verifies."""
-        with self.store.read() as tx:
-            self._row(tx)
-            requests = tx.requests(self.analysis_id)
-            contexts = list(self._contexts(tx, requests))
-        return write_run(directory, contexts)
+        """Write every request as a stored-context file whose hash verifies, and the journal and answers beside them.
+
+        Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
+        are what `workingset replay` rebuilds the analysis from.
+        """
+        with self._call(write=False) as call:
+            row = self._row(call.tx)
+            requests = call.tx.requests(self.analysis_id)
+            contexts = list(self._contexts(call.tx, requests))
+            lines = journal_lines(call.tx, self.analysis_id)
+            call.sync()
+            final = call.complete().state
+        paths = write_run(directory, contexts)
+        header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
+        end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
+               "state_hash": state_hash(final)}  # fmt: skip
+        write_journal(directory, header, lines, end)
+        return paths
 
     def _contexts(self, tx: Tx, requests: list[RequestRecord]) -> Iterator[StoredContext]:
         by_seq: dict[int, list[RequestRecord]] = {}

@@ -11,14 +11,14 @@ from typing import Any
 import msgspec
 
 from . import controller as ctl
-from .calls import Call, as_bytes, busy_hypotheses, closed, evidence_ids, stale
-from .decisions import Query, check_decision, parse_decision
+from .calls import Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, stale
+from .decisions import Query, check_decision, check_spans, parse_decision
 from .encoders import RenderedContext, get_encoder
 from .encoders.v11 import V11
-from .errors import SessionError, StoreCorrupt
+from .errors import DecisionRejected, SessionError, StoreCorrupt
 from .hashing import content_hash
 from .journal import (
-    DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
+    AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
     stored_payload,
 )  # fmt: skip
 from .model import Evidence, EvidenceBudget
@@ -68,42 +68,60 @@ class Turns:
             return Request.of(out, rid, state)
 
     def submit(self, request_id: str, decision: str | bytes | dict[str, Any]) -> Applied:
-        """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code."""
+        """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code.
+
+        Every answer is kept verbatim in the event log (`answer` events, see `journal.AnswerEvent`):
+        a rejected one is appended on its own and changes nothing else, so the request stays open.
+        """
         data = as_bytes(decision)
-        aid = self.analysis_id
         with self._call(write=True) as call:
-            tx = call.tx
-            self._require_active(tx, decision=True)
-            req = tx.open_request(aid)
-            if req is None or req.request_id != request_id:
-                raise stale(tx, aid, request_id, req)
-            supports_recall = get_encoder(req.encoder).supports_recall
-            parsed = parse_decision(data, supports_recall=supports_recall)
-            view = call.sync()
-            state = view.state
-            # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
-            shown = self._resolved(req, evidence_ids(state)).shown
-            check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,
-                           shown=shown, supports_recall=supports_recall)  # fmt: skip
-            ids = ctl.allocate(state, parsed, numbers=view.numbers)
-            busy = busy_hypotheses(tx, aid) | ({req.hypothesis} if ids.action else set())
-            call.change()
-            # Applied as a replay will apply it: the decision decoded from its stored form.
-            iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
-            status, reason = ctl.termination(state, ctl.ACTIVE, busy)
-            event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=parsed,
-                                  notes=list(ids.notes), action=ids.action, iteration=iteration,
-                                  status=status, termination_reason=reason)  # fmt: skip
-            call.append("decision", event, self._clock())
-            tx.set_request_status(aid, request_id, "answered")
-            if isinstance(parsed.next, Query):
-                q = parsed.next
-                tx.insert_action(ActionRow(aid, ids.action, req.hypothesis, request_id, iteration,
-                                           q.source, q.query, q.purpose, "pending"))  # fmt: skip
-            if status != ctl.ACTIVE:
-                tx.set_status(aid, status, None, reason)
-            kind = type(parsed.next).__struct_config__.tag
-            return Applied(request_id=request_id, applied=kind, iteration=iteration, status=status, action=ids.action)
+            try:
+                return self._apply_answer(call, request_id, data)
+            except DecisionRejected as err:
+                rejected = err  # kept below, in this same transaction, before it is raised
+                call.append("answer", AnswerEvent.of(request_id, data, err), self._clock())
+        raise rejected
+
+    def _apply_answer(self, call: Call, request_id: str, data: bytes) -> Applied:
+        """Validate and apply one answer; a `DecisionRejected` leaves the transaction untouched."""
+        aid = self.analysis_id
+        tx = call.tx
+        self._require_active(tx, decision=True)
+        req = tx.open_request(aid)
+        if req is None or req.request_id != request_id:
+            raise stale(tx, aid, request_id, req)
+        enc = get_encoder(req.encoder)
+        supports_recall = enc.supports_recall
+        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans)
+        view = call.sync()
+        state = view.state
+        # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
+        shown = self._resolved(req, evidence_ids(state)).shown
+        check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,
+                       shown=shown, supports_recall=supports_recall)  # fmt: skip
+        if enc.supports_spans:
+            check_spans(parsed, call.complete().state, shown=shown, request_id=request_id)
+        ids = ctl.allocate(state, parsed, numbers=view.numbers)
+        busy = busy_hypotheses(tx, aid) | ({req.hypothesis} if ids.action else set())
+        call.change()
+        # Applied as a replay will apply it: the decision decoded from its stored form.
+        iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
+        status, reason = ctl.termination(state, ctl.ACTIVE, busy)
+        event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=parsed,
+                              notes=list(ids.notes), action=ids.action, iteration=iteration,
+                              status=status, termination_reason=reason)  # fmt: skip
+        at = self._clock()
+        call.append("answer", AnswerEvent.of(request_id, data), at)
+        call.append("decision", event, at)
+        tx.set_request_status(aid, request_id, "answered")
+        if isinstance(parsed.next, Query):
+            q = parsed.next
+            tx.insert_action(ActionRow(aid, ids.action, req.hypothesis, request_id, iteration,
+                                       q.source, q.query, q.purpose, "pending"))  # fmt: skip
+        if status != ctl.ACTIVE:
+            tx.set_status(aid, status, None, reason)
+        kind = type(parsed.next).__struct_config__.tag
+        return Applied(request_id=request_id, applied=kind, iteration=iteration, status=status, action=ids.action)
 
     def record(
         self,
@@ -137,6 +155,7 @@ class Turns:
                     details={"action": action_id, "pending": pending},
                 )
             parsed = result if isinstance(result, ResultInput) else decode_result(as_bytes(result), source)
+            check_result_matches(parsed, action)
             view = call.sync()
             state = view.state
             eid = ctl.next_evidence_id(state, view.numbers)

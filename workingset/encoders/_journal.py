@@ -20,7 +20,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from msgspec.structs import astuple
 
@@ -38,13 +38,13 @@ INDEX_COLUMNS = (
 # evidence it produced (a query's result carries the iteration of the query).
 _RANK = {"history": 0, "note": 1, "evidence": 2}
 
+_ORDER = operator.itemgetter(1)  # an entry's `order`
 _TEXTS: dict[tuple, str] = {}
 _TEXT_CHARS = 0
 _TEXT_CHARS_KEPT = 256_000_000  # a long-lived process must not grow without bound
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One journal entry: a history row (with its hypothesis), a note or an evidence item."""
 
     kind: str
@@ -71,7 +71,7 @@ def entries(state: State, skip: list[int] | None = None) -> list[Entry]:
     for pos in range(ev_skip, len(state.evidence)):
         ev = state.evidence[pos]
         out.append(Entry("evidence", (ev.iteration, _RANK["evidence"], pos), ev))
-    out.sort(key=lambda e: e.order)
+    out.sort(key=_ORDER)
     return out
 
 
@@ -160,11 +160,16 @@ def index_row_text(ev: Evidence) -> str:
 
 
 def entry_text(entry: Entry, same_as: str | None = None) -> str:
+    """An entry's text, rendered once per process for each distinct content."""
+    item = entry.item
     if entry.kind == "evidence":
-        return evidence_text(entry.item, same_as)
+        return evidence_text(item, same_as)
     if entry.kind == "note":
-        return note_text(entry.item)
-    return history_text(entry.item, entry.hypothesis or "")
+        key = ("note", item.id, item.hypothesis, item.kind, item.iteration, item.text)
+        return _cached(key, lambda: note_text(item))
+    key = ("history", entry.hypothesis, item.iteration, item.kind, tuple(item.evidence_refs), item.verdict,
+           item.confidence, item.text)  # fmt: skip
+    return _cached(key, lambda: history_text(item, entry.hypothesis or ""))
 
 
 @dataclass

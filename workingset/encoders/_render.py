@@ -136,9 +136,30 @@ _CONCLUDE = {
 }
 
 
-def decision_schema(name: str, recall: bool) -> dict[str, Any]:
+# Spans (`workingset.spans`): only versions that declare `supports_spans` add them to the
+# conclusion; v1–v10 never do, so their frozen schemas are unchanged.
+_SPAN = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["evidence_ref", "start", "end", "sha256"],
+    "properties": {
+        "evidence_ref": _EID,
+        "start": {"type": "integer", "minimum": 0},
+        "end": {"type": "integer", "minimum": 1},
+        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    },
+}
+
+_CITING_CONCLUDE = {
+    **_CONCLUDE,
+    "properties": {**_CONCLUDE["properties"], "spans": {"type": "array", "maxItems": 16, "items": _SPAN}},
+}
+
+
+def decision_schema(name: str, recall: bool, spans: bool = False) -> dict[str, Any]:
     """The JSON Schema of a decision answering a request rendered by encoder `name`."""
-    variants = [_QUERY, _RECALL, _CONCLUDE] if recall else [_QUERY, _CONCLUDE]
+    conclude = _CITING_CONCLUDE if spans else _CONCLUDE
+    variants = [_QUERY, _RECALL, conclude] if recall else [_QUERY, conclude]
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": f"{name} decision",

@@ -32,6 +32,9 @@ class V1:
 
     version = 1
     supports_recall = False
+    # Whether a conclusion may cite byte spans of shown payloads (`workingset.spans`): a schema
+    # change, so only a new version may switch it on; v1–v10 never do.
+    supports_spans = False
     evidence_heading = "Evidence"
     # Leading sections identical in every context of a run (the case never changes).
     stable_sections: tuple[str, ...] = ("header", "case")
@@ -42,7 +45,7 @@ class V1:
 
     @cached_property
     def decision_schema(self) -> dict[str, Any]:
-        return decision_schema(self.name, self.supports_recall)
+        return decision_schema(self.name, self.supports_recall, spans=self.supports_spans)
 
     # -- the entry point -------------------------------------------------------------
 
