@@ -69,7 +69,7 @@ def _prepare(store: str, items: int, turns: int) -> str:
             if prev:
                 decision["assessment"] = {"evidence_ref": prev, "verdict": "neutral", "confidence": 0.5, "rationale": "r"}
             act = inv.submit(req.request_id, decision).action
-            inv.record(act, {"scope": "log", "capture": {"origin": "o"}, "payload": {"kind": "text", "language": None,
+            inv.record(act, {"scope": "log", "capture": {"origin": "s", "query": "q"}, "payload": {"kind": "text", "language": None,
                                                                                      "text": "x"}})  # fmt: skip
         return inv.analysis_id
 

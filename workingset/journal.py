@@ -11,8 +11,8 @@ one per analysis and store connection, and at each call, inside the call's trans
 `catch_up` applies only the events appended since (by this process or any other), so a call
 costs what is new, not the whole history. A new process starts from the analysis's latest
 snapshot (see below). Payloads are read only when the state must be complete (`fill`, before
-rendering or showing it; applying a turn never looks at them), in batches, never one SELECT
-per item. The session applies its own changes to a `Replayed` through `as_replayed` and
+rendering or showing it, or checking a recall or a span against it; no other check or change
+looks at them), in batches, never one SELECT per item. The session applies its own changes to a `Replayed` through `as_replayed` and
 `stored_payload`, which give exactly the objects a replay decodes from the stored event, so a
 kept state never differs from a fresh replay of the log.
 """
@@ -169,7 +169,7 @@ class Replayed:
     numbers: ctl.Numbers
     requests_before: int = 0  # requests are numbered after this one (see `CreatedEvent`)
     # Evidence whose payload is still in the store (its content hash kept): payloads are read
-    # only when something needs them (`fill`: rendering, showing), never to apply a turn.
+    # only when something needs them (`fill`: rendering, showing, a recall or span check).
     unfilled: list[Evidence] = field(default_factory=list)
     # Bytes of events since the latest snapshot (or the `created` event), and that one's size:
     # a new snapshot is due when the first reaches the second (see `snapshot_due`).
@@ -283,7 +283,8 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
 
 # A snapshot is due when the events logged since the latest one (or since `created`) hold as
 # many bytes as it does, and at least this many: writing snapshots then costs at most as much
-# as writing the log, and a new process reads at most about twice a snapshot's size.
+# as writing the log (plus the latest snapshot), and a new process reads at most about twice a
+# snapshot's size.
 SNAPSHOT_MIN_BYTES = 1_000_000
 
 

@@ -12,7 +12,7 @@ import msgspec
 
 from . import controller as ctl
 from .calls import Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, stale
-from .decisions import Query, check_decision, check_spans, parse_decision
+from .decisions import Query, Recall, check_decision, check_spans, parse_decision
 from .encoders import RenderedContext, get_encoder
 from .encoders.v11 import V11
 from .errors import DecisionRejected, SessionError, StoreCorrupt
@@ -94,13 +94,15 @@ class Turns:
         supports_recall = enc.supports_recall
         parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans)
         view = call.sync()
+        if isinstance(parsed.next, Recall) or (enc.supports_spans and getattr(parsed.next, "spans", None)):
+            view = call.complete()  # what a recall or a span is checked against includes the payloads
         state = view.state
         # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
         shown = self._resolved(req, evidence_ids(state)).shown
         check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,
                        shown=shown, supports_recall=supports_recall)  # fmt: skip
         if enc.supports_spans:
-            check_spans(parsed, call.complete().state, shown=shown, request_id=request_id)
+            check_spans(parsed, state, shown=shown, request_id=request_id)
         ids = ctl.allocate(state, parsed, numbers=view.numbers)
         busy = busy_hypotheses(tx, aid) | ({req.hypothesis} if ids.action else set())
         call.change()
