@@ -7,7 +7,8 @@ from typing import Any
 import msgspec
 
 from . import controller as ctl
-from .errors import DecisionRejected, SessionError
+from .encoders import get_encoder
+from .errors import DecisionRejected, SessionError, StoreCorrupt, UnknownEncoder
 from .journal import Replayed, ResultInput, catch_up, encode_event, fill, stored_payload
 from .model import State
 from .replies import PendingAction
@@ -119,3 +120,17 @@ def stale(tx: Tx, analysis_id: str, request_id: str, open_req: RequestRecord | N
     now = f"; the open request is {open_req.request_id}" if open_req else "; no request is open"
     return DecisionRejected(why + now, code="stale_request",
                             details={"request_id": request_id, "open_request": open_req.request_id if open_req else None})  # fmt: skip
+
+
+def stored_encoder(name: str, owner: str) -> Any:
+    """The encoder a store row names; an unknown name there is damage, not the caller's `unknown_encoder`."""
+    try:
+        return get_encoder(name)
+    except UnknownEncoder as err:
+        raise StoreCorrupt(f"{owner} names an unknown encoder ({err.message})", details={"encoder": name}) from None
+
+
+def points_nowhere(path: str, analysis_id: str, req: RequestRecord, seq: int) -> StoreCorrupt:
+    """The error for a request row whose state event the log does not have."""
+    return StoreCorrupt(f"store {path}: request {req.request_id} points at event {seq}, which the log of {analysis_id} "
+                        "does not have", details={"analysis": analysis_id, "request_id": req.request_id, "seq": seq})  # fmt: skip

@@ -53,7 +53,13 @@ def provider_options(messages: str | None, ttl: str | None, strict: bool | None)
 
 def emit_json(value: Any) -> None:
     """Print a JSON document on stdout (the machine-readable form of every command)."""
-    sys.stdout.write(msgspec.json.encode(value).decode("utf-8") + "\n")
+    try:
+        data = msgspec.json.encode(value)
+    except UnicodeEncodeError:  # a path argument with bytes that are not UTF-8: shown as U+FFFD
+        from .process import json_safe
+
+        data = msgspec.json.encode(json_safe(value))
+    sys.stdout.write(data.decode("utf-8") + "\n")
 
 
 def report_error(err: WorkingsetError, as_json: bool) -> None:
@@ -72,6 +78,23 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return func(*args, **kwargs)
         except WorkingsetError as err:
+            report_error(err, bool(kwargs.get("as_json")))
+            raise typer.Exit(2) from None
+        except BrokenPipeError:  # stdout's reader went away (typer would exit 1 in silence)
+            from .process import broken_pipe
+
+            raise typer.Exit(broken_pipe()) from None
+        except OSError as exc:  # a failure of the world the library did not name: its OS code (files.OS_CODES)
+            from .files import os_error
+
+            report_error(os_error(exc), bool(kwargs.get("as_json")))
+            raise typer.Exit(2) from None
+        except UnicodeEncodeError:  # an ID argument with bytes that are not UTF-8 reached the store
+            from .process import non_text_argument
+
+            err = non_text_argument(kwargs)
+            if err is None:
+                raise
             report_error(err, bool(kwargs.get("as_json")))
             raise typer.Exit(2) from None
 
@@ -119,9 +142,10 @@ def verify(
 
     verdicts = [verify_context(str(path), ctx) for path, ctx in read_run(directory)]
     failed = [v for v in verdicts if v.status in ("mismatch", "error")]
-    if as_json:
-        emit_json({"ok": not failed, "contexts": [dict(v.__dict__, diff=list(v.diff)) for v in verdicts]})
-    else:
+    contexts = [dict(v.__dict__, diff=list(v.diff)) for v in verdicts]
+    if as_json and not failed:
+        emit_json({"ok": True, "contexts": contexts})
+    elif not as_json:
         for v in verdicts:
             sys.stdout.write(f"{v.status:<10} {v.file}  {v.encoder}  {v.chars if v.chars is not None else '-'} chars\n")
             for line in v.diff:
@@ -132,10 +156,10 @@ def verify(
         sys.stdout.write(f"{ok} of {len(verdicts)} stored contexts verified{tail}\n")
     if failed:
         names = ", ".join(v.request_id for v in failed)
+        # With --json the error object carries every verdict, so the per-file diffs are not lost.
         err = HashMismatch(f"{len(failed)} of {len(verdicts)} stored contexts do not reproduce their hash: {names}",
-                           details={"failed": [v.file for v in failed]})
-        report_error(err, as_json=False)
-        raise typer.Exit(2)
+                           details={"failed": [v.file for v in failed], "contexts": contexts})  # fmt: skip
+        raise err
 
 
 @app.command()
@@ -195,8 +219,10 @@ def import_(
     as_json: JsonFlag = False,
 ) -> None:
     """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
+    from .files import check_new_run_dir
     from .importers import ENCODER, import_trajectory, write_import
 
+    check_new_run_dir(out)  # before reading the source
     imported = import_trajectory(fmt, source, analysis)
     paths = write_import(imported, out)
     remarks = list(imported.trajectory.remarks)
@@ -222,7 +248,7 @@ AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")
 def _store(store: str | None) -> str:
     from .session import default_store_path
 
-    return store or default_store_path()
+    return store if store is not None else default_store_path()  # an empty --store is refused, not the default
 
 
 def _input(arg: str) -> tuple[bytes, str]:
@@ -230,16 +256,18 @@ def _input(arg: str) -> tuple[bytes, str]:
     from .model import read_file
 
     if arg == "-":
-        return sys.stdin.buffer.read(), "<stdin>"
+        from .process import stdin_bytes
+
+        return stdin_bytes(), "<stdin>"
     if arg.lstrip().startswith("{"):
-        return arg.encode("utf-8"), "<argument>"
+        return arg.encode("utf-8", "surrogateescape"), "<argument>"  # bytes that are not UTF-8: malformed JSON
     return read_file(arg), arg
 
 
-def _session(store: str | None, analysis: str) -> Any:
+def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
     from .session import Investigation
 
-    return Investigation.open(_store(store), analysis)
+    return Investigation.open(_store(store), analysis, read_only=read_only)
 
 
 @app.command()
@@ -346,7 +374,7 @@ def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fals
     """Status, iteration, budget, hypotheses, open request, pending actions and recall selections."""
     from .replies import describe
 
-    with _session(store, analysis) as inv:
+    with _session(store, analysis, read_only=True) as inv:
         out = inv.show()
     if as_json:
         # SPEC §8 names the pending actions; their queries are in `state` and the API's show().
@@ -395,7 +423,10 @@ def export(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every request as a stored-context file (a run verify and compare accept), with journal.jsonl and answers.jsonl."""
-    with _session(store, analysis) as inv:
+    from .files import check_new_run_dir
+
+    check_new_run_dir(out)  # before opening the store
+    with _session(store, analysis, read_only=True) as inv:
         paths = inv.export(out)
     if as_json:
         emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})
@@ -452,9 +483,18 @@ def replay(
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
+    from .process import broken_pipe, prepare_streams
+
     args = list(sys.argv[1:] if argv is None else argv)
+    closed = prepare_streams()
+    if closed is not None:
+        report_error(closed, as_json=False)
+        return 2
     try:
         result = app(args=args, prog_name="workingset", standalone_mode=False)
+        sys.stdout.flush()  # here, not at exit, so that a reader gone away is an error we report
+    except BrokenPipeError:
+        return broken_pipe()
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:

@@ -27,13 +27,15 @@ from typing import Any, Literal
 import msgspec
 
 from . import controller as ctl
-from .decisions import StoredDecision
+from .decisions import Query, StoredDecision
 from .errors import StoreCorrupt, UsageError, WorkingsetError
 from .hashing import canonical_json
 from .model import (
     Capture, Evidence, NonNegFloat, Payload, Scope, State, check_payload, check_scalar, decode_strict, is_timestamp,
+    validate_state,
 )  # fmt: skip
-from .store import EventRow, Manifest, Tx
+from .store import EventRow, Manifest, Status, Tx
+
 
 class _Event(msgspec.Struct, kw_only=True):
     """Base of event records; later schema versions may add fields with defaults."""
@@ -42,7 +44,7 @@ class _Event(msgspec.Struct, kw_only=True):
 class CreatedEvent(_Event, omit_defaults=True):
     state: State
     encoder: str
-    status: str
+    status: Status
     termination_reason: str | None
     requests_before: int = 0  # the number of the stored context's request it was created from; new ones follow
 
@@ -63,14 +65,14 @@ class DecisionEvent(_Event):
     notes: list[str]
     action: str | None
     iteration: int
-    status: str
+    status: Status
     termination_reason: str | None
 
 
 class RecordEvent(_Event):
     action: str
     evidence: Evidence  # payload null, content_hash kept: the payload lives in the payload table
-    status: str
+    status: Status
     termination_reason: str | None
 
 
@@ -116,18 +118,28 @@ class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
 
 
 class LifecycleEvent(_Event):
-    status: str
-    prior_status: str | None
+    status: Status
+    prior_status: Status | None
     termination_reason: str | None
     message: str | None = None
 
 
+_LIFECYCLE = msgspec.json.Decoder(LifecycleEvent)
+# Every kind of event the log may hold; any other kind is damage.
 _DECODERS = {
     "created": msgspec.json.Decoder(CreatedEvent),
+    "request": msgspec.json.Decoder(RequestEvent),
     "decision": msgspec.json.Decoder(DecisionEvent),
     "record": msgspec.json.Decoder(RecordEvent),
+    "pause": _LIFECYCLE,
+    "resume": _LIFECYCLE,
+    "cancel": _LIFECYCLE,
+    "fail": _LIFECYCLE,
+    "answer": msgspec.json.Decoder(AnswerEvent),  # changes nothing: a kept answer, accepted or rejected
 }
-ANSWER_DECODER = msgspec.json.Decoder(AnswerEvent)
+ANSWER_DECODER = _DECODERS["answer"]
+# The status a lifecycle event must set (resume: any status but these).
+_LIFECYCLE_STATUS = {"pause": {"paused"}, "cancel": {"cancelled"}, "fail": {"failed"}}
 
 
 def encode_event(event: _Event) -> bytes:
@@ -200,14 +212,22 @@ class Replayed:
             self.changed = seq
 
 
+def damaged(analysis_id: str, seq: int | None, what: str, **details: Any) -> StoreCorrupt:
+    """The error for damage found in the log of `analysis_id` at event `seq` (None: not one event)."""
+    where = f"event {seq} of {analysis_id}" if seq is not None else f"the event log of {analysis_id}"
+    return StoreCorrupt(f"{where}: {what}", details={"analysis": analysis_id, "seq": seq, **details})
+
+
 def _decode(analysis_id: str, rows: list[EventRow]) -> list[tuple[EventRow, Any]]:
     out = []
     for row in rows:
         decoder = _DECODERS.get(row.kind)
+        if decoder is None:
+            raise damaged(analysis_id, row.seq, f"unknown event kind {row.kind!r}", kind=row.kind)
         try:
-            out.append((row, decoder.decode(row.data) if decoder else None))
+            out.append((row, decoder.decode(row.data)))
         except msgspec.DecodeError as exc:
-            raise StoreCorrupt(f"event {row.seq} of {analysis_id} is damaged ({exc})") from None
+            raise damaged(analysis_id, row.seq, f"the {row.kind} event is damaged ({exc})", kind=row.kind) from None
     return out
 
 
@@ -230,7 +250,7 @@ def _fill(evidence: list[Evidence], payloads: Mapping[str, Payload]) -> None:
     for ev in evidence:
         payload = payloads.get(ev.content_hash)
         if payload is None:
-            raise StoreCorrupt(f"payload {ev.content_hash} of {ev.id} is missing")
+            raise StoreCorrupt(f"payload {ev.content_hash} of {ev.id} is missing", details={"evidence": ev.id})
         ev.payload = payload
 
 
@@ -243,21 +263,73 @@ def fill(tx: Tx, view: Replayed) -> Replayed:
 
 
 def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -> Replayed:
-    """Apply one decoded event to `view` in place (None: it must be the `created` event)."""
+    """Apply one decoded event to `view` in place (None: it must be the `created` event); damage is `store_corrupt`.
+
+    The events come from the store, so anything that keeps one from applying (an unknown
+    hypothesis, a record before its query, a repeated event) is damage, named with its event.
+    """
+    try:
+        return _apply_checked(analysis_id, view, row, event)
+    except StoreCorrupt:
+        raise
+    except (WorkingsetError, LookupError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
+        what = exc.message if isinstance(exc, WorkingsetError) else f"{type(exc).__name__}: {exc}"
+        raise damaged(analysis_id, row.seq, f"the {row.kind} event cannot be replayed ({what})", kind=row.kind) from None
+
+
+def _validate_externalized(state: State, source: str) -> None:
+    """`validate_state` for a state whose payloads live in the payload table (each still to be filled in).
+
+    The payloads themselves are not checked again here: each was checked when it entered the
+    store, and every read checks its bytes against its content hash. Their hashes are set
+    aside for the check (which would want the payload beside each) and put back.
+    """
+    hashes = [(ev, ev.content_hash) for ev in state.evidence if ev.payload is None and ev.content_hash is not None]
+    for ev, _ in hashes:
+        ev.content_hash = None
+    try:
+        validate_state(state, source)
+    finally:
+        for ev, digest in hashes:
+            ev.content_hash = digest
+
+
+def _number(ident: str | None) -> int:
+    return int(ident[1:]) if ident else 0
+
+
+def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -> Replayed:
+    def bad(what: str) -> StoreCorrupt:
+        return damaged(analysis_id, row.seq, what, kind=row.kind)
+
     if (view is None) != (row.kind == "created"):
-        raise StoreCorrupt(f"event {row.seq} of {analysis_id}: the log must start with exactly one `created`")
+        raise bad("the log must start with exactly one `created` event")
     if row.kind == "created":
+        try:
+            _validate_externalized(event.state, f"event {row.seq}")
+        except WorkingsetError as err:
+            raise bad(f"its state is invalid ({err.message})") from None
         view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state),
                         requests_before=event.requests_before, base_bytes=len(row.data))  # fmt: skip
         view.unfilled.extend(ev for ev in event.state.evidence if _stored_elsewhere(ev))
     elif row.kind == "decision":
+        is_query = isinstance(event.decision.next, Query)
+        if is_query != (event.action is not None) or (is_query and _number(event.action) <= view.numbers.actions):
+            raise bad(f"its budget action {event.action} is not the next new one of a query")
         ids = ctl.Allocated(notes=tuple(event.notes), action=event.action)
         if view.apply_decision(event.hypothesis, event.decision, ids) != event.iteration:
-            raise StoreCorrupt(f"event {row.seq} of {analysis_id}: replay reached a different iteration")
+            raise bad("replay reached a different iteration")
     elif row.kind == "record":
-        if _stored_elsewhere(event.evidence):
-            view.unfilled.append(event.evidence)
-        view.apply_record(event.evidence)
+        ev = event.evidence
+        if _number(ev.id) <= view.numbers.evidence:
+            raise bad(f"evidence {ev.id} is not newer than the evidence before it")
+        if ev.budget.action != event.action or not 0 < _number(event.action) <= view.numbers.actions:
+            raise bad(f"it records {event.action}, which no earlier decision reserved")
+        if _stored_elsewhere(ev):
+            view.unfilled.append(ev)
+        view.apply_record(ev)
+    elif row.kind in _LIFECYCLE_STATUS and event.status not in _LIFECYCLE_STATUS[row.kind]:
+        raise bad(f"a {row.kind} event that sets status {event.status}")
     view.note(row.seq, row.kind, 0 if row.kind == "created" else len(row.data))
     return view
 
@@ -275,7 +347,7 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
     for row, event in decoded:
         view = _apply(analysis_id, view, row, event)
     if view is None:
-        raise StoreCorrupt(f"analysis {analysis_id} has no events")
+        raise damaged(analysis_id, None, "it has no events")
     return view
 
 
@@ -345,8 +417,8 @@ def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -
     return view
 
 
-def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[int, State]]:
-    """Yield (seq, state after that event) for each event; the one state object is updated in place."""
+def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[EventRow, Any, State]]:
+    """Yield (event row, decoded event, state after it) for each event; the one state object is updated in place."""
     decoded = _decode(analysis_id, tx.events(analysis_id, upto))
     payloads = _payloads(tx, decoded)
     view: Replayed | None = None
@@ -354,7 +426,7 @@ def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[
         view = _apply(analysis_id, view, row, event)
         _fill(view.unfilled, payloads)
         view.unfilled.clear()
-        yield row.seq, view.state
+        yield row, event, view.state
 
 
 class ResultInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -18,6 +18,7 @@ import msgspec.inspect
 from msgspec import Meta, Struct
 
 from .errors import InvalidFile
+from .files import describe, open_regular, os_code
 from .hashing import content_hash
 
 STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
@@ -327,12 +328,16 @@ def load_start(data: bytes, source: str = "<input>") -> tuple[State, int]:
 
 
 def read_file(path: str) -> bytes:
-    """Read a file's bytes, turning OS errors into `invalid_file`."""
+    """Read a regular file's bytes; OS errors and special files (FIFOs, devices) are `invalid_file`.
+
+    `details.reason` says why with an OS code of `files.OS_CODES` (`not_found`, `not_regular_file`, …).
+    """
     try:
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read()
     except OSError as exc:
-        raise InvalidFile(f"{path}: cannot read ({exc.strerror})", details={"file": path, "path": "$"}) from None
+        raise InvalidFile(f"{path}: cannot read ({describe(exc)})",
+                          details={"file": path, "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
 
 
 def dump_json(value: object) -> bytes:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from .encoders import ENCODERS, get_encoder
 from .errors import InvalidFile, WorkingsetError
+from .files import check_new_run_dir, describe, os_code, write_new_files
 from .model import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_json, load_stored_context, read_file
 
 
@@ -31,26 +33,31 @@ def load_context_file(path: str | os.PathLike) -> StoredContext:
 
 
 def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
-    """Every `*.json` stored context in `directory`, sorted by file name (= by turn)."""
+    """Every `*.json` stored context in `directory`, sorted by file name (= by turn).
+
+    Directories named `*.json` are skipped; any other entry so named must be a readable
+    regular file (a FIFO or a dangling link is `invalid_file`, never skipped in silence).
+    """
     root = Path(directory)
-    if not root.is_dir():
-        raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$"})
-    files = sorted(p for p in root.iterdir() if p.suffix == ".json" and p.is_file())
+    try:
+        if not stat.S_ISDIR(os.stat(root).st_mode):
+            raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$", "reason": "not_a_directory"})
+        files = sorted(p for p in root.iterdir() if p.suffix == ".json" and not p.is_dir())
+    except OSError as exc:
+        raise InvalidFile(f"{root}: cannot list ({describe(exc)})",
+                          details={"file": str(root), "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
     if not files:
         raise InvalidFile(f"{root}: no stored-context files (*.json)", details={"file": str(root), "path": "$"})
     return [(p, load_context_file(p)) for p in files]
 
 
 def write_run(directory: str | os.PathLike, contexts: list[StoredContext]) -> list[Path]:
-    """Write each context as `<request_id>.json`; returns the paths written."""
-    root = Path(directory)
-    root.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for ctx in contexts:
-        path = root / f"{ctx.request_id}.json"
-        path.write_bytes(dump_json(ctx))
-        paths.append(path)
-    return paths
+    """Write each context as `<request_id>.json` into a new directory or one holding no `.json` files.
+
+    All files are written or none (see `files.write_new_files`); returns the paths written.
+    """
+    root = check_new_run_dir(directory)
+    return write_new_files(root, [(f"{ctx.request_id}.json", dump_json(ctx)) for ctx in contexts])
 
 
 @dataclass(frozen=True)

@@ -23,15 +23,18 @@ from pathlib import Path
 from typing import Any
 
 from . import controller as ctl
-from .calls import Call, as_bytes, busy_hypotheses, closed, evidence_ids, externalize, pending_action
+from .calls import (
+    Call, as_bytes, busy_hypotheses, closed, evidence_ids, externalize, pending_action, points_nowhere, stored_encoder,
+)  # fmt: skip
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
 from .exports import journal_lines, state_hash, write_journal
+from .files import check_new_run_dir
 from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed, snapshot_due, take_snapshot
 from .model import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, Summary
 from .runs import make_stored_context, write_run
-from .store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url, open_store
+from .store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url
 from .turns import Turns
 
 DEFAULT_STORE = os.path.join(".workingset", "store.sqlite3")
@@ -47,14 +50,15 @@ def utc_now() -> str:
     return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _open_store(store: Store | str | os.PathLike[str], must_exist: bool) -> tuple[Store, bool]:
-    """The store a handle uses, and whether the handle opened it (a PostgreSQL URL or a SQLite path)."""
+def _open_store(store: Store | str | os.PathLike[str], must_exist: bool, read_only: bool = False) -> tuple[Store, bool]:
+    """The store and whether the handle owns it (a PostgreSQL URL or a SQLite path); a SQLite store that
+    must exist is never created, nor its schema."""
     if isinstance(store, (SqliteStore, PostgresStore)):
         return store, False
     path = os.fspath(store)
-    if must_exist and not is_url(path) and not os.path.exists(path):
-        raise SessionError(f"no store at {path}", code="unknown_analysis", details={"store": path})
-    return open_store(path), True
+    if is_url(path):
+        return PostgresStore(path, read_only=read_only), True
+    return SqliteStore(path, create=not must_exist, read_only=read_only), True
 
 
 class Investigation(Turns):
@@ -119,11 +123,19 @@ class Investigation(Turns):
         self.store.views[aid] = view
 
     @classmethod
-    def open(cls, store: Store | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now) -> Investigation:
-        """Open an existing analysis; `unknown_analysis` if the store does not hold it."""
-        db, owns = _open_store(store, must_exist=True)
+    def open(cls, store: Store | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
+             read_only: bool = False) -> Investigation:  # fmt: skip
+        """Open an existing analysis; `unknown_analysis` if the store does not hold it.
+
+        With `read_only` the store is opened read-only (`show`, `state`, `requests`, `export`
+        work, also on read-only media; the other calls are `store_unavailable`).
+        """
+        db, owns = _open_store(store, must_exist=True, read_only=read_only)
         inv = cls(db, analysis_id, owns_store=owns, clock=clock)
         try:
+            if db.empty:
+                raise SessionError(f"no analysis {analysis_id!r} in {db.path}: the store is empty; known: none",
+                                   code="unknown_analysis", details={"analysis": analysis_id})  # fmt: skip
             with db.read() as tx:
                 inv._row(tx)
         except BaseException:
@@ -151,6 +163,7 @@ class Investigation(Turns):
             known = ", ".join(tx.analysis_ids()) or "none"
             raise SessionError(f"no analysis {self.analysis_id!r} in {self.store.path}; known: {known}",
                                code="unknown_analysis", details={"analysis": self.analysis_id})  # fmt: skip
+        stored_encoder(row.encoder, f"analysis {self.analysis_id}")
         return row
 
     @contextmanager
@@ -264,11 +277,14 @@ class Investigation(Turns):
         """Write every request as a stored-context file whose hash verifies, and the journal and answers beside them.
 
         Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
-        are what `workingset replay` rebuilds the analysis from.
+        are what `workingset replay` rebuilds the analysis from. `directory` must be new or hold
+        no `.json` files (checked first); the stored contexts are written all or none.
         """
+        check_new_run_dir(directory)
         with self._call(write=False) as call:
             row = self._row(call.tx)
             requests = call.tx.requests(self.analysis_id)
+            call.tx.actions(self.analysis_id)  # read only to check them: an export reads everything once
             contexts = list(self._contexts(call.tx, requests))
             lines = journal_lines(call.tx, self.analysis_id)
             call.sync()
@@ -284,11 +300,18 @@ class Investigation(Turns):
         by_seq: dict[int, list[RequestRecord]] = {}
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
-        for seq, state in replay(tx, self.analysis_id):
-            for req in by_seq.get(seq, ()):
+        for row, event, state in replay(tx, self.analysis_id):
+            for req in by_seq.pop(row.seq, ()):
+                if row.kind != "request" or (event.request_id, event.hash) != (req.request_id, req.hash):
+                    raise StoreCorrupt(f"store {self.store.path}: request {req.request_id} points at event {row.seq}, "
+                                       f"which is not its request event", details={"analysis": self.analysis_id,
+                                       "request_id": req.request_id, "seq": row.seq})  # fmt: skip
                 yield self._context(req, copy_state(state))
+        for seq, reqs in by_seq.items():
+            raise points_nowhere(self.store.path, self.analysis_id, reqs[0], seq)
 
     def _context(self, req: RequestRecord, state: State) -> StoredContext:
+        stored_encoder(req.encoder, f"request {req.request_id}")
         ctx = make_stored_context(req.request_id, req.encoder, req.hypothesis, state)
         if ctx.rendered is None or ctx.rendered.hash != req.hash:
             raise StoreCorrupt(

@@ -11,9 +11,11 @@ from typing import Any
 import msgspec
 
 from . import controller as ctl
-from .calls import Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, stale
+from .calls import (
+    Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
+)  # fmt: skip
 from .decisions import Query, Recall, check_decision, check_spans, parse_decision
-from .encoders import RenderedContext, get_encoder
+from .encoders import RenderedContext
 from .encoders.v11 import V11
 from .errors import DecisionRejected, SessionError, StoreCorrupt
 from .hashing import content_hash
@@ -90,7 +92,7 @@ class Turns:
         req = tx.open_request(aid)
         if req is None or req.request_id != request_id:
             raise stale(tx, aid, request_id, req)
-        enc = get_encoder(req.encoder)
+        enc = stored_encoder(req.encoder, f"request {req.request_id}")
         supports_recall = enc.supports_recall
         parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans)
         view = call.sync()
@@ -196,8 +198,11 @@ class Turns:
             state = view.state
             out = render_kept(view, req.encoder, req.hypothesis)
         else:
-            state = fill(call.tx, catch_up(call.tx, self.analysis_id, None, upto=req.state_seq)).state
-            out = get_encoder(req.encoder).render(state, req.hypothesis)
+            at = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq) if req.state_seq >= 1 else None
+            if at is None or at.seq != req.state_seq:
+                raise points_nowhere(self.store.path, self.analysis_id, req, req.state_seq)
+            state = fill(call.tx, at).state
+            out = stored_encoder(req.encoder, f"request {req.request_id}").render(state, req.hypothesis)
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
@@ -215,7 +220,7 @@ class Turns:
 
 def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContext:
     """Render the kept state; an encoder that can resume its work between turns (v11) keeps it on the view."""
-    enc = get_encoder(encoder)
+    enc = stored_encoder(encoder, "a stored row")
     if not isinstance(enc, V11):
         return enc.render(view.state, hypothesis)
     journal = view.renders.get(enc.name)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UsageError
+from ..files import check_new_run_dir
 from ..model import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
 from ..runs import make_stored_context, write_run
 from . import mini_swe_agent, openhands, swe_agent
@@ -61,11 +62,7 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
 
 def write_import(imported: Imported, out: str | Path) -> list[Path]:
     """Render each state with v7 for H1 and write the run; `out` must hold no stored contexts yet."""
-    root = Path(out)
-    if root.exists() and not root.is_dir():
-        raise UsageError(f"{root}: exists and is not a directory")
-    if root.is_dir() and any(p.suffix == ".json" for p in root.iterdir()):
-        raise UsageError(f"{root}: already holds .json files; import into a new or empty directory")
+    root = check_new_run_dir(out)  # before rendering anything
     contexts = [
         make_stored_context(imported.request_id(k), ENCODER, HYPOTHESIS, state)
         for k, state in enumerate(imported.states, start=1)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import InvalidFile
+from ..files import describe, open_regular
 from ..model import ANALYSIS_ID_MAX_CHARS, is_timestamp, split_validation_error
 
 T = TypeVar("T")
@@ -110,9 +111,10 @@ def read_source(path: Path) -> bytes:
     if path.is_dir():
         raise fail(path, "$", "is a directory; this format is one JSON file")
     try:
-        return path.read_bytes()
+        with open_regular(path) as fh:  # a FIFO or device is refused, never read
+            return fh.read()
     except OSError as exc:
-        raise fail(path, "$", f"cannot read ({exc.strerror})") from None
+        raise fail(path, "$", f"cannot read ({describe(exc)})") from None
 
 
 def text_of(content: Any) -> str | None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from msgspec import Struct
 
+from ..files import describe, open_regular
 from ._trajectory import (
     Action, Feedback, Item, Thought, Trajectory, between, convert, decode, fail, first_line,
     number, text_of, with_offset,
@@ -82,9 +83,10 @@ def _events_dir(source: Path) -> Path:
 
 def _load(path: Path, kind: type) -> Any:
     try:
-        data = path.read_bytes()
+        with open_regular(path) as fh:  # a FIFO or device is refused, never read
+            data = fh.read()
     except OSError as exc:
-        raise fail(path, "$", f"cannot read ({exc.strerror})") from None
+        raise fail(path, "$", f"cannot read ({describe(exc)})") from None
     return decode(data, kind, path)
 
 

@@ -17,12 +17,12 @@ and `postgres` (a database server, for many worker processes).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal, Protocol
 
 import msgspec
 
-from ..model import Payload
+from ..model import ActionId, AnalysisId, EvidenceId, Hash, HypothesisId, NonNegInt, Payload, RequestId
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 # 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).
@@ -35,12 +35,15 @@ def _checkpoint(step: str) -> None:
     """Called after every write statement and around COMMIT; tests replace it to inject crashes."""
 
 
+Status = Literal["active", "paused", "completed", "failed", "cancelled"]
+
+
 @dataclass(frozen=True)
 class AnalysisRow:
-    analysis_id: str
+    analysis_id: AnalysisId
     encoder: str
-    status: str
-    prior_status: str | None
+    status: Status
+    prior_status: Status | None
     termination_reason: str | None
     created_at: str
 
@@ -124,16 +127,16 @@ class RequestRow:
 class RequestRecord:
     """A row of the `requests` table: the manifest as stored."""
 
-    analysis_id: str
-    number: int
-    request_id: str
-    hypothesis: str
+    analysis_id: AnalysisId
+    number: NonNegInt
+    request_id: RequestId
+    hypothesis: HypothesisId
     encoder: str
     manifest: Manifest
-    chars: int
-    hash: str
+    chars: NonNegInt
+    hash: Hash
     state_seq: int
-    status: str
+    status: Literal["open", "answered", "abandoned"]
 
     def resolved(self, ids: list[str]) -> RequestRow:
         """The row with `shown` and `indexed` spelled out, given the evidence IDs of the state now."""
@@ -144,16 +147,20 @@ class RequestRecord:
 
 @dataclass(frozen=True)
 class ActionRow:
-    analysis_id: str
-    action_id: str
-    hypothesis: str
-    request_id: str
-    iteration: int
+    analysis_id: AnalysisId
+    action_id: ActionId
+    hypothesis: HypothesisId
+    request_id: RequestId
+    iteration: NonNegInt
     source: str
     query: str
     purpose: str
-    status: str
-    evidence_id: str | None = None
+    status: Literal["pending", "recorded"]
+    evidence_id: EvidenceId | None = None
+
+
+# Field names of the rows read back from a store, for checking them (`sqltx.SqlTx._checked`).
+FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (AnalysisRow, RequestRecord, ActionRow)}
 
 
 class Tx(Protocol):

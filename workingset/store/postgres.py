@@ -23,11 +23,12 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import StoreCorrupt, WorkingsetError
+from ..storepath import SERVED_SCHEMES, store_scheme
 from . import interface as base
 from .interface import Tx
 from .sqltx import SNAPSHOTS_TABLE, TABLE_NAMES, TABLES, SqlTx
 
-SCHEMES = ("postgresql", "postgres")
+SCHEMES = SERVED_SCHEMES  # the URL schemes this backend serves
 # Held while the schema is created, so that two first processes do not both create it.
 _SCHEMA_LOCK = 0x57534554
 
@@ -45,7 +46,7 @@ _SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _TRIG
 
 def is_url(store: str) -> bool:
     """Whether `store` names a PostgreSQL database (a URL with one of `SCHEMES`) rather than a file."""
-    return store.split("://", 1)[0].lower() in SCHEMES if "://" in store else False
+    return store_scheme(store) in SCHEMES if store else False
 
 
 def redact(url: str) -> str:
@@ -76,10 +77,13 @@ def _translate(exc: Exception, where: str) -> WorkingsetError:
 class PostgresStore:
     """A workingset store in a PostgreSQL database (the tables in its default schema)."""
 
-    def __init__(self, url: str):
+    def __init__(self, url: str, *, read_only: bool = False):
         psycopg = _psycopg()
         self.url = url
         self.path = redact(url)  # what messages name; never the password
+        self.read_only = read_only  # never creates or upgrades the schema, never writes
+        self.empty = False  # no schema yet and not allowed to create one
+        self.snapshots = True  # False: a version 2 store opened read-only (it has no snapshots table)
         self.views: dict[str, Any] = {}
         try:
             self._conn = psycopg.connect(url, autocommit=True)
@@ -100,12 +104,16 @@ class PostgresStore:
         try:
             c.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             tables = {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+            upgradable = tables == TABLE_NAMES - {"snapshots"} and c.execute(
+                "SELECT version FROM schema_version").fetchall() == [(base.UPGRADABLE,)]  # fmt: skip
+            if self.read_only and (not tables or upgradable):
+                self.empty, self.snapshots = not tables, False
+                c.execute("COMMIT")
+                return
             if not tables:
                 c.execute(_SCHEMA)
                 c.execute("INSERT INTO schema_version (version) VALUES (%s)", (base.SCHEMA_VERSION,))
-            elif tables == TABLE_NAMES - {"snapshots"} and c.execute("SELECT version FROM schema_version").fetchall() == [
-                (base.UPGRADABLE,)
-            ]:  # a version 2 store gains the (empty) snapshots table
+            elif upgradable:  # a version 2 store gains the (empty) snapshots table
                 c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
                 c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
             elif not TABLE_NAMES <= tables:
@@ -140,6 +148,10 @@ class PostgresStore:
     @contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction: everything in it commits together, or nothing does."""
+        if self.read_only or self.empty:
+            why = "was opened read-only" if self.read_only else "holds no workingset schema"
+            raise WorkingsetError(f"store {self.path} {why}; it cannot be written", code="store_unavailable",
+                                  details={"store": self.path})  # fmt: skip
         with self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", lock=True) as tx:
             yield tx
             base._checkpoint("commit")
@@ -154,7 +166,7 @@ class PostgresStore:
         except psycopg.Error as exc:
             raise _translate(exc, self.path) from None
         try:
-            yield _PgTx(c, self.path, lock)
+            yield _PgTx(c, self.path, lock, snapshots=self.snapshots)
         except BaseException as exc:
             self._rollback()
             if isinstance(exc, psycopg.errors.UniqueViolation) and "analyses_pkey" in str(exc):

@@ -15,13 +15,15 @@ from typing import Any
 
 
 from ..errors import StoreCorrupt, WorkingsetError
+from ..storepath import (
+    SQLITE_HEADER, busy_timeout_seconds, check_busy_timeout, connect_read_only, on_read_only_medium, read_store_header,
+    store_scheme,
+)  # fmt: skip
 from . import interface as base
 from .interface import SCHEMA_VERSION, UPGRADABLE, Tx
 from .sqltx import SNAPSHOTS_TABLE, TABLES, SqlTx, statements
 
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
-SQLITE_HEADER = b"SQLite format 3\x00"
-BUSY_TIMEOUT_MS = 30_000
 PAGE_SIZE = 1024
 
 _TRIGGERS = """
@@ -37,35 +39,44 @@ _SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _TRIG
 def _translate(exc: sqlite3.Error, path: str) -> WorkingsetError:
     name = getattr(exc, "sqlite_errorname", "")
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return WorkingsetError(f"store {path} is busy ({exc}); retry", code="store_busy", details={"store": path})
+        return WorkingsetError(f"store {path} stayed locked by another process for the whole busy timeout ({exc}); "
+                               "retry, or set $WORKINGSET_BUSY_TIMEOUT", code="store_busy", details={"store": path})  # fmt: skip
     if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_PERM")):
-        return WorkingsetError(f"cannot use store {path}: {exc}", code="store_unavailable", details={"store": path})
+        hint = "; it is on a read-only file system, where only show and export work" if on_read_only_medium(path) else ""
+        return WorkingsetError(f"cannot use store {path}: {exc}{hint}", code="store_unavailable", details={"store": path})
     return StoreCorrupt(f"store {path} is damaged or not a workingset store ({exc})", details={"store": path})
 
 
 class SqliteStore:
-    """The embedded default store: one SQLite file in WAL mode."""
+    """The embedded default store: one SQLite file in WAL mode.
 
-    def __init__(self, path: str | os.PathLike[str]):
+    `create=False` never creates the file or the schema (an empty file then holds no
+    analyses: `self.empty`); `read_only=True` also opens the file read-only (see
+    `connect_read_only`). `busy_timeout` is how long, in seconds, a call waits for another
+    process's lock before `store_busy` (default `busy_timeout()`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False,
+                 busy_timeout: float | None = None):  # fmt: skip
         self.path = os.fspath(path)
+        self.read_only = read_only
+        self.empty = False  # no schema yet and not allowed to create one
+        self.snapshots = True  # False: a version 2 store opened read-only (it has no snapshots table)
         # Replayed states by analysis, kept by the session layer (`journal.Replayed`) so that a
         # call reads only the events appended since; they live and die with this connection.
         self.views: dict[str, Any] = {}
-        try:
-            with open(self.path, "rb") as fh:
-                head = fh.read(len(SQLITE_HEADER))
-        except FileNotFoundError:
-            head = b""
-            parent = os.path.dirname(os.path.abspath(self.path))
-            os.makedirs(parent, exist_ok=True)
-        except OSError as exc:
-            raise WorkingsetError(
-                f"cannot read store {self.path} ({exc.strerror})", code="store_unavailable", details={"store": self.path}
-            ) from None
+        store_scheme(self.path)
+        timeout = busy_timeout_seconds() if busy_timeout is None else check_busy_timeout(busy_timeout, "busy_timeout")
+        self.busy_timeout = timeout
+        self._create = create and not read_only
+        head = read_store_header(self.path, create=self._create)
         if head and head != SQLITE_HEADER:
             raise StoreCorrupt(f"{self.path} is not a workingset store (not a SQLite file)", details={"store": self.path})
         try:
-            self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+            if read_only:
+                self._conn = connect_read_only(self.path, timeout)
+            else:
+                self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout)
         except sqlite3.Error as exc:
             raise _translate(exc, self.path) from None
         try:
@@ -79,16 +90,23 @@ class SqliteStore:
 
     def _setup(self) -> None:
         c = self._conn
-        c.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        c.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
         app_id = c.execute("PRAGMA application_id").fetchone()[0]
         tables = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if app_id == 0 and tables == 0:
+            if not self._create:
+                self.empty = True
+                return
             self._create_schema()
         elif app_id != APPLICATION_ID:
             raise StoreCorrupt(f"{self.path} is a SQLite file but not a workingset store", details={"store": self.path})
-        c.execute("PRAGMA foreign_keys = ON")
-        c.execute("PRAGMA synchronous = FULL")
+        if not self.read_only:
+            c.execute("PRAGMA foreign_keys = ON")
+            c.execute("PRAGMA synchronous = FULL")
         row = c.execute("SELECT version FROM schema_version").fetchall()
+        if row == [(UPGRADABLE,)] and self.read_only:
+            self.snapshots = False  # readable as it is; the first writer adds the table
+            return
         if row == [(UPGRADABLE,)]:
             self._upgrade()
             row = c.execute("SELECT version FROM schema_version").fetchall()
@@ -152,6 +170,10 @@ class SqliteStore:
     @contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction: everything in it commits together, or nothing does."""
+        if self.read_only or self.empty:
+            why = "was opened read-only" if self.read_only else "holds no workingset schema"
+            raise WorkingsetError(f"store {self.path} {why}; it cannot be written", code="store_unavailable",
+                                  details={"store": self.path})  # fmt: skip
         with self._transaction("BEGIN IMMEDIATE") as tx:
             yield tx
             base._checkpoint("commit")
@@ -165,7 +187,7 @@ class SqliteStore:
         except sqlite3.Error as exc:
             raise _translate(exc, self.path) from None
         try:
-            yield SqlTx(c, self.path)
+            yield SqlTx(c, self.path, snapshots=self.snapshots)
         except BaseException as exc:
             if c.in_transaction:
                 c.execute("ROLLBACK")

@@ -16,7 +16,9 @@ from ..errors import StoreCorrupt
 from ..hashing import canonical_json, hash_bytes
 from ..model import Payload
 from . import interface as base
-from .interface import ACTION_COLUMNS, MANIFEST_DECODER, REQUEST_COLUMNS, ActionRow, AnalysisRow, EventRow, RequestRecord
+from .interface import (
+    ACTION_COLUMNS, FIELDS, MANIFEST_DECODER, REQUEST_COLUMNS, ActionRow, AnalysisRow, EventRow, RequestRecord,
+)  # fmt: skip
 
 # The tables and indexes, the same on both backends but for the binary type and SQLite's
 # `WITHOUT ROWID` (tables keyed by text, never by a rowid). Triggers are the backend's own.
@@ -105,10 +107,11 @@ class SqlTx:
     # Appended to the SELECT of the analysis's row in a write transaction (a row lock, where there is one).
     lock_clause = ""
 
-    def __init__(self, conn: Any, path: str, write: bool = False):
+    def __init__(self, conn: Any, path: str, write: bool = False, snapshots: bool = True):
         self._c = conn
         self._path = path
         self._locking = write
+        self._snapshots = snapshots  # False: a version 2 store opened read-only (no snapshots table)
 
     def _q(self, sql: str, args: tuple | list = ()) -> Any:
         """Run one statement (SQLite's `?` placeholders)."""
@@ -119,8 +122,15 @@ class SqlTx:
         base._checkpoint(step)
         return cur
 
-    def _corrupt(self, what: str, exc: Exception) -> StoreCorrupt:
-        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path})
+    def _corrupt(self, what: str, exc: Exception, **where: Any) -> StoreCorrupt:
+        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path, **where})
+
+    def _checked(self, kind: type, row: tuple, what: str, **where: Any) -> Any:
+        """A row read back as `kind`, its types and statuses checked: a damaged one is `store_corrupt` naming it."""
+        try:
+            return msgspec.convert(dict(zip(FIELDS[kind], row)), kind)
+        except msgspec.ValidationError as exc:
+            raise self._corrupt(what, exc, **where) from None
 
     def analysis(self, analysis_id: str) -> AnalysisRow | None:
         """The analysis's row; in a write transaction it is locked until the commit where the backend locks rows."""
@@ -129,10 +139,15 @@ class SqlTx:
             " FROM analyses WHERE analysis_id = ?" + (self.lock_clause if self._locking else ""),
             (analysis_id,),
         ).fetchone()
-        return AnalysisRow(*row) if row else None
+        return self._checked(AnalysisRow, row, f"analysis row {analysis_id}", analysis=analysis_id) if row else None
 
     def analysis_ids(self) -> list[str]:
-        return [r[0] for r in self._q("SELECT analysis_id FROM analyses ORDER BY analysis_id" + self.id_order)]
+        ids = [r[0] for r in self._q("SELECT analysis_id FROM analyses ORDER BY analysis_id" + self.id_order)]
+        damaged = [i for i in ids if type(i) is not str]
+        if damaged:
+            raise StoreCorrupt(f"store {self._path}: damaged analysis row (ID {damaged[0]!r} is not text)",
+                               details={"store": self._path})  # fmt: skip
+        return ids
 
     def insert_analysis(self, row: AnalysisRow) -> None:
         self._write(
@@ -150,6 +165,9 @@ class SqlTx:
 
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int:
         last = self._q("SELECT max(seq) FROM events WHERE analysis_id = ?", (analysis_id,)).fetchone()[0]
+        if last is not None and type(last) is not int:
+            raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a misnumbered event ({last!r})",
+                               details={"store": self._path, "analysis": analysis_id, "seq": last})  # fmt: skip
         seq = (last or 0) + 1
         self._write(
             "append_event",
@@ -164,14 +182,30 @@ class SqlTx:
             "SELECT seq, kind, at, data FROM events WHERE analysis_id = ? AND seq > ? AND seq <= ? ORDER BY seq",
             (analysis_id, after, upto if upto is not None else _NO_LIMIT_SEQ),
         ).fetchall()
-        if any(r[0] != i for i, r in enumerate(rows, after + 1)):
-            raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap", details={"store": self._path})
-        return [EventRow(seq, kind, at, data.encode()) for seq, kind, at, data in rows]
+        out = []
+        for i, (seq, kind, at, data) in enumerate(rows, after + 1):
+            where = {"store": self._path, "analysis": analysis_id, "seq": seq}
+            if seq != i or type(seq) is not int:
+                raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap or a misnumbered "
+                                   f"event at {i} (found {seq!r})", details=where)  # fmt: skip
+            if not (type(kind) is str and type(at) is str and type(data) is str):
+                found = ", ".join(f"{n} {type(v).__name__}" for n, v in (("kind", kind), ("at", at), ("data", data)))
+                raise StoreCorrupt(f"store {self._path}: event {seq} of {analysis_id} is damaged (not text: {found})",
+                                   details=where)  # fmt: skip
+            out.append(EventRow(seq, kind, at, data.encode()))
+        return out
 
     def snapshot(self, analysis_id: str) -> tuple[int, bytes] | None:
         """The analysis's latest snapshot: (the last event it reflects, its data)."""
+        if not self._snapshots:
+            return None
         row = self._q("SELECT seq, data FROM snapshots WHERE analysis_id = ?", (analysis_id,)).fetchone()
-        return (row[0], bytes(row[1])) if row else None
+        if row is None:
+            return None
+        if type(row[0]) is not int or not isinstance(row[1], bytes):
+            raise StoreCorrupt(f"store {self._path}: the snapshot row of {analysis_id} is damaged",
+                               details={"store": self._path, "analysis": analysis_id})  # fmt: skip
+        return row[0], row[1]
 
     def put_snapshot(self, analysis_id: str, seq: int, data: bytes) -> None:
         """Replace the analysis's snapshot (only the latest is kept: the log holds the rest)."""
@@ -193,7 +227,9 @@ class SqlTx:
             batch = wanted[start : start + PAYLOAD_BATCH]
             marks = ", ".join("?" * len(batch))
             for digest, data in self._q(f"SELECT hash, data FROM payloads WHERE hash IN ({marks})", batch):
-                data = bytes(data)
+                if not isinstance(data, bytes):
+                    raise StoreCorrupt(f"store {self._path}: payload {digest} is not stored as bytes ({type(data).__name__})",
+                                       details={"store": self._path, "payload": digest})  # fmt: skip
                 if hash_bytes(data) != digest:
                     raise StoreCorrupt(f"store {self._path}: payload {digest} does not match its hash",
                                        details={"store": self._path})  # fmt: skip
@@ -229,14 +265,23 @@ class SqlTx:
 
     def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
         rows = self._q(f"SELECT {REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
-        try:
-            return [RequestRecord(*r[:5], MANIFEST_DECODER.decode(r[5]), *r[6:]) for r in rows]
-        except (msgspec.DecodeError, TypeError) as exc:
-            raise self._corrupt("request manifest", exc) from None
+        out = []
+        for r in rows:
+            at = {"analysis": r[0], "request_id": r[2]}
+            try:
+                manifest = MANIFEST_DECODER.decode(r[5])
+            except (msgspec.DecodeError, TypeError) as exc:
+                raise self._corrupt(f"manifest of request {r[2]!r}", exc, **at) from None
+            out.append(self._checked(RequestRecord, (*r[:5], manifest, *r[6:]), f"request row {r[2]!r}", **at))
+        return out
 
     def open_request(self, analysis_id: str) -> RequestRecord | None:
         """The analysis's open request (at most one, by a unique partial index)."""
         rows = self._requests("analysis_id = ? AND status = 'open'", (analysis_id,))
+        if len(rows) > 1:
+            ids = [r.request_id for r in rows]
+            raise StoreCorrupt(f"store {self._path}: analysis {analysis_id} has {len(rows)} open requests ({', '.join(ids)})",
+                               details={"store": self._path, "analysis": analysis_id, "open_requests": ids})  # fmt: skip
         return rows[0] if rows else None
 
     def request(self, analysis_id: str, request_id: str) -> RequestRecord | None:
@@ -271,7 +316,10 @@ class SqlTx:
     def action(self, analysis_id: str, action_id: str) -> ActionRow | None:
         row = self._q(f"SELECT {ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND action_id = ?",
                               (analysis_id, action_id)).fetchone()  # fmt: skip
-        return ActionRow(*row) if row else None
+        return self._action(row) if row else None
+
+    def _action(self, row: tuple) -> ActionRow:
+        return self._checked(ActionRow, row, f"action row {row[1]!r}", analysis=row[0], action=row[1])
 
     def pending_actions(self, analysis_id: str) -> list[ActionRow]:
         """The analysis's pending actions in ID order (by the partial index `actions_pending`)."""
@@ -280,10 +328,10 @@ class SqlTx:
             + self.id_order,
             (analysis_id,),
         ).fetchall()
-        return [ActionRow(*r) for r in rows]
+        return [self._action(r) for r in rows]
 
     def actions(self, analysis_id: str) -> list[ActionRow]:
         rows = self._q(
             f"SELECT {ACTION_COLUMNS} FROM actions WHERE analysis_id = ? ORDER BY action_id" + self.id_order, (analysis_id,)
         ).fetchall()
-        return [ActionRow(*r) for r in rows]
+        return [self._action(r) for r in rows]
