@@ -52,6 +52,12 @@ def snapshot_txt(snapshot):
     return snapshot.use_extension(TextSnapshot)
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache_dir(tmp_path_factory):
+    """Keep the on-disk caches (token counts, vocabularies) of the test run out of the user's."""
+    os.environ["WORKINGSET_CACHE_DIR"] = str(tmp_path_factory.mktemp("workingset-cache"))
+
+
 @pytest.fixture(params=VERSIONS, ids=[f"v{n}" for n in VERSIONS])
 def encoder(request):
     """Each test using this runs once per encoder version (the shared invariants)."""

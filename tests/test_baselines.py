@@ -122,8 +122,28 @@ def test_unkept_outputs_feedback_and_rows():
     assert "ACTION (sh:bash):\ncmd 3\n\nOUTPUT: (not kept)" in text
     assert "MESSAGE (agent:format_error):\nPlease give one action." in text
     assert 'OUTPUT:\n["a","b"]\n[1,null]\n["x",1.5]\n' in text
-    # Five steps, a window of one: the unkept output is not counted as lost.
-    assert Baseline("one", keep=1).unrecoverable(state, "H1") == 3
+    # Four steps and a message, a window of one: the unkept output is not counted as lost, and
+    # the message is not a step.
+    assert Baseline("one", keep=1).unrecoverable(state, "H1") == 2
+
+
+def test_feedback_is_neither_a_step_nor_masked():
+    # Nine format-error messages after three commands: masking-10 still shows all three
+    # outputs, and last-5 masks none of the messages (agents count only action outputs).
+    state = transcript_state(12)
+    feedback = [_evidence(13 + k, TextPayload(language=None, text=f"format error {k}")) for k in range(9)]
+    state = msgspec.structs.replace(state, evidence=state.evidence[:3] + feedback)
+    state = msgspec.structs.replace(state, hypotheses=[msgspec.structs.replace(
+        state.hypotheses[0], control=msgspec.structs.replace(state.hypotheses[0].control, previous_result="E000003"))])
+    validate_state(state)
+    assert BASELINES["masking-10"](state, "H1") == BASELINES["full-transcript"](state, "H1")
+    assert unrecoverable("masking-10", state, "H1") == 0
+    text = BASELINES["last-5"](state, "H1")
+    assert all(f"format error {k}" in text for k in range(9)) and "Old environment output" not in text
+    # With twelve commands and the messages, masking-10 masks exactly the two oldest outputs.
+    state = transcript_state(12)
+    state = msgspec.structs.replace(state, evidence=state.evidence[:2] + feedback + state.evidence[2:])
+    assert BASELINES["masking-10"].masked(state) == {"E000001", "E000002"}
 
 
 def test_unknown_hypothesis_and_unknown_baseline():

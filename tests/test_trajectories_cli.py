@@ -27,13 +27,21 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 @needs_corpus
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_import_then_verify(runs, name):
-    files = sorted(runs[name].glob("*.json"))
-    assert len(files) == SOURCES[name][1]
+    assert [p.name for p in runs[name].iterdir()] == ["run.json"]  # the default layout: one run file
     result = invoke("verify", str(runs[name]), "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["ok"] and {c["status"] for c in report["contexts"]} == {"ok"}
+    assert len(report["contexts"]) == SOURCES[name][1]
     assert {c["encoder"] for c in report["contexts"]} == {"investigation_project_v7"}
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", list(SOURCES))
+def test_a_run_file_is_smaller_than_its_source(runs, name):
+    source = CORPUS / name
+    size = sum(p.stat().st_size for p in source.rglob("*") if p.is_file()) if source.is_dir() else source.stat().st_size
+    assert (runs[name] / "run.json").stat().st_size <= 1.5 * size
 
 
 @needs_corpus
@@ -42,14 +50,17 @@ def test_import_reports_what_it_wrote(tmp_path: Path):
     result = invoke("import", "openhands", str(CORPUS / name), "--out", str(tmp_path / "r"), "--analysis", "hpacker")
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(f"imported 44 steps of {CORPUS / name} as analysis hpacker into")
-    assert "note: Condensation: every forgotten event is imported in full" in result.stdout
-    assert (tmp_path / "r" / "hpacker-r0001.json").is_file() and (tmp_path / "r" / "hpacker-r0044.json").is_file()
+    assert "note: Condensation: every forgotten event is imported in full" in result.stderr
+    assert [p.name for p in (tmp_path / "r").iterdir()] == ["run.json"]
+    result = invoke("import", "openhands", str(CORPUS / name), "--out", str(tmp_path / "c"), "--analysis", "hpacker", "--layout", "contexts")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "c" / "hpacker-r0001.json").is_file() and (tmp_path / "c" / "hpacker-r0044.json").is_file()
 
 
 @needs_corpus
 def test_render_an_imported_context(runs):
-    path = runs["sweagent-gpt4-pydicom-1458.traj"] / "sweagent-gpt4-pydicom-1458-r0003.json"
-    result = invoke("render", str(path), "--encoder", "v8")
+    run = runs["sweagent-gpt4-pydicom-1458.traj"]
+    result = invoke("render", str(run), "--encoder", "v8", "--request", "sweagent-gpt4-pydicom-1458-r0003")
     assert result.exit_code == 0, result.output
     assert "python reproduce_bug.py\\n" in result.stdout  # E000003's query, in the index or its capture
     assert "AttributeError: Unable to convert the pixel data" in result.stdout  # the previous result, in full
@@ -88,9 +99,10 @@ def test_excerpts_import_verify_and_compare(tmp_path: Path, fmt: str, name: str,
     result = invoke("import", fmt, str(DATA / name), "--out", str(out))
     assert result.exit_code == 0, result.output
     assert result.stdout.startswith(f"imported {steps} steps of {DATA / name}")
-    assert len(list(out.glob("*.json"))) == steps
+    assert [p.name for p in out.iterdir()] == ["run.json"]
     result = invoke("verify", str(out), "--json")
     assert result.exit_code == 0 and json.loads(result.stdout)["ok"], result.output
+    assert len(json.loads(result.stdout)["contexts"]) == steps
     result = invoke("compare", str(out), "--all", "--baselines")
     assert result.exit_code == 0, result.output
     assert "full-transcript" in result.stdout and "last-5" in result.stdout

@@ -6,7 +6,7 @@ deterministically, as a chat transcript would carry it: the task, then every ste
 order — the agent's notes, its action (the exact query, with its origin) and the output.
 
 - `full-transcript`: every action and output verbatim.
-- `masking-10`: outputs of the last 10 steps verbatim; older ones become `<MASKED>`, as
+- `masking-10`: outputs of the last 10 steps verbatim; older outputs become `<MASKED>`, as
   OpenHands' ObservationMaskingCondenser does (the observation masking that JetBrains'
   "The Complexity Trap" found as effective as LLM summarization).
 - `last-5`: SWE-agent's `LastNObservations(n=5)`: older outputs become
@@ -14,7 +14,11 @@ order — the agent's notes, its action (the exact query, with its origin) and t
 
 A masked output is gone from the agent's context for good: `unrecoverable` counts them.
 (workingset hides nothing it cannot give back: every archived payload is one recall away.)
-A step is an evidence item, in ID order; notes come before the evidence of their iteration.
+A step is what the agents count: an action and its output, i.e. an evidence item with a
+query, in ID order. Messages that answer no action (`query: null`, such as imported
+format-error feedback) are not steps: they neither count towards the window nor are ever
+masked, as OpenHands masks only observations and SWE-agent only environment outputs. Notes
+come before the evidence of their iteration and are always kept.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from typing import Callable
 import msgspec
 
 from .errors import SessionError, UsageError
-from .model import Evidence, RowsPayload, State
+from .model import Evidence, Note, RowsPayload, State
 
 MASKED = "<MASKED>"
 
@@ -61,10 +65,11 @@ class Baseline:
     placeholder: Callable[[str], str] = lambda text: MASKED
 
     def masked(self, state: State) -> set[str]:
-        """IDs of the evidence items whose retained output this strategy replaces."""
+        """IDs of the action outputs this strategy replaces: all but the last `keep` steps'."""
         if self.keep is None:
             return set()
-        older = state.evidence[: max(0, len(state.evidence) - self.keep)]
+        steps = [ev for ev in state.evidence if ev.capture.query is not None]
+        older = steps[: max(0, len(steps) - self.keep)]
         return {ev.id for ev in older if ev.payload is not None}
 
     def unrecoverable(self, state: State, hypothesis: str) -> int:
@@ -81,11 +86,16 @@ class Baseline:
         _check(state, hypothesis)
         masked = self.masked(state)
         blocks = [f"TASK: {state.case.title}\n{state.case.statement}"]
-        iterations = sorted({n.iteration for n in state.notes} | {e.iteration for e in state.evidence})
-        for it in iterations:
-            for note in (n for n in state.notes if n.iteration == it):
+        notes: dict[int, list[Note]] = {}
+        evidence: dict[int, list[Evidence]] = {}
+        for note in state.notes:  # grouped once: a long run has thousands of items
+            notes.setdefault(note.iteration, []).append(note)
+        for item in state.evidence:
+            evidence.setdefault(item.iteration, []).append(item)
+        for it in sorted(notes.keys() | evidence.keys()):
+            for note in notes.get(it, ()):
                 blocks.append(f"{note.kind.upper()}:\n{note.text}")
-            for ev in (e for e in state.evidence if e.iteration == it):
+            for ev in evidence.get(it, ()):
                 if ev.capture.query is not None:
                     blocks.append(f"ACTION ({ev.capture.origin}):\n{ev.capture.query}")
                     label = "OUTPUT"

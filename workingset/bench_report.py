@@ -226,21 +226,27 @@ def _sections_table(cmp: Comparison, index: int | None) -> str:
     return _table(["section"] + list(cmp.strategies), rows)
 
 
-def to_text(cmp: Comparison, *, sections: bool = False, recall: bool = True, availability: bool = False) -> str:
-    """Render the comparison as the tables `workingset compare` prints."""
+def to_text(
+    cmp: Comparison, *, sections: bool = False, recall: bool = True, availability: bool = False, summary: bool = False
+) -> str:
+    """Render the comparison as the tables `workingset compare` prints (`summary`: totals only)."""
     base = cmp.strategies[0]
     n = len(cmp.labels)
     head = (f"{n} contexts; tokens: {cmp.encoding}; recall selections "
             f"{'kept' if recall else 'removed (--no-recall)'}; changes relative to {base}")  # fmt: skip
     parts = [head, ""]
-    if len(cmp.strategies) == 2:
+    if summary:
+        pass  # no per-context tables
+    elif len(cmp.strategies) == 2:
         parts += ["Size per context", _pair_table(cmp), ""]
     else:
         for title, field in (("Characters per context", "chars"), ("Tokens per context", "tokens")):
             rows = _summary_rows(cmp, field)
             parts += [title, _table(["context", "hyp"] + list(cmp.strategies), rows, left=2), ""]
     cache_title = "Prompt cache per context (cached: leading tokens shared with the previous context; new: the rest)"
-    if len(cmp.strategies) == 2:
+    if summary:
+        pass
+    elif len(cmp.strategies) == 2:
         parts += [cache_title, _cache_table(cmp), ""]
     else:
         rows = _summary_rows(cmp, "uncached")

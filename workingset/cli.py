@@ -104,8 +104,9 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 @app.command()
 @guarded
 def render(
-    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4).")],
+    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4), or a run (file or directory) with --request.")],
     encoder: Annotated[Optional[str], typer.Option(help="Encoder version (default: the file's own).")] = None,
+    request: Annotated[Optional[str], typer.Option("--request", help="The request ID of the context to render from a run.")] = None,
     messages: MessagesOpt = None,
     ttl: TtlOpt = None,
     strict: StrictOpt = None,
@@ -114,10 +115,10 @@ def render(
     """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
     from .encoders import get_encoder
     from .replies import Request
-    from .runs import load_context_file
+    from .runs import pick_context
 
     as_messages = provider_options(messages, ttl, strict)
-    ctx = load_context_file(file)
+    ctx = pick_context(file, request)
     out = get_encoder(encoder or ctx.encoder).render(ctx.state, ctx.hypothesis)
     if as_messages:
         emit_json(Request.of(out, ctx.request_id, ctx.state).messages(messages, ttl=ttl, strict=strict))
@@ -133,14 +134,20 @@ def render(
 @app.command()
 @guarded
 def verify(
-    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
     as_json: JsonFlag = False,
 ) -> None:
     """Re-render every stored context with its frozen encoder and check its recorded hash."""
     from .errors import HashMismatch
+    from .progress import progress
     from .runs import read_run, verify_context
 
-    verdicts = [verify_context(str(path), ctx) for path, ctx in read_run(directory)]
+    run = read_run(directory)
+    verdicts = []
+    with progress("verifying", len(run)) as step:
+        for path, ctx in run:
+            verdicts.append(verify_context(str(path), ctx))
+            step(1)
     failed = [v for v in verdicts if v.status in ("mismatch", "error")]
     contexts = [dict(v.__dict__, diff=list(v.diff)) for v in verdicts]
     if as_json and not failed:
@@ -165,7 +172,7 @@ def verify(
 @app.command()
 @guarded
 def compare(
-    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files.")],
+    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
     base: Annotated[str, typer.Option(help="Base encoder version; changes are relative to it.")] = DEFAULT_BASE,
     candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = DEFAULT_CANDIDATE,
     all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
@@ -179,12 +186,17 @@ def compare(
     cache_min: Annotated[int, typer.Option(min=0, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
     write_price: Annotated[Optional[float], typer.Option(min=0.0, help="Price of a cache-written token (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
     availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
+    token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one strategy at a time each.")] = 1,
+    summary: Annotated[bool, typer.Option("--summary", help="Totals only: no per-context tables (with --json, no contexts).")] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
-    from .bench import compare_contexts, strategies
+    from .bench import strategies
     from .bench_report import to_data, to_text
     from .cache import CacheOptions, model_names
+    from .parallel import compare_parallel
+    from .progress import progress
     from .runs import read_run
     from .tokens import get_encoding
 
@@ -195,18 +207,17 @@ def compare(
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
-    if sys.stderr.isatty():
-        with typer.progressbar(length=len(contexts) * len(renderers), label="comparing", file=sys.stderr) as bar:
-            result = compare_contexts(contexts, renderers, step=bar.update, **options)
-    else:
-        result = compare_contexts(contexts, renderers, **options)
+    with progress("comparing", len(contexts) * len(renderers)) as step:
+        result = compare_parallel(contexts, renderers, jobs, step=step, token_cache=token_cache, **options)
     if as_json:
         data = {"run": directory, "recall": recall, **to_data(result, sections=sections, availability=availability)}
         for (path, _), entry in zip(run, data["contexts"]):
             entry["file"] = path.name
+        if summary:
+            del data["contexts"]
         emit_json(data)
     else:
-        sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability))
+        sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability, summary=summary))
 
 
 @app.command("import")
@@ -216,25 +227,50 @@ def import_(
     source: Annotated[str, typer.Argument(metavar="SOURCE", help="A .traj/.traj.json file, or an OpenHands conversation directory.")],
     out: Annotated[str, typer.Option("--out", help="The run directory to write (new or empty).")],
     analysis: Annotated[Optional[str], typer.Option(help="Analysis ID (default: from the instance ID or file name).")] = None,
+    layout: Annotated[str, typer.Option(help="run: one run file, each payload stored once; contexts: one stored-context file per step.")] = "run",
+    encoder: Annotated[str, typer.Option(help="The encoder each stored context records and is hashed with (v7 unless told; e.g. v11).")] = "investigation_project_v7",
     as_json: JsonFlag = False,
 ) -> None:
-    """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7)."""
+    """Import an agent trajectory as a run of stored contexts, one per agent step (encoder v7 unless told)."""
+    from .encoders import get_encoder
     from .files import check_new_run_dir
-    from .importers import ENCODER, import_trajectory, write_import
+    from .importers import import_trajectory, write_import
+    from .progress import progress
 
+    name = get_encoder(encoder).name  # unknown_encoder before anything is read
     check_new_run_dir(out)  # before reading the source
     imported = import_trajectory(fmt, source, analysis)
-    paths = write_import(imported, out)
+    with progress("importing", len(imported.states)) as step:
+        paths = write_import(imported, out, layout, step=step, encoder=name)
     remarks = list(imported.trajectory.remarks)
+    steps = len(imported.states)
     if as_json:
         emit_json({
-            "format": fmt, "source": source, "out": out, "analysis": imported.analysis, "encoder": ENCODER,
-            "steps": len(paths), "files": [p.name for p in paths], "remarks": remarks,
+            "format": fmt, "source": source, "out": out, "analysis": imported.analysis, "encoder": name,
+            "steps": steps, "layout": layout, "files": [p.name for p in paths], "remarks": remarks,
         })  # fmt: skip
         return
-    sys.stdout.write(f"imported {len(paths)} steps of {source} as analysis {imported.analysis} into {out} ({ENCODER})\n")
+    sys.stdout.write(f"imported {steps} steps of {source} as analysis {imported.analysis} into {out} ({name}, layout {layout})\n")
     for remark in remarks:
-        sys.stdout.write(f"note: {remark}\n")
+        sys.stderr.write(f"note: {remark}\n")
+
+
+@app.command()
+@guarded
+def convert(
+    source: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file (or its directory).")],
+    out: Annotated[str, typer.Option("--out", help="The directory to write (new or empty).")],
+    layout: Annotated[Optional[str], typer.Option(help="run or contexts (default: the other layout than the source's).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Rewrite a run in the other layout: stored-context files to one run file, or back."""
+    from .runs import convert_run
+
+    written, paths = convert_run(source, out, layout)
+    if as_json:
+        emit_json({"source": source, "out": out, "layout": written, "files": [p.name for p in paths]})
+    else:
+        sys.stdout.write(f"wrote {source} as layout {written} into {out} ({len(paths)} file{'s' if len(paths) != 1 else ''})\n")
 
 
 # -- sessions (SPEC §8): init, next, submit, record, show, pause, resume, cancel, export ----------

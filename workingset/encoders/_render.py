@@ -7,6 +7,8 @@ reads the clock, the locale or the hash seed.
 
 from __future__ import annotations
 
+import functools
+
 import re
 from typing import Any, Iterable
 
@@ -31,6 +33,12 @@ def indented(value: Any) -> str:
     return msgspec.json.format(_encode(value), indent=2).decode("utf-8")
 
 
+@functools.lru_cache(maxsize=4096)
+def _longest_run(body: str) -> int:
+    # The same outputs are fenced again in every later turn and by every version: scan once.
+    return max(map(len, _FENCE_RUNS.findall(body)))
+
+
 def fence(body: str, info: str | None = None) -> str:
     """A fenced code block whose fence is longer than any backtick run inside `body`.
 
@@ -38,8 +46,7 @@ def fence(body: str, info: str | None = None) -> str:
     fence and the newline before the closing fence. An info string that could break the
     fence (spaces, backticks) is left out; the record beside the block carries it anyway.
     """
-    longest = max(map(len, _FENCE_RUNS.findall(body))) if "```" in body else 0
-    ticks = "`" * max(3, longest + 1)
+    ticks = "`" * max(3, _longest_run(body) + 1) if "```" in body else "```"
     tag = info if info is not None and _SAFE_INFO.match(info) else ""
     return f"{ticks}{tag}\n{body}\n{ticks}"
 

@@ -2,7 +2,7 @@
 
 `FORMATS` is the one registry: format name -> parser of a source path into a
 `Trajectory`. `import_trajectory` parses and builds the states; `write_import` renders
-them with encoder v7 and writes the run. The mapping is documented in the README
+them with encoder v7 and writes the run (a run file by default, see `runs.py`). The mapping is documented in the README
 ("Importing agent trajectories") and in each parser's docstring.
 """
 
@@ -16,9 +16,10 @@ from typing import Callable
 from ..errors import UsageError
 from ..files import check_new_run_dir
 from ..model import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
-from ..runs import make_stored_context, write_run
+from ..runs import make_stored_context, write_layout
 from . import mini_swe_agent, openhands, swe_agent
 from ._build import HYPOTHESIS, build_states
+from ._sniff import WHAT, identify
 from ._trajectory import Trajectory, analysis_id, fail
 
 FORMATS: dict[str, Callable[[Path], Trajectory]] = {
@@ -53,6 +54,10 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
     path = Path(source)
     if not path.exists():
         raise fail(path, "$", "no such file or directory")
+    found = identify(path)
+    if found is not None and found != fmt:
+        use = f", not the format {fmt}; use the format {found}" if found in FORMATS else ""
+        raise fail(path, "$", f"this is {WHAT[found]}{use}")
     traj = parser(path)
     if traj.actions == 0:
         raise fail(path, "$", "the trajectory holds no agent actions (commands or tool calls)")
@@ -60,14 +65,21 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
     return Imported(trajectory=traj, analysis=name, states=build_states(traj, name))
 
 
-def write_import(imported: Imported, out: str | Path) -> list[Path]:
-    """Render each state with v7 for H1 and write the run; `out` must hold no stored contexts yet."""
+def write_import(imported: Imported, out: str | Path, layout: str = "run", step: Callable[[int], None] | None = None,
+                 encoder: str = ENCODER) -> list[Path]:  # fmt: skip
+    """Render each state with `encoder` (v7 unless told) for H1 and write the run in `layout` into a new or empty `out`.
+
+    `run` (the default) writes one run file, `out/run.json`, in which every payload is stored
+    once; `contexts` writes one stored-context file per step. `step(1)` is called after each
+    context is rendered (a progress bar's advance).
+    """
     root = check_new_run_dir(out)  # before rendering anything
-    contexts = [
-        make_stored_context(imported.request_id(k), ENCODER, HYPOTHESIS, state)
-        for k, state in enumerate(imported.states, start=1)
-    ]
-    return write_run(root, contexts)
+    contexts = []
+    for k, state in enumerate(imported.states, start=1):
+        contexts.append(make_stored_context(imported.request_id(k), encoder, HYPOTHESIS, state))
+        if step is not None:
+            step(1)
+    return write_layout(root, contexts, layout)
 
 
 __all__ = ["ENCODER", "FORMATS", "Imported", "Trajectory", "import_trajectory", "write_import"]

@@ -9,6 +9,7 @@ no action, such as a format-error reply). `_build.py` turns that into investigat
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -95,6 +96,8 @@ def decode(data: bytes, kind: type[T], file: str | Path) -> T:
         raise fail(file, where, message) from None
     except msgspec.DecodeError as exc:
         raise fail(file, "$", f"not valid JSON ({exc})") from None
+    except RecursionError:
+        raise fail(file, "$", f"JSON nested deeper than the limit ({sys.getrecursionlimit()} levels)") from None
 
 
 def convert(value: Any, kind: type[T], file: str | Path, path: str) -> T:
@@ -144,8 +147,13 @@ def first_line(text: str) -> str:
     return "(untitled)"
 
 
-def from_epoch(seconds: float | int) -> str:
+LAST_UNIX_SECOND = 253402300799  # 9999-12-31T23:59:59Z, the last instant RFC 3339 can write
+
+
+def from_epoch(seconds: float | int, file: str | Path, path: str) -> str:
     """An RFC 3339 UTC timestamp for Unix seconds (microseconds kept when given)."""
+    if not 0 <= seconds <= LAST_UNIX_SECOND:
+        raise fail(file, path, f"a Unix time out of range (0 … {LAST_UNIX_SECOND}): {seconds!r}")
     moment = datetime.fromtimestamp(seconds, timezone.utc)
     if isinstance(seconds, int) or moment.microsecond == 0:
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -190,3 +198,10 @@ def number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0.0
     return float(value) if 0 <= value < float("inf") else 0.0
+
+
+def dig(obj: Any, *keys: str) -> Any:
+    """`obj[k1][k2]…` through nested objects, or None where a level is missing or not an object."""
+    for key in keys:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj

@@ -11,7 +11,9 @@ is reported. An action's output is the next message as the model saw it
 each with its own output; the reply's cost goes to its first action. The exit code goes to
 the capture's coverage (`exit_code=N`), and head/tail elision by the observation template
 marks it truncated. A reply with no action is a note, and the reply to it is feedback
-(origin `mini-swe-agent:format_error`). The final submit command is answered by the
+(origin `mini-swe-agent:format_error`); a message the file marks with `extra.interrupt_type`
+(2.x writes `FormatError` even when it kept no reply without an action) takes its origin from
+that type, snake-cased. The final submit command is answered by the
 submission itself (v1: the last user message; v2: the `exit` message, given to the call that
 printed the submit marker, else the last call left unanswered).
 """
@@ -27,6 +29,7 @@ from typing import Any
 from msgspec import Struct
 
 from ._trajectory import (
+    dig,
     Action, Feedback, Item, Thought, Trajectory, decode, fail, first_line, from_epoch, number,
     read_source, text_of,
 )  # fmt: skip
@@ -37,6 +40,7 @@ _ELIDED = re.compile(r"<elided_chars>\s*\d+ characters elided\s*</elided_chars>"
 _RETURNCODE = re.compile(r"^(?:<exception>.*?</exception>\s*)?<returncode>(-?\d+)</returncode>", re.DOTALL)
 _TASK = re.compile(r"\{\{-?\s*task\s*-?\}\}")
 _JINJA = re.compile(r"\{\{|\{%|\{#")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
 class _Function(Struct):
@@ -63,11 +67,6 @@ class _Traj(Struct):
     trajectory_format: str | None = None
     instance_id: str | None = None
 
-
-def _get(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return obj
 
 
 def _statement(message: str, template: Any) -> str:
@@ -101,15 +100,24 @@ def _output_facts(text: str | None, returncode: Any = None) -> tuple[str | None,
     return coverage, (False if match and "<output>" in text else None)
 
 
-def _timestamp(extra: dict[str, Any]) -> str | None:
-    for value in (extra.get("timestamp"), _get(extra, "response", "created")):
+def _timestamp(extra: dict[str, Any], source: Path, path: str) -> str | None:
+    """The message's Unix time (`extra.timestamp`, else the response's `created`) as RFC 3339."""
+    for key, value in (("timestamp", extra.get("timestamp")), ("response.created", dig(extra, "response", "created"))):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
-            return from_epoch(value)
+            return from_epoch(value, source, f"{path}.extra.{key}")
     return None
 
 
 def _cost(extra: dict[str, Any]) -> float:
-    return number(extra["cost"]) if "cost" in extra else number(_get(extra, "response", "usage", "cost"))
+    return number(extra["cost"]) if "cost" in extra else number(dig(extra, "response", "usage", "cost"))
+
+
+def _feedback_origin(msg: _Message, after_bad_reply: bool) -> str:
+    """What a message that answers no action is: the file's `interrupt_type` when it names one."""
+    kind = msg.extra.get("interrupt_type")
+    if isinstance(kind, str) and kind:
+        return _CAMEL.sub("_", kind).lower()  # FormatError -> format_error
+    return "format_error" if after_bad_reply and msg.role == "user" else msg.role
 
 
 def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str, source: Path) -> tuple[list[tuple[str, str | None, str]], str]:
@@ -121,7 +129,7 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
             return [], content
         m = found[0]
         return [(m.group(1).strip(), None, "bash")], (content[: m.start()] + content[m.end() :]).strip()
-    parsed = _get(msg.extra, "actions")
+    parsed = dig(msg.extra, "actions")
     parsed = [a for a in parsed if isinstance(a, dict)] if isinstance(parsed, list) else []
     by_id = {a["tool_call_id"]: a for a in parsed if isinstance(a.get("tool_call_id"), str)}
     out = []
@@ -134,7 +142,7 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
             raw = call.function.arguments if call.function else ""
             try:
                 command = json.loads(raw)["command"]
-            except (ValueError, TypeError, KeyError):
+            except (ValueError, TypeError, KeyError, RecursionError):
                 command = raw  # kept exactly as the model wrote it
             if not isinstance(command, str):
                 raise fail(source, f"{path}.tool_calls[{k}].function.arguments", "the command is not a string")
@@ -145,9 +153,6 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
 def parse(source: Path) -> Trajectory:
     """Parse a mini-swe-agent trajectory file (v1 or v2)."""
     data = read_source(source)
-    top = decode(data, dict[str, Any], source)
-    if "messages" not in top and ("trajectory" in top or "history" in top):
-        raise fail(source, "$", "this is a SWE-agent trajectory, not mini-swe-agent's; use the format swe-agent")
     traj = decode(data, _Traj, source)
     fmt = traj.trajectory_format
     if fmt is not None and not fmt.startswith("mini-swe-agent"):
@@ -162,8 +167,8 @@ def parse(source: Path) -> Trajectory:
     if (fmt == "mini-swe-agent-1" and not text_mode) or (fmt == "mini-swe-agent-1.1" and text_mode):
         read_as = "tool calls" if tool_shaped else "text actions"
         remarks.append(f"trajectory_format {fmt!r} disagrees with the messages; read as {read_as}, as the messages hold")
-    config = _get(traj.info, "config") or {}
-    regex = re.compile(_get(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
+    config = dig(traj.info, "config") or {}
+    regex = re.compile(dig(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
     by_call = {m.tool_call_id: i for i, m in enumerate(msgs) if m.role == "tool" and m.tool_call_id}
 
     items: list[Item] = []
@@ -174,7 +179,7 @@ def parse(source: Path) -> Trajectory:
         msg, path = msgs[i], f"$.messages[{i}]"
         if i in used or msg.role == "system":
             continue
-        when = _timestamp(msg.extra)
+        when = _timestamp(msg.extra, source, path)
         if msg.role == "assistant":
             commands, thought = _commands(msg, text_mode, regex, path, source)
             cost = _cost(msg.extra)
@@ -187,11 +192,11 @@ def parse(source: Path) -> Trajectory:
                 output = text_of(out_msg.content) if out_msg else None
                 if at is not None:
                     used.add(at)
-                coverage, truncated = _output_facts(output, _get(out_msg.extra, "returncode") if out_msg else None)
+                coverage, truncated = _output_facts(output, dig(out_msg.extra, "returncode") if out_msg else None)
                 action = Action(
                     query=command, origin=f"mini-swe-agent:{tool}", output=output, coverage=coverage,
                     truncated=truncated, cost=cost if k == 0 else 0.0,
-                    timestamp=(_timestamp(out_msg.extra) if out_msg else None) or when,
+                    timestamp=(_timestamp(out_msg.extra, source, f"$.messages[{at}]") if out_msg else None) or when,
                 )  # fmt: skip
                 items.append(action)
                 if output is None:
@@ -203,19 +208,20 @@ def parse(source: Path) -> Trajectory:
             items[at] = replace(items[at], output=text_of(msg.content))
             pending = []
         elif text_of(msg.content):
-            origin = "format_error" if after_bad_reply and msg.role == "user" else msg.role
+            origin = _feedback_origin(msg, after_bad_reply)
             items.append(Feedback(text_of(msg.content) or "", f"mini-swe-agent:{origin}", when))
-    statement = _statement(text_of(msgs[task_at].content) or "", _get(config, "agent", "instance_template"))
-    step_limit, cost_limit = _get(config, "agent", "step_limit"), _get(config, "agent", "cost_limit")
-    version = _get(traj.info, "mini_version")
+    statement = _statement(text_of(msgs[task_at].content) or "", dig(config, "agent", "instance_template"))
+    step_limit, cost_limit = dig(config, "agent", "step_limit"), dig(config, "agent", "cost_limit")
+    version = dig(traj.info, "mini_version")
+    opened_at = next((t for i, m in enumerate(msgs) if (t := _timestamp(m.extra, source, f"$.messages[{i}]"))), None)
     name = traj.instance_id or source.name.removesuffix(".json").removesuffix(".traj")
     return Trajectory(
         source=str(source), name=name, title=traj.instance_id or first_line(statement), statement=statement,
-        opened_at=next((_timestamp(m.extra) for m in msgs if _timestamp(m.extra)), None),
+        opened_at=opened_at,
         agent=f"mini-swe-agent {version}" if isinstance(version, str) else "mini-swe-agent",
-        model=_get(config, "model", "model_name") if isinstance(_get(config, "model", "model_name"), str) else None,
+        model=dig(config, "model", "model_name") if isinstance(dig(config, "model", "model_name"), str) else None,
         items=tuple(items),
         max_iterations=step_limit if isinstance(step_limit, int) and step_limit > 0 else None,
         max_cost=number(cost_limit) or None,
-        remarks=(*remarks, *(() if any(_timestamp(m.extra) for m in msgs) else ("no timestamps in the source: opened_at is the fixed epoch",))),
+        remarks=(*remarks, *(() if opened_at else ("no timestamps in the source: opened_at is the fixed epoch",))),
     )  # fmt: skip

@@ -16,16 +16,18 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from msgspec import Struct
+from msgspec import Meta, Struct
 
 from ..files import describe, open_regular
 from ._trajectory import (
+    dig,
     Action, Feedback, Item, Thought, Trajectory, between, convert, decode, fail, first_line,
-    number, text_of, with_offset,
+    read_source, text_of, with_offset,
 )  # fmt: skip
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
@@ -45,7 +47,8 @@ class _Function(Struct):
 
 
 class _ToolCall(Struct):
-    function: _Function | None = None
+    function: _Function | None = None  # the OpenAI shape, as the SDK wrote it in 2025-09
+    arguments: str | None = None  # later SDK builds flatten it: {id, name, arguments, origin}
 
 
 class _ActionEvent(Struct):
@@ -70,15 +73,66 @@ class _Message(Struct):
     llm_message: dict[str, Any]
 
 
-def _events_dir(source: Path) -> Path:
+# Unix seconds that datetime can hold (years 1970 … 9999).
+UnixTime = Annotated[float, Meta(ge=0, le=253402300799)]
+
+
+class _Cost(Struct):
+    cost: Annotated[float, Meta(ge=0)] | None = None
+    timestamp: UnixTime | None = None
+
+
+class _Usage(Struct):
+    response_id: str | None = None
+
+
+class _Metrics(Struct):
+    costs: list[_Cost] = []
+    token_usages: list[_Usage] = []
+
+
+class _Stats(Struct):
+    service_to_metrics: dict[str, _Metrics] = {}
+
+
+class _Base(Struct):
+    """The parts of `base_state.json` the import reads; every other key is left alone."""
+
+    agent: dict[str, Any] = {}
+    max_iterations: int | None = None
+    agent_status: str | None = None
+    stats: _Stats | None = None
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One model call from the metrics: its service, cost and Unix time."""
+
+    service: str
+    cost: float
+    at: float | None
+
+
+def _source_events(source: Path) -> tuple[Path, list[tuple[Path, str, dict[str, Any]]], Path | None]:
+    """(events folder or file, [(file, JSON path, event)], base_state.json or None) of a source."""
+    if source.is_file():  # a single-file list of V1 events (`traj_*.json`)
+        events = decode(read_source(source), list[dict[str, Any]], source)
+        return source, [(source, f"$[{i}]", e) for i, e in enumerate(events)], None
     if not source.is_dir():
         raise fail(source, "$", "an OpenHands conversation is a directory (with base_state.json and events/)")
+    events_dir = None
     if any(_EVENT_FILE.match(p.name) for p in source.iterdir()):
-        return source  # the events/ folder itself
+        events_dir = source  # the events/ folder itself
     for candidate in (source / "events", source / "event_service" / "events"):
-        if candidate.is_dir():
-            return candidate
-    raise fail(source, "$", "not an OpenHands V1 conversation directory: no events/ folder")
+        if events_dir is None and candidate.is_dir():
+            events_dir = candidate
+    if events_dir is None:
+        raise fail(source, "$", "not an OpenHands V1 conversation directory: no events/ folder")
+    files = sorted((int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name)))
+    if not files:
+        raise fail(events_dir, "$", "no event-NNNNN-*.json files")
+    base = events_dir.parent / "base_state.json"
+    return events_dir, [(p, "$", _load(p, dict[str, Any])) for _, p in files], base if base.exists() else None
 
 
 def _load(path: Path, kind: type) -> Any:
@@ -90,37 +144,32 @@ def _load(path: Path, kind: type) -> Any:
     return decode(data, kind, path)
 
 
-def _dig(obj: Any, *keys: str) -> Any:
-    for key in keys:
-        obj = obj.get(key) if isinstance(obj, dict) else None
-    return obj
 
-
-def _calls(base: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each model call's cost record by response ID (`token_usages[i]` and `costs[i]` are one call)."""
-    out: dict[str, dict[str, Any]] = {}
-    for metrics in (_dig(base, "stats", "service_to_metrics") or {}).values():
-        for usage, cost in zip(_dig(metrics, "token_usages") or [], _dig(metrics, "costs") or []):
-            if isinstance(usage, dict) and isinstance(cost, dict) and isinstance(usage.get("response_id"), str):
-                out[usage["response_id"]] = cost
+def _calls(base: _Base) -> dict[str, _Call]:
+    """Each model call by response ID (`token_usages[i]` and `costs[i]` are one call)."""
+    out: dict[str, _Call] = {}
+    for service, metrics in (base.stats.service_to_metrics if base.stats else {}).items():
+        for usage, cost in zip(metrics.token_usages, metrics.costs):
+            if usage.response_id:
+                out[usage.response_id] = _Call(service, cost.cost or 0.0, cost.timestamp)
     return out
 
 
-def _offset(events: list[tuple[Path, dict[str, Any]]], calls: dict[str, dict[str, Any]]) -> timedelta:
+def _offset(events: list[tuple[Path, str, dict[str, Any]]], calls: dict[str, _Call]) -> timedelta | None:
     """The UTC offset of naive event times: an action's time minus its model call's Unix time."""
-    for _, event in events:
-        seen = _dig(calls, str(event.get("llm_response_id")), "timestamp")
-        if isinstance(seen, (int, float)) and isinstance(event.get("timestamp"), str):
+    for _, _, event in events:
+        call = calls.get(str(event.get("llm_response_id")))
+        if call is not None and call.at is not None and isinstance(event.get("timestamp"), str):
             try:
                 local = datetime.fromisoformat(event["timestamp"])
             except ValueError:
                 continue
             if local.tzinfo is None:
-                delta = (local.replace(tzinfo=timezone.utc) - datetime.fromtimestamp(seen, timezone.utc)).total_seconds()
+                delta = (local.replace(tzinfo=timezone.utc) - datetime.fromtimestamp(call.at, timezone.utc)).total_seconds()
                 quarters = round(delta / 900)  # offsets are whole quarter hours
                 if abs(quarters) <= 14 * 4:
                     return timedelta(seconds=quarters * 900)
-    return timedelta(0)
+    return None
 
 
 def _output(answer: _Answer | None) -> tuple[str | None, str | None, bool | None]:
@@ -131,7 +180,7 @@ def _output(answer: _Answer | None) -> tuple[str | None, str | None, bool | None
         return answer.error if answer.error is not None else answer.rejection_reason, "error", None
     obs = answer.observation
     flags = []
-    if isinstance(_dig(obs, "metadata", "exit_code"), int):
+    if isinstance(dig(obs, "metadata", "exit_code"), int):
         flags.append(f"exit_code={obs['metadata']['exit_code']}")
     if obs.get("timeout") is True:
         flags.append("timeout")
@@ -148,53 +197,74 @@ def _output(answer: _Answer | None) -> tuple[str | None, str | None, bool | None
     return text, "; ".join(flags) or None, truncated
 
 
+def _name(source: Path) -> str:
+    """Material for the analysis ID: the conversation directory's name, whichever level was given."""
+    if source.is_file():
+        return source.name.removesuffix(".json")
+    path = source.parent if source.name == "events" else source
+    return path.parent.name if path.name == "event_service" else path.name
+
+
+def _utc(when: str | None) -> float | None:
+    try:
+        return datetime.fromisoformat(when).timestamp() if when else None
+    except ValueError:
+        return None
+
+
 def parse(source: Path) -> Trajectory:
-    """Parse an OpenHands V1 conversation directory."""
-    events_dir = _events_dir(source)
-    files = sorted((int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name)))
-    if not files:
-        raise fail(events_dir, "$", "no event-NNNNN-*.json files")
-    events = [(p, _load(p, dict[str, Any])) for _, p in files]
-    base_file = events_dir.parent / "base_state.json"
-    base = _load(base_file, dict[str, Any]) if base_file.exists() else {}
+    """Parse an OpenHands V1 conversation directory, or a single-file list of its events."""
+    where, events, base_file = _source_events(source)
+    base = decode(base_file.read_bytes(), _Base, base_file) if base_file else _Base()
     calls = _calls(base)
     offset = _offset(events, calls)
     answers: dict[str, _Answer] = {}
-    for path, event in events:
-        head = convert(event, _Kind, path, "$")
+    heads = [convert(event, _Kind, path, at) for path, at, event in events]
+    for (path, at, event), head in zip(events, heads):
         if head.kind in ANSWERS:
-            answer = convert(event, _Answer, path, "$")
+            answer = convert(event, _Answer, path, at)
             for key in (answer.action_id, answer.tool_call_id):
                 if key:
                     answers.setdefault(key, answer)
+    charged = {str(e.get("llm_response_id")) for _, _, e in events if e.get("kind") == "ActionEvent"}
+    # Model calls that answer no action (the condenser's): charged where they happened.
+    loose = sorted(((c.at if c.at is not None else float("inf")), rid) for rid, c in calls.items() if rid not in charged)
 
     items: list[Item] = []
     task: str | None = None
     opened_at = None
     skipped: Counter[str] = Counter()
-    charged: set[str] = set()
-    for path, event in events:
-        head = convert(event, _Kind, path, "$")
-        when = with_offset(head.timestamp, offset, path, "$.timestamp") if head.timestamp else None
+    charged = set()
+    finished = False
+    naive = False
+    for (path, at, event), head in zip(events, heads):
+        when = with_offset(head.timestamp, offset or timedelta(0), path, f"{at}.timestamp") if head.timestamp else None
+        naive = naive or (when is not None and when != head.timestamp)  # an offset was attached
         opened_at = opened_at or when
+        moment = _utc(when)
+        while loose and moment is not None and loose[0][0] <= moment:
+            items.append(Thought("", calls[loose.pop(0)[1]].cost, when))
         if head.kind == "ActionEvent":
-            ev = convert(event, _ActionEvent, path, "$")
+            ev = convert(event, _ActionEvent, path, at)
             items.append(Thought(text_of(ev.thought) or "", 0.0, when))
+            call = ev.tool_call
+            arguments = call.function.arguments if call and call.function else (call.arguments if call else None)
             if ev.action.get("kind") == "ExecuteBashAction" and isinstance(ev.action.get("command"), str):
                 query = ev.action["command"]
-            elif ev.tool_call and ev.tool_call.function and ev.tool_call.function.arguments is not None:
-                query = ev.tool_call.function.arguments
+            elif arguments is not None:
+                query = arguments
             else:
-                raise fail(path, "$.tool_call.function.arguments", "the action has neither a command nor tool-call arguments")
+                raise fail(path, f"{at}.tool_call.function.arguments", "the action has neither a command nor tool-call arguments")
+            finished = finished or ev.action.get("kind") == "FinishAction"
             answer = answers.get(ev.id) or (answers.get(ev.tool_call_id) if ev.tool_call_id else None)
             output, coverage, truncated = _output(answer)
             rid = ev.llm_response_id
-            cost = number(_dig(calls, rid, "cost")) if rid and rid not in charged else 0.0
+            cost = calls[rid].cost if rid in calls and rid not in charged else 0.0
             charged.add(rid or "")
             tool = ev.tool_name or str(ev.action.get("kind", "tool"))
             items.append(Action(query, f"openhands:{tool}", output, coverage, truncated, cost, when))
         elif head.kind == "MessageEvent":
-            text = text_of(convert(event, _Message, path, "$").llm_message.get("content")) or ""
+            text = text_of(convert(event, _Message, path, at).llm_message.get("content")) or ""
             if head.source == "user" and task is None:
                 task = text
             elif head.source == "user":
@@ -203,21 +273,44 @@ def parse(source: Path) -> Trajectory:
                 items.append(Thought(text, 0.0, when))
         elif head.kind not in ANSWERS and head.kind != "SystemPromptEvent":
             skipped[head.kind] += 1
-    if task is None:
-        raise fail(events_dir, "$", "no task: no MessageEvent from the user")
-    statement = between(task, "<issue_description>\n", "\n</issue_description>")
-    statement = task if statement is None else statement
-    name = source.parent.name if source.name == "event_service" else source.name
-    agent_kind = _dig(base, "agent", "kind")
-    model = _dig(base, "agent", "llm", "model")
-    max_iterations = base.get("max_iterations")
-    remarks = [f"skipped {n} {kind} event(s)" for kind, n in sorted(skipped.items())]
+    items.extend(Thought("", calls[rid].cost, None) for _, rid in loose)
+    remarks = _remarks(base, base_file, calls, charged, offset, naive, finished, task is None)
+    remarks += [f"skipped {n} {kind} event(s)" for kind, n in sorted(skipped.items())]
     if skipped.get("Condensation"):
         remarks.append("Condensation: every forgotten event is imported in full; the summary is not")
+    statement = between(task, "<issue_description>\n", "\n</issue_description>") if task is not None else None
+    statement = statement if statement is not None else (task if task is not None else "(the source holds no task message)")
+    agent_kind = dig(base.agent, "kind")
+    model = dig(base.agent, "llm", "model")
+    max_iterations = base.max_iterations
     return Trajectory(
-        source=str(source), name=name, title=first_line(statement), statement=statement,
-        opened_at=opened_at, agent=f"OpenHands {agent_kind}" if isinstance(agent_kind, str) else "OpenHands",
+        source=str(source), name=_name(source), title=first_line(statement) if task is not None else _name(source),
+        statement=statement, opened_at=opened_at,
+        agent=f"OpenHands {agent_kind}" if isinstance(agent_kind, str) else "OpenHands",
         model=model if isinstance(model, str) else None, items=tuple(items),
         max_iterations=max_iterations if isinstance(max_iterations, int) and max_iterations > 0 else None,
         remarks=tuple(remarks),
     )  # fmt: skip
+
+
+def _remarks(base: _Base, base_file: Path | None, calls: dict[str, _Call], charged: set[str],
+             offset: timedelta | None, naive: bool, finished: bool, no_task: bool) -> list[str]:  # fmt: skip
+    """What the user should know about the import: every value the source did not give."""
+    out = []
+    if no_task:
+        out.append("no task: the source holds no MessageEvent from the user; the statement says so")
+    if base_file is None:
+        out.append("no base_state.json: the model, the iteration limit and the costs are unknown (costs are 0)")
+    elif not calls:
+        out.append("base_state.json records no model calls (stats.service_to_metrics): costs are 0")
+    loose = [c for rid, c in calls.items() if rid not in charged]
+    if loose:
+        services = ", ".join(sorted({c.service for c in loose}))
+        out.append(f"{len(loose)} model call(s) of {services} answer no action (${sum(c.cost for c in loose):.4f}): "
+                   "counted in cost_used where they happened")  # fmt: skip
+    if naive and offset is None:
+        out.append("event times carry no UTC offset and no model call gives it: taken as UTC")
+    if not finished or base.agent_status not in (None, "finished"):
+        status = f"agent_status {base.agent_status!r}" if base.agent_status is not None else "no agent_status"
+        out.append(f"the conversation did not finish: {'a finish action' if finished else 'no finish action'}, {status}")
+    return out

@@ -4,7 +4,10 @@
 included), `observation` (its raw output) and `thought`. The task is the first non-demo
 user message of `history`; the issue text sits between `ISSUE:` and `INSTRUCTIONS:` (0.x)
 or inside `<pr_description>` (1.x). A 0.x file records no timestamps, no exit codes and
-no per-step costs, so those are the fixed epoch, unknown and 0.
+no per-step costs, so those are the fixed epoch, unknown and 0. A 1.x file's `replay_config`
+(the run's config, a JSON string) gives the model (`agent.model.name`), the instance ID
+(`problem_statement.id`, else `environment`) and the limits (`per_instance_cost_limit`,
+`per_instance_call_limit`; 0 means none).
 
 A file without `trajectory` (SWE-agent 1.x demonstrations keep only `history`) is read from
 `history`: each non-demo assistant message with an `action` is a step, answered by the
@@ -15,12 +18,14 @@ tool is the message's function call name when it has one.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from msgspec import Struct
 
-from ._trajectory import Action, Item, Thought, Trajectory, between, decode, fail, first_line, number, read_source, text_of
+from ._trajectory import Action, dig, Item, Thought, Trajectory, between, decode, fail, first_line, number, read_source, text_of
 
 # SWE-agent 0.x's default special commands; anything else ran in bash.
 COMMANDS = frozenset({
@@ -49,11 +54,50 @@ class _Traj(Struct):
     trajectory: list[_Step] | None = None
     history: list[_Message] = []
     info: dict[str, Any] = {}
+    environment: Any = None
+    replay_config: Any = None
 
 
-class _Probe(Struct):
-    trajectory_format: str | None = None
-    messages: Any = None
+# 0.x names its one environment; 1.x names the environment after the instance.
+_GENERIC_ENVIRONMENTS = frozenset({"swe_main", "main", "docker", "local", "modal"})
+
+
+@dataclass(frozen=True)
+class _RunFacts:
+    """What SWE-agent 1.x's `replay_config` (the run's config) says about the run."""
+
+    instance: str | None = None
+    model: str | None = None
+    cost_limit: float | None = None
+    call_limit: int | None = None
+
+
+def _run_facts(traj: _Traj, remarks: list[str]) -> _RunFacts:
+    """The instance ID, model and limits from `replay_config` (a JSON string or an object)."""
+    config = traj.replay_config
+    if isinstance(config, str):
+        try:
+            config = msgspec.json.decode(config)
+        except (msgspec.DecodeError, RecursionError):
+            config = None
+    if traj.replay_config is not None and not isinstance(config, dict):
+        remarks.append("replay_config is not a JSON object: the model, instance ID and limits it would give are unknown")
+        config = {}
+    config = config or {}
+    model = dig(config, "agent", "model") or {}
+    instance = dig(config, "problem_statement", "id")
+    if not isinstance(instance, str) or not instance:
+        env = traj.environment
+        instance = env if isinstance(env, str) and env and env not in _GENERIC_ENVIRONMENTS else None
+    name = dig(model, "name")
+    cost_limit, call_limit = dig(model, "per_instance_cost_limit"), dig(model, "per_instance_call_limit")
+    if config and not (isinstance(call_limit, int) and call_limit > 0):
+        remarks.append("no call limit in replay_config (per_instance_call_limit 0 or absent): the step limit is the step count")
+    return _RunFacts(
+        instance=instance, model=name if isinstance(name, str) and name else None,
+        cost_limit=number(cost_limit) or None,
+        call_limit=call_limit if isinstance(call_limit, int) and not isinstance(call_limit, bool) and call_limit > 0 else None,
+    )  # fmt: skip
 
 
 def _statement(message: str) -> str:
@@ -98,9 +142,6 @@ def _from_history(traj: _Traj, commands: frozenset[str], source: Path) -> list[I
 def parse(source: Path) -> Trajectory:
     """Parse a SWE-agent `.traj` file."""
     data = read_source(source)
-    probe = decode(data, _Probe, source)
-    if probe.trajectory_format is not None or probe.messages is not None:
-        raise fail(source, "$", "this is a mini-swe-agent trajectory, not SWE-agent's; use the format mini-swe-agent")
     traj = decode(data, _Traj, source)
     if traj.trajectory is not None and not traj.trajectory:
         raise fail(source, "$.trajectory", "the trajectory holds no steps")
@@ -127,11 +168,12 @@ def parse(source: Path) -> Trajectory:
     else:
         costs = "the source records no costs; evidence costs are 0"
     version = traj.info.get("swe_agent_version")
-    name = source.name.removesuffix(".traj").removesuffix(".json")
+    run = _run_facts(traj, remarks)
     return Trajectory(
-        source=str(source), name=name, title=first_line(statement), statement=statement,
+        source=str(source), name=run.instance or source.name.removesuffix(".traj").removesuffix(".json"),
+        title=run.instance or first_line(statement), statement=statement,
         opened_at=None, agent=f"SWE-agent {version}" if isinstance(version, str) else "SWE-agent",
-        model=None, items=tuple(items),
+        model=run.model, items=tuple(items), max_iterations=run.call_limit, max_cost=run.cost_limit,
         remarks=(
             *remarks,
             "SWE-agent .traj files record no timestamps: opened_at is the fixed epoch 1970-01-01T00:00:00Z",

@@ -1,0 +1,103 @@
+"""Compare speed: `workingset compare RUN --all --baselines` on real runs, cold and warm.
+
+Run: .venv/bin/python benchmarks/compare_speed.py [--corpus DIR] [--run DIR ...] [--jobs N]
+
+Every trajectory under the corpus (default `../shared/corpus/raw` beside the repository,
+or `$WORKINGSET_CORPUS`), and every run given with `--run`, is imported (run file layout)
+and compared by the command line in a fresh process, as a user runs it, each time with
+`--all --baselines` (every version and baseline): `cold`, with an empty token cache
+directory; `warm`, the same command again (token counts and the parsed vocabulary now on
+disk); `warm, --jobs N` (default 2, the cores of the reference machine); and `off`, warm
+in memory terms but with `--no-token-cache`. Wall-clock seconds of the whole process
+(start-up included) and CPU seconds of the process and its workers, one run each.
+It also counts the lines `compare` prints with and without `--summary`. Writes the
+`compare_speed` section of RESULTS.md (timed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from tabulate import tabulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import ROOT, write_section  # noqa: E402
+from trajectories import CORPUS, DEFAULT_CORPUS, detect  # noqa: E402
+
+from workingset.importers import import_trajectory, write_import  # noqa: E402
+
+CLI = [sys.executable, "-m", "workingset.cli"]
+
+
+def _cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # reaped descendants: the command and its workers
+    return used.ru_utime + used.ru_stime
+
+
+def _compare(run: Path, cache: Path, *extra: str) -> tuple[str, str]:
+    """('wall / CPU' seconds, stdout) of one `compare --all --baselines` process."""
+    env = {**os.environ, "WORKINGSET_CACHE_DIR": str(cache)}
+    cpu, start = _cpu(), time.perf_counter()
+    out = subprocess.run([*CLI, "compare", str(run), "--all", "--baselines", *extra], env=env, cwd=ROOT,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return f"{time.perf_counter() - start:.1f} / {_cpu() - cpu:.1f}", out.stdout
+
+
+def measure(name: str, run: Path, steps: int, work: Path, jobs: int) -> list[str]:
+    cache = work / f"cache-{name}"
+    cold, full = _compare(run, cache)
+    warm, _ = _compare(run, cache)
+    parallel, _ = _compare(run, cache, "--jobs", str(jobs))
+    off, _ = _compare(run, cache, "--no-token-cache")
+    _, short = _compare(run, cache, "--summary")
+    return [name, f"{steps}", f"{len(full.splitlines())}", f"{len(short.splitlines())}", cold, warm, parallel, off]
+
+
+def main() -> None:
+    """Time `compare` on every corpus run (and each `--run`) and write the `compare_speed` section."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of trajectories (default: %(default)s)")
+    parser.add_argument("--run", type=Path, action="append", default=[], help="a run to time as well (repeatable)")
+    parser.add_argument("--jobs", type=int, default=2, help="--jobs of the parallel measurement (default: %(default)s)")
+    parser.add_argument("--check", action="store_true", help="(timed section: only its sizes are checked)")
+    args = parser.parse_args()
+    entries = sorted(p for p in args.corpus.iterdir() if detect(p)) if args.corpus.is_dir() else []
+    if not entries and not args.run:
+        sys.exit(f"no trajectories under {args.corpus}")
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for path in entries:
+            imported = import_trajectory(detect(path), path)
+            write_import(imported, work / path.name)
+            rows.append(measure(path.name, work / path.name, len(imported.states), work, args.jobs))
+        for run in args.run:
+            steps = len(subprocess.run([*CLI, "verify", str(run)], capture_output=True, text=True).stdout.splitlines()) - 1
+            rows.append(measure(run.name, run, steps, work, args.jobs))
+    headers = ["run", "steps", "lines printed", "with --summary", "cold", "warm", f"warm, --jobs {args.jobs}",
+               "warm, --no-token-cache"]  # fmt: skip
+    table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 7, disable_numparse=True)
+    body = (
+        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository. Each run is imported (run file) and compared by "
+        "`workingset compare RUN --all --baselines` in a fresh process: cold (empty token cache directory), warm "
+        f"(the same again), warm with `--jobs {args.jobs}`, and warm with `--no-token-cache` (tokenizes again; "
+        "the parsed vocabulary is still read from disk). Each cell is `wall / CPU` seconds of the whole process "
+        "(start-up included; CPU: user and system time of the command and its worker processes), one run each. "
+        "The machine is shared with other work (see the load average), so wall time is up to several times the "
+        "CPU time; on an idle machine the wall time of one process is about its CPU time, and with `--jobs` about "
+        "the CPU time over the jobs. The line columns count what `compare` prints without and with "
+        "`--summary`.\n\n" + table + "\n"
+    )
+    write_section("compare_speed", "Compare speed: cold, warm and parallel", body, timed=True)
+
+
+if __name__ == "__main__":
+    main()

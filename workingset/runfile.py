@@ -1,0 +1,157 @@
+"""The run file (`workingset/run@1`): a whole run in one JSON file, every record stored once.
+
+A run of stored contexts repeats itself: context k holds the whole state after turn k, so
+each payload, note and history row is written again in every later context and a run's
+size grows with the square of its length. The run file stores each of these records once,
+content-addressed, and each context refers to them:
+
+    {"format": "workingset/run@1",
+     "objects": {"xxh3-128:…": <record>, …},
+     "contexts": [{"request_id", "encoder", "hypothesis", "rendered", "state": <skeleton>}, …]}
+
+`objects` maps the content hash of a record (xxh3-128 over its canonical JSON, the hash
+evidence payloads already carry) to the record: the case, every evidence item (its
+`payload` replaced by the payload's hash, itself an object), every note and every history
+row. A skeleton is the stored context's state with `case` replaced by its hash and each of
+the lists `evidence`, `notes` and each hypothesis's `history` replaced by
+`{"keep": n, "add": [hash, …]}`: the first n entries of the same list in the previous
+context (for `history`, the same hypothesis's), then the entries listed. A run that only
+appends costs each turn what it adds. Reading rebuilds every stored context and validates
+it exactly as a `stored-context@1` file is validated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from .errors import InvalidFile
+from .hashing import canonical_json, hash_bytes
+from .model import StoredContext, load_stored_context
+
+RUN_FORMAT = "workingset/run@1"
+RUN_FILE = "run.json"  # the name of a run file inside a run directory
+
+
+class _Delta(msgspec.Struct, forbid_unknown_fields=True):
+    keep: int
+    add: list[str]
+
+
+class _RunFile(msgspec.Struct, forbid_unknown_fields=True):
+    format: str
+    objects: dict[str, Any]
+    contexts: list[dict[str, Any]]
+
+
+def _fail(source: str, path: str, message: str) -> InvalidFile:
+    return InvalidFile(f"{source}: {message} (at {path})", details={"file": source, "path": path})
+
+
+def _delta(refs: list[str], before: list[str]) -> dict[str, Any]:
+    keep = 0
+    for a, b in zip(refs, before):
+        if a != b:
+            break
+        keep += 1
+    return {"keep": keep, "add": refs[keep:]}
+
+
+def pack(contexts: list[StoredContext]) -> bytes:
+    """Encode stored contexts as one run file (their order is the run's order)."""
+    objects: dict[str, Any] = {}
+
+    def put(record: Any) -> str:
+        key = hash_bytes(canonical_json(record))
+        objects.setdefault(key, record)
+        return key
+
+    before: dict[Any, list[str]] = {}
+    out = []
+    for ctx in contexts:
+        data = msgspec.to_builtins(ctx)
+        state = data["state"]
+        state["case"] = put(state["case"])
+        lists: dict[Any, list[str]] = {}
+        for item in state["evidence"]:
+            if item["payload"] is not None:
+                item["payload"] = put(item["payload"])
+        lists["evidence"] = [put(item) for item in state["evidence"]]
+        lists["notes"] = [put(note) for note in state["notes"]]
+        state["evidence"] = _delta(lists["evidence"], before.get("evidence", []))
+        state["notes"] = _delta(lists["notes"], before.get("notes", []))
+        for hyp in state["hypotheses"]:
+            key = ("history", hyp["id"])
+            lists[key] = [put(row) for row in hyp["history"]]
+            hyp["history"] = _delta(lists[key], before.get(key, []))
+        before = lists
+        out.append(data)
+    body = {"format": RUN_FORMAT, "objects": objects, "contexts": out}
+    return msgspec.json.encode(body) + b"\n"
+
+
+def is_run_file(data: bytes) -> bool:
+    """Whether `data` looks like a run file (its `format` says so), without validating it."""
+    head = data[:200]
+    return b'"format"' in head and RUN_FORMAT.encode() in head
+
+
+def unpack(data: bytes, source: str) -> list[StoredContext]:
+    """Rebuild and validate every stored context of a run file."""
+    try:
+        run = msgspec.json.decode(data, type=_RunFile)
+    except msgspec.ValidationError as exc:
+        raise _fail(source, "$", f"not a run file ({exc})") from None
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _fail(source, "$", f"not valid JSON ({exc})") from None
+    if run.format != RUN_FORMAT:
+        raise _fail(source, "$.format", f"expected {RUN_FORMAT!r}, got {run.format!r}")
+    objects = run.objects
+
+    def get(ref: Any, path: str) -> Any:
+        if not isinstance(ref, str) or ref not in objects:
+            raise _fail(source, path, f"no object {ref!r} in the run's objects")
+        return objects[ref]
+
+    def expand(delta: Any, before: list[str], path: str) -> list[str]:
+        try:
+            d = msgspec.convert(delta, _Delta)
+        except msgspec.ValidationError as exc:
+            raise _fail(source, path, f"expected {{keep, add}} ({exc})") from None
+        if not 0 <= d.keep <= len(before):
+            raise _fail(source, f"{path}.keep", f"keeps {d.keep} entries; the previous context has {len(before)}")
+        return before[: d.keep] + d.add
+
+    before: dict[Any, list[str]] = {}
+    contexts = []
+    for i, data_ in enumerate(run.contexts):
+        at = f"$.contexts[{i}]"
+        state = data_.get("state")
+        if not isinstance(state, dict) or not isinstance(state.get("hypotheses"), list):
+            raise _fail(source, f"{at}.state", "expected a state skeleton with hypotheses")
+        lists: dict[Any, list[str]] = {}
+        state = dict(state, case=get(state.get("case"), f"{at}.state.case"))
+        lists["evidence"] = expand(state.get("evidence"), before.get("evidence", []), f"{at}.state.evidence")
+        lists["notes"] = expand(state.get("notes"), before.get("notes", []), f"{at}.state.notes")
+        evidence = []
+        for k, ref in enumerate(lists["evidence"]):
+            item = get(ref, f"{at}.state.evidence[{k}]")
+            if isinstance(item, dict) and isinstance(item.get("payload"), str):
+                item = dict(item, payload=get(item["payload"], f"{at}.state.evidence[{k}].payload"))
+            evidence.append(item)
+        state["evidence"] = evidence
+        state["notes"] = [get(ref, f"{at}.state.notes[{k}]") for k, ref in enumerate(lists["notes"])]
+        hypotheses = []
+        for j, hyp in enumerate(state["hypotheses"]):
+            if not isinstance(hyp, dict):
+                raise _fail(source, f"{at}.state.hypotheses[{j}]", "expected an object")
+            key = ("history", hyp.get("id"))
+            lists[key] = expand(hyp.get("history"), before.get(key, []), f"{at}.state.hypotheses[{j}].history")
+            rows = [get(ref, f"{at}.state.hypotheses[{j}].history[{k}]") for k, ref in enumerate(lists[key])]
+            hypotheses.append(dict(hyp, history=rows))
+        state["hypotheses"] = hypotheses
+        before = lists
+        ctx = dict(data_, state=state)
+        contexts.append(load_stored_context(msgspec.json.encode(ctx), f"{source} (context {i + 1}, {at})"))
+    return contexts
