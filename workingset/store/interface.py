@@ -16,12 +16,13 @@ and `postgres` (a database server, for many worker processes).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import msgspec
 
+from ..errors import WorkingsetError
 from ..model import ActionId, AnalysisId, EvidenceId, Hash, HypothesisId, NonNegInt, Payload, RequestId
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
@@ -187,3 +188,52 @@ class Tx(Protocol):
     def action(self, analysis_id: str, action_id: str) -> ActionRow | None: ...
     def pending_actions(self, analysis_id: str) -> list[ActionRow]: ...
     def actions(self, analysis_id: str) -> list[ActionRow]: ...
+
+
+class StoreBase:
+    """What both backends share: the kept states, the read-only and empty flags, opening, closing."""
+
+    def __init__(self, path: str, read_only: bool):
+        self.path = path  # what messages name (a PostgreSQL URL without its password)
+        self.read_only = read_only
+        self.empty = False  # no schema yet and not allowed to create one
+        self.snapshots = True  # False: a version 2 store opened read-only (it has no snapshots table)
+        # Replayed states by analysis, kept by the session layer (`journal.Replayed`) so that a
+        # call reads only the events appended since; they live and die with this connection.
+        self.views: dict[str, Any] = {}
+        self._conn: Any = None
+
+    def _open(self, connect: Callable[[], Any], errors: type[Exception], translate: Callable[[Any, str], Exception]) -> None:
+        """Connect and set up (`_setup`), turning the driver's `errors` into ours; nothing stays open on failure."""
+        try:
+            self._conn = connect()
+        except errors as exc:
+            raise translate(exc, self.path) from None
+        try:
+            self._setup()
+        except errors as exc:
+            self._conn.close()
+            raise translate(exc, self.path) from None
+        except BaseException:
+            self._conn.close()
+            raise
+
+    def _setup(self) -> None:
+        raise NotImplementedError
+
+    def _refuse_write(self) -> None:
+        """`store_unavailable` when this store may not be written (opened read-only, or without a schema)."""
+        if self.read_only or self.empty:
+            why = "was opened read-only" if self.read_only else "holds no workingset schema"
+            raise WorkingsetError(f"store {self.path} {why}; it cannot be written", code="store_unavailable",
+                                  details={"store": self.path})  # fmt: skip
+
+    def close(self) -> None:
+        self.views.clear()
+        self._conn.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import StoreCorrupt, WorkingsetError
 from ..storepath import SERVED_SCHEMES, store_scheme
 from . import interface as base
-from .interface import Tx
+from .interface import StoreBase, Tx
 from .sqltx import SNAPSHOTS_TABLE, TABLE_NAMES, TABLES, SqlTx
 
 SCHEMES = SERVED_SCHEMES  # the URL schemes this backend serves
@@ -74,29 +74,14 @@ def _translate(exc: Exception, where: str) -> WorkingsetError:
     return StoreCorrupt(f"store {where} is damaged or not a workingset store ({exc})", details=details)
 
 
-class PostgresStore:
+class PostgresStore(StoreBase):
     """A workingset store in a PostgreSQL database (the tables in its default schema)."""
 
     def __init__(self, url: str, *, read_only: bool = False):
         psycopg = _psycopg()
+        super().__init__(redact(url), read_only)  # messages name the URL, never its password
         self.url = url
-        self.path = redact(url)  # what messages name; never the password
-        self.read_only = read_only  # never creates or upgrades the schema, never writes
-        self.empty = False  # no schema yet and not allowed to create one
-        self.snapshots = True  # False: a version 2 store opened read-only (it has no snapshots table)
-        self.views: dict[str, Any] = {}
-        try:
-            self._conn = psycopg.connect(url, autocommit=True)
-        except psycopg.Error as exc:
-            raise _translate(exc, self.path) from None
-        try:
-            self._setup()
-        except psycopg.Error as exc:
-            self._conn.close()
-            raise _translate(exc, self.path) from None
-        except BaseException:
-            self._conn.close()
-            raise
+        self._open(lambda: psycopg.connect(url, autocommit=True), psycopg.Error, _translate)
 
     def _setup(self) -> None:
         c = self._conn
@@ -129,16 +114,6 @@ class PostgresStore:
             raise StoreCorrupt(f"{self.path}: store schema version {found} is not {base.SCHEMA_VERSION}",
                                details={"store": self.path, "schema_version": found})  # fmt: skip
 
-    def close(self) -> None:
-        self.views.clear()
-        self._conn.close()
-
-    def __enter__(self) -> PostgresStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction: one consistent snapshot of the store."""
@@ -148,10 +123,7 @@ class PostgresStore:
     @contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction: everything in it commits together, or nothing does."""
-        if self.read_only or self.empty:
-            why = "was opened read-only" if self.read_only else "holds no workingset schema"
-            raise WorkingsetError(f"store {self.path} {why}; it cannot be written", code="store_unavailable",
-                                  details={"store": self.path})  # fmt: skip
+        self._refuse_write()
         with self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", lock=True) as tx:
             yield tx
             base._checkpoint("commit")

@@ -11,7 +11,6 @@ import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 
 from ..errors import StoreCorrupt, WorkingsetError
@@ -20,7 +19,7 @@ from ..storepath import (
     store_scheme,
 )  # fmt: skip
 from . import interface as base
-from .interface import SCHEMA_VERSION, UPGRADABLE, Tx
+from .interface import SCHEMA_VERSION, UPGRADABLE, StoreBase, Tx
 from .sqltx import SNAPSHOTS_TABLE, TABLES, SqlTx, statements
 
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
@@ -47,7 +46,7 @@ def _translate(exc: sqlite3.Error, path: str) -> WorkingsetError:
     return StoreCorrupt(f"store {path} is damaged or not a workingset store ({exc})", details={"store": path})
 
 
-class SqliteStore:
+class SqliteStore(StoreBase):
     """The embedded default store: one SQLite file in WAL mode.
 
     `create=False` never creates the file or the schema (an empty file then holds no
@@ -58,13 +57,7 @@ class SqliteStore:
 
     def __init__(self, path: str | os.PathLike[str], *, create: bool = True, read_only: bool = False,
                  busy_timeout: float | None = None):  # fmt: skip
-        self.path = os.fspath(path)
-        self.read_only = read_only
-        self.empty = False  # no schema yet and not allowed to create one
-        self.snapshots = True  # False: a version 2 store opened read-only (it has no snapshots table)
-        # Replayed states by analysis, kept by the session layer (`journal.Replayed`) so that a
-        # call reads only the events appended since; they live and die with this connection.
-        self.views: dict[str, Any] = {}
+        super().__init__(os.fspath(path), read_only)
         store_scheme(self.path)
         timeout = busy_timeout_seconds() if busy_timeout is None else check_busy_timeout(busy_timeout, "busy_timeout")
         self.busy_timeout = timeout
@@ -72,21 +65,13 @@ class SqliteStore:
         head = read_store_header(self.path, create=self._create)
         if head and head != SQLITE_HEADER:
             raise StoreCorrupt(f"{self.path} is not a workingset store (not a SQLite file)", details={"store": self.path})
-        try:
+
+        def connect() -> sqlite3.Connection:
             if read_only:
-                self._conn = connect_read_only(self.path, timeout)
-            else:
-                self._conn = sqlite3.connect(self.path, isolation_level=None, timeout=timeout)
-        except sqlite3.Error as exc:
-            raise _translate(exc, self.path) from None
-        try:
-            self._setup()
-        except sqlite3.Error as exc:
-            self._conn.close()
-            raise _translate(exc, self.path) from None
-        except WorkingsetError:
-            self._conn.close()
-            raise
+                return connect_read_only(self.path, timeout)
+            return sqlite3.connect(self.path, isolation_level=None, timeout=timeout)
+
+        self._open(connect, sqlite3.Error, _translate)
 
     def _setup(self) -> None:
         c = self._conn
@@ -151,16 +136,6 @@ class SqliteStore:
             c.execute("ROLLBACK")
             raise
 
-    def close(self) -> None:
-        self.views.clear()
-        self._conn.close()
-
-    def __enter__(self) -> SqliteStore:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
     @contextmanager
     def read(self) -> Iterator[Tx]:
         """A read transaction: one consistent snapshot of the store."""
@@ -170,10 +145,7 @@ class SqliteStore:
     @contextmanager
     def write(self) -> Iterator[Tx]:
         """A write transaction: everything in it commits together, or nothing does."""
-        if self.read_only or self.empty:
-            why = "was opened read-only" if self.read_only else "holds no workingset schema"
-            raise WorkingsetError(f"store {self.path} {why}; it cannot be written", code="store_unavailable",
-                                  details={"store": self.path})  # fmt: skip
+        self._refuse_write()
         with self._transaction("BEGIN IMMEDIATE") as tx:
             yield tx
             base._checkpoint("commit")
