@@ -174,6 +174,22 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
     assert existing.is_dir() and not any(existing.iterdir())
 
 
+def test_a_failure_producing_the_files_leaves_nothing_behind_and_is_raised_as_it_was(tmp_path):
+    """Files come lazily (export streams them): an error of the producer, not of the OS, also undoes the writes."""
+    produced = []
+
+    def files():
+        for name in ("a.json", "b.json"):
+            produced.append(name)
+            yield name, b"1"
+        raise KeyError("the replay broke")
+
+    root = tmp_path / "new" / "run"
+    with pytest.raises(KeyError, match="the replay broke"):
+        write_new_files(root, files())
+    assert produced == ["a.json", "b.json"] and not (tmp_path / "new").exists()
+
+
 def test_export_refuses_a_directory_holding_a_run_and_never_overwrites(tmp_path, store):
     run = tmp_path / "run"
     assert cli("export", "--analysis", "demo", "--store", store, "--out", run).code == 0

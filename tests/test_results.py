@@ -10,6 +10,7 @@ recomputes from `workingset compare`, or to a short list of numbers that are not
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -22,6 +23,8 @@ import msgspec
 import pytest
 
 from workingset.encoders import ENCODERS, v11
+from workingset.errors import WorkingsetError
+from workingset.limits import Limits, read_bounded
 from workingset.runs import load_context_file
 
 from conftest import BUG17, CORPUS, ROOT, invoke
@@ -175,6 +178,10 @@ def readme_claims() -> list[str]:
     # v11's constants, as the README states them.
     claims.append(f"`v11:budget=60000` (characters; the plain name is {v11.DEFAULT_BUDGET:,})")
     claims.append(f"an eighth of the budget (at least {v11.TAIL_RESERVE_MIN:,} characters)")
+    # The error a decision over the default size limit gets, as the README quotes it.
+    with pytest.raises(WorkingsetError) as err:
+        read_bounded(io.BytesIO(b" " * (Limits().max_decision_bytes + 1)), "decision", "<stdin>", Limits())
+    claims.append(f"`error: {err.value.code}: {err.value.message}`")
     return claims
 
 

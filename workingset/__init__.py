@@ -8,10 +8,12 @@ from .errors import (
     InvalidFile,
     SessionError,
     StoreCorrupt,
+    TooLarge,
     UnknownEncoder,
     UsageError,
     WorkingsetError,
 )
+from .limits import Limits
 from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
 from .runs import make_stored_context, read_run, verify_context, write_run
@@ -42,6 +44,8 @@ __all__ = [
     "State",
     "StoredContext",
     "StoreCorrupt",
+    "TooLarge",
+    "Limits",
     "UnknownEncoder",
     "UsageError",
     "WorkingsetError",

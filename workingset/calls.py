@@ -8,21 +8,27 @@ import msgspec
 
 from . import controller as ctl
 from .encoders import get_encoder
-from .errors import DecisionRejected, SessionError, StoreCorrupt, UnknownEncoder
+from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
 from .journal import Replayed, ResultInput, catch_up, encode_event, fill, stored_payload
 from .model import State
 from .replies import PendingAction
 from .store import ActionRow, AnalysisRow, RequestRecord, Tx
 
 
-def as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct) -> bytes:
-    """JSON input as bytes: text is UTF-8, a dict or Struct is encoded."""
+def as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct, what: str = "state") -> bytes:
+    """JSON input as bytes; a string that is not valid Unicode (a lone surrogate) is refused with the input's code."""
     if isinstance(value, bytes):
         return value
-    if isinstance(value, str):
-        return value.encode("utf-8")
-    if isinstance(value, (dict, msgspec.Struct)):
-        return msgspec.json.encode(value)
+    try:
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        if isinstance(value, (dict, msgspec.Struct)):
+            return msgspec.json.encode(value)
+    except UnicodeEncodeError:
+        message = f"the {what} holds a string that is not valid Unicode (a lone surrogate)"
+        if what == "decision":
+            raise DecisionRejected(message, code="malformed_json", details={"path": "$"}) from None
+        raise InvalidFile(message, details={"file": f"<{what}>", "path": "$"}) from None
     raise TypeError(f"expected JSON text, bytes, a dict or a Struct, not {type(value).__name__}")
 
 

@@ -22,6 +22,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
 
 from .bench import DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
 from .errors import UsageError, WorkingsetError
+from .limits import MAX_COUNT
 from .tokens import DEFAULT_ENCODING
 
 app = typer.Typer(
@@ -31,6 +32,8 @@ app = typer.Typer(
     help="Lossless, deterministic, versioned prompt contexts for investigation agents.",
 )
 
+# A cached or written token priced at most 1,000 full tokens keeps every cost finite (counts stay under 2^53).
+MAX_CACHED_PRICE = 1000.0
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print the result (or the error) as JSON on stdout.")]
 MessagesOpt = Annotated[Optional[str], typer.Option(
     "--messages", metavar="PROVIDER", help="Print the request as provider JSON: anthropic, openai or openai-responses.")]
@@ -63,9 +66,14 @@ def emit_json(value: Any) -> None:
 
 
 def report_error(err: WorkingsetError, as_json: bool) -> None:
-    """Print an error in the CLI contract's form (SPEC §8)."""
-    message = " ".join(err.message.split("\n"))
-    sys.stderr.write(f"error: {err.code}: {message}\n")
+    """Print an error in the CLI contract's form (SPEC §8); a name that was not UTF-8 never makes it crash."""
+    line = "error: {}: {}\n".format(err.code, " ".join(err.message.split("\n")))
+    try:
+        sys.stderr.write(line)  # `main` lets stderr write a path's non-UTF-8 bytes back as they were given
+    except UnicodeEncodeError:  # a stream that cannot, or a lone surrogate no byte gave: shown as U+FFFD
+        from .process import json_safe
+
+        sys.stderr.write(json_safe(line))
     if as_json:
         emit_json({"error": err.to_dict()})
 
@@ -180,11 +188,11 @@ def compare(
     recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
-    cached_price: Annotated[float, typer.Option(min=0.0, help="Price of a cached token as a fraction of the full price.")] = DEFAULT_CACHED_PRICE,
+    cached_price: Annotated[float, typer.Option(help="Price of a cached token as a fraction of the full price (0 to 1000).")] = DEFAULT_CACHED_PRICE,
     cache: Annotated[Optional[list[str]], typer.Option(help="Bill under cache models: ideal, anthropic, openai (repeatable or a comma list).")] = None,
     ttl: Annotated[str, typer.Option(help="Cache entry lifetime for anthropic and openai: 5m or 1h.")] = "5m",
-    cache_min: Annotated[int, typer.Option(min=0, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
-    write_price: Annotated[Optional[float], typer.Option(min=0.0, help="Price of a cache-written token (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
+    cache_min: Annotated[int, typer.Option(min=0, max=MAX_COUNT, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
+    write_price: Annotated[Optional[float], typer.Option(help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
     availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
     token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one strategy at a time each.")] = 1,
@@ -200,6 +208,9 @@ def compare(
     from .runs import read_run
     from .tokens import get_encoding
 
+    for flag, price in (("--cached-price", cached_price), ("--write-price", write_price)):
+        if price is not None and not 0.0 <= price <= MAX_CACHED_PRICE:  # NaN fails this too
+            raise UsageError(f"{flag} must be a number from 0 to {MAX_CACHED_PRICE:g}, not {price}")
     get_encoding(encoding)  # fail before rendering anything
     models = model_names(cache or ())
     cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
@@ -287,17 +298,27 @@ def _store(store: str | None) -> str:
     return store if store is not None else default_store_path()  # an empty --store is refused, not the default
 
 
-def _input(arg: str) -> tuple[bytes, str]:
-    """`-` is stdin; an argument starting with `{` is inline JSON; anything else is a file path."""
-    from .model import read_file
+def _input(arg: str, kind: str) -> tuple[bytes, str]:
+    """`-` is stdin; an argument starting with `{` is inline JSON; anything else is a file path.
 
+    Every way in reads at most the limit of its `kind` (file, result, decision) + 1 bytes.
+    """
+    from .limits import Limits, read_path, too_large
+
+    limits = Limits.current()
     if arg == "-":
         from .process import stdin_bytes
 
-        return stdin_bytes(), "<stdin>"
+        return stdin_bytes(kind, limits), "<stdin>"
     if arg.lstrip().startswith("{"):
-        return arg.encode("utf-8", "surrogateescape"), "<argument>"  # bytes that are not UTF-8: malformed JSON
-    return read_file(arg), arg
+        try:  # an argument's bytes that are not UTF-8, as given: the decoder refuses them as malformed
+            data = arg.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that no byte gave (inline JSON from Python)
+            data = arg.encode("utf-8", "surrogatepass")
+        if len(data) > limits.max_bytes(kind):
+            raise too_large(kind, "<argument>", len(data), limits)
+        return data, "<argument>"
+    return read_path(arg, kind, limits), arg
 
 
 def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
@@ -318,7 +339,7 @@ def init(
     from .model import load_start
     from .session import Investigation
 
-    data, source = _input(state)
+    data, source = _input(state, "file")
     start, before = load_start(data, source)
     with Investigation.create(_store(store), start, encoder=encoder, requests_before=before) as inv:
         out = inv.show()
@@ -349,7 +370,7 @@ def next_(
     as_messages = provider_options(messages, ttl, strict)
     if retry is not None and not as_messages:
         raise UsageError("--retry goes with --messages PROVIDER")
-    tries = load_retry(*_input(retry)) if retry is not None else []
+    tries = load_retry(*_input(retry, "file")) if retry is not None else []
     with _session(store, analysis) as inv:
         if retry is not None and inv.show().open_request is None:
             # The tries answered a request that is no longer open: never pin them on a new one.
@@ -374,7 +395,7 @@ def submit(
     as_json: JsonFlag = False,
 ) -> None:
     """Validate a decision (SPEC §6) and apply it; a rejected decision changes nothing."""
-    data, _ = _input(decision)
+    data, _ = _input(decision, "decision")
     with _session(store, analysis) as inv:
         out = inv.submit(request, data)
     if as_json:
@@ -395,7 +416,7 @@ def record(
     as_json: JsonFlag = False,
 ) -> None:
     """Record the result of a pending query as new, unsettled evidence."""
-    data, source = _input(capture)
+    data, source = _input(capture, "result")
     with _session(store, analysis) as inv:
         out = inv.record(action, data, captured_at=captured_at, source=source)
     if as_json:

@@ -1,7 +1,8 @@
 """The decision a model returns for one request (SPEC §6), as a strict tagged union, and its validation.
 
-A decision is checked in two stages, both before anything changes. `parse_decision` turns
-bytes into a `Decision` for one version's schema (malformed_json, recall_unsupported,
+A decision is checked in two stages, both before anything changes. `parse_decision` checks
+the bytes' size, nesting and repeated keys (too_large, schema_violation) and turns them into
+a `Decision` for one version's schema (malformed_json, recall_unsupported,
 schema_violation with the JSON path, recall_count, recall_duplicate). `check_decision` then
 checks it against the analysis: unknown_evidence, rule A (assessment_missing /
 assessment_mismatch) and rule G (ungrounded_reference). The order is chosen so that the most
@@ -19,6 +20,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
+from .limits import Limits, check_json
 from .model import EvidenceId, State, Unit, split_validation_error
 from .spans import MAX_SPANS, Span, canonical_text
 
@@ -141,9 +143,17 @@ def malformed_hint(data: bytes) -> str:
     return f"; {_EXPECTED}"
 
 
-def parse_decision(data: bytes, *, supports_recall: bool, supports_spans: bool = False) -> AnyDecision:
-    """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code."""
+def parse_decision(
+    data: bytes, *, supports_recall: bool, supports_spans: bool = False, limits: Limits | None = None
+) -> AnyDecision:
+    """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code.
+
+    Its size, nesting and repeated keys are checked first (`too_large`, `schema_violation`),
+    so what the model wrote never reaches a decoder unbounded, and a key given twice is
+    refused whichever key it is.
+    """
     received, data = data, unfence(data)
+    check_json(data, "decision", "<decision>", limits)
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:

@@ -27,6 +27,12 @@ class InvalidFile(WorkingsetError):
     code = "invalid_file"
 
 
+class TooLarge(WorkingsetError):
+    """An input over its configured size limit (see `workingset.limits`); nothing was read past it."""
+
+    code = "too_large"
+
+
 class HashMismatch(WorkingsetError):
     """A re-rendered context does not reproduce its recorded hash."""
 

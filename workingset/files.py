@@ -13,6 +13,7 @@ import io
 import os
 import stat
 from pathlib import Path
+from collections.abc import Iterable
 from typing import BinaryIO
 
 from .errors import UsageError, WorkingsetError
@@ -144,11 +145,13 @@ def check_new_run_dir(out: str | os.PathLike[str]) -> Path:
     return root
 
 
-def write_new_files(root: Path, files: list[tuple[str, bytes]]) -> list[Path]:
+def write_new_files(root: Path, files: Iterable[tuple[str, bytes]]) -> list[Path]:
     """Write each (name, data) as a new file in `root` (created if needed): all of them, or none.
 
-    Files are created exclusively, never overwriting one; if a write fails, the files written
-    so far and the directories created are removed again and the OS error is reported.
+    `files` is iterated lazily, so a generator keeps one file's bytes in memory at a time.
+    Files are created exclusively, never overwriting one; if a write fails, or producing the
+    next file raises anything at all, the files written so far and the directories created are
+    removed again; an OS error is reported as such, any other exception re-raised.
     """
     created_dirs: list[Path] = []
     missing = root
@@ -163,7 +166,7 @@ def write_new_files(root: Path, files: list[tuple[str, bytes]]) -> list[Path]:
             with open(path, "xb") as fh:
                 written.append(path)
                 fh.write(data)
-    except OSError as exc:
+    except BaseException as exc:
         for path in written:
             path.unlink(missing_ok=True)
         for directory in created_dirs:  # innermost first
@@ -171,5 +174,7 @@ def write_new_files(root: Path, files: list[tuple[str, bytes]]) -> list[Path]:
                 directory.rmdir()
             except OSError:
                 break
-        raise os_error(exc, getattr(exc, "filename", None) or root, "write") from None
+        if isinstance(exc, OSError):
+            raise os_error(exc, getattr(exc, "filename", None) or root, "write") from None
+        raise
     return written

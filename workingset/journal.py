@@ -31,9 +31,10 @@ from .decisions import Query, StoredDecision
 from .errors import StoreCorrupt, UsageError, WorkingsetError
 from .hashing import canonical_json
 from .model import (
-    Capture, Evidence, NonNegFloat, Payload, Scope, State, check_payload, check_scalar, decode_strict, is_timestamp,
+    Capture, Cost, Evidence, Payload, Scope, State, check_capture, check_payload, decode_strict, is_timestamp,
     validate_state,
 )  # fmt: skip
+from .limits import Limits
 from .store import EventRow, Manifest, Status, Tx
 
 
@@ -435,18 +436,16 @@ class ResultInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     scope: Scope
     capture: Capture
     payload: Payload | None
-    cost: NonNegFloat = 0.0
+    cost: Cost = 0.0
 
 
 _RESULT_DECODER = msgspec.json.Decoder(ResultInput)
 
 
-def decode_result(data: bytes, source: str = "<result>") -> ResultInput:
-    """Decode and check a query result: strict keys, rows as wide as their columns, finite 64-bit numbers."""
-    result = decode_strict(data, _RESULT_DECODER, source)
-    check_scalar(result.cost, source, "$.cost")
-    for name in ("page", "item_count"):
-        check_scalar(getattr(result.capture, name), source, f"$.capture.{name}")
+def decode_result(data: bytes, source: str = "<result>", limits: Limits | None = None) -> ResultInput:
+    """Decode and check a query result: its limits, strict keys, rows as wide as their columns, numbers in range."""
+    result = decode_strict(data, _RESULT_DECODER, source, kind="result", limits=limits)
+    check_capture(result.capture, source, "$.capture")
     check_payload(result.payload, source, "$.payload")
     return result
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from datetime import datetime
 from typing import Annotated, Any, Literal, Union
 
@@ -18,8 +19,8 @@ import msgspec.inspect
 from msgspec import Meta, Struct
 
 from .errors import InvalidFile
-from .files import describe, open_regular, os_code
 from .hashing import content_hash
+from .limits import MAX_COST, MAX_COUNT, Limits, check_json, read_path
 
 STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
 
@@ -37,8 +38,12 @@ RequestId = Annotated[str, Meta(pattern=rf"^{ANALYSIS_ID_CHARS}-r[0-9]{{4,}}$")]
 TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 Timestamp = Annotated[str, Meta(pattern=TIMESTAMP_PATTERN)]
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
-NonNegFloat = Annotated[float, Meta(ge=0.0)]
-NonNegInt = Annotated[int, Meta(ge=0)]
+# Every count (iterations, limits, pages, item and character counts) and every cost has a range
+# (see `limits`), so that no sum or increment of accepted input can overflow or become infinite.
+Cost = Annotated[float, Meta(ge=0.0, le=MAX_COST)]
+Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
+# What a source reports about a capture (page, item count), kept verbatim: some report -1.
+SourceCount = Annotated[int, Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
 Hash = Annotated[str, Meta(pattern=r"^xxh3-128:[0-9a-f]{32}$")]
 Scalar = Union[None, bool, int, float, str]
 
@@ -51,9 +56,9 @@ class _Strict(Struct, forbid_unknown_fields=True, kw_only=True):
 
 
 class Budget(_Strict, kw_only=True):
-    max_iterations: Annotated[int, Meta(ge=1)]
-    max_cost: NonNegFloat | None = None
-    cost_used: NonNegFloat = 0.0
+    max_iterations: Annotated[int, Meta(ge=1, le=MAX_COUNT)]
+    max_cost: Cost | None = None
+    cost_used: Cost = 0.0
 
 
 class Entity(_Strict, kw_only=True):
@@ -71,15 +76,15 @@ class Case(_Strict, kw_only=True):
 
 
 class Control(_Strict, kw_only=True):
-    iterations_used: NonNegInt
-    iteration_limit: NonNegInt
+    iterations_used: Count
+    iteration_limit: Count
     previous_result: EvidenceId | None = None
     plan: str | None = None
     next_checks: list[str] = []
 
 
 class HistoryEntry(_Strict, kw_only=True):
-    iteration: NonNegInt
+    iteration: Count
     kind: Literal["query", "recall", "assessment", "conclude"]
     evidence_refs: list[EvidenceId] = []
     verdict: str | None = None
@@ -106,10 +111,10 @@ class Capture(_Strict, kw_only=True):
     snapshot: str | None = None
     coverage: str | None = None
     truncated: bool | None = None
-    page: int | None = None
+    page: SourceCount | None = None
     next_cursor: str | None = None
     eof: bool | None = None
-    item_count: int | None = None
+    item_count: SourceCount | None = None
 
 
 class RowsPayload(Struct, tag_field="kind", tag="rows", forbid_unknown_fields=True, kw_only=True):
@@ -128,7 +133,7 @@ Payload = Union[RowsPayload, TextPayload]
 class EvidenceBudget(_Strict, kw_only=True):
     action: ActionId | None = None
     status: Literal["none", "unsettled", "settled"]
-    cost: NonNegFloat = 0.0
+    cost: Cost = 0.0
 
 
 class Evidence(_Strict, kw_only=True):
@@ -139,7 +144,7 @@ class Evidence(_Strict, kw_only=True):
     payload: Payload | None
     content_hash: Hash | None
     budget: EvidenceBudget
-    iteration: NonNegInt
+    iteration: Count
     captured_at: Timestamp
 
 
@@ -149,17 +154,17 @@ class Note(_Strict, kw_only=True):
     kind: Literal["note", "question"]
     text: str
     status: Literal["open", "answered"] | None = None
-    iteration: NonNegInt
+    iteration: Count
 
 
 class RecallSelection(_Strict, kw_only=True):
     evidence_refs: list[EvidenceId]
-    iteration: NonNegInt
+    iteration: Count
 
 
 class State(_Strict, kw_only=True):
     analysis_id: AnalysisId
-    iteration: NonNegInt
+    iteration: Count
     budget: Budget
     case: Case
     hypotheses: list[Hypothesis]
@@ -193,7 +198,7 @@ class State(_Strict, kw_only=True):
 class Rendered(_Strict, kw_only=True):
     """The recorded size and hash of a stored context's rendered text."""
 
-    chars: NonNegInt
+    chars: Count
     hash: Hash
 
 
@@ -269,8 +274,16 @@ def _step(info: Any, name: str, index: str) -> list[Any]:
     return out
 
 
-def decode_strict(data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$") -> Any:
-    """Decode with a strict decoder; any failure is `invalid_file` with its JSON path."""
+def decode_strict(
+    data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$", *, kind: str | None = "file",
+    limits: Limits | None = None,
+) -> Any:
+    """Check the input's limits (`kind`: file or result; None: checked already), then decode it strictly.
+
+    Any failure is `too_large` or `invalid_file` with its JSON path.
+    """
+    if kind is not None:
+        check_json(data, kind, source, limits)
     try:
         return decoder.decode(data)
     except msgspec.ValidationError as exc:
@@ -290,54 +303,54 @@ def _raw_object(data: bytes, source: str) -> dict:
     return raw
 
 
-def load_state(data: bytes, source: str = "<state>") -> State:
-    """Decode and fully validate a bare state (SPEC §3)."""
-    state = decode_strict(data, _STATE_DECODER, source)
+def load_state(data: bytes, source: str = "<state>", limits: Limits | None = None, *, checked: bool = False) -> State:
+    """Decode and fully validate a bare state (SPEC §3); `limits` default to `Limits.current()`."""
+    state = decode_strict(data, _STATE_DECODER, source, kind=None if checked else "file", limits=limits)
     validate_state(state, source)
     return state
 
 
-def load_stored_context(data: bytes, source: str = "<stored context>") -> StoredContext:
-    """Decode and fully validate one stored context (SPEC §4)."""
-    ctx = decode_strict(data, _CONTEXT_DECODER, source)
+def load_stored_context(
+    data: bytes, source: str = "<stored context>", limits: Limits | None = None, *, checked: bool = False
+) -> StoredContext:
+    """Decode and fully validate one stored context (SPEC §4); `limits` default to `Limits.current()`."""
+    ctx = decode_strict(data, _CONTEXT_DECODER, source, kind=None if checked else "file", limits=limits)
     validate_state(ctx.state, source, "$.state")
     if ctx.state.hypothesis(ctx.hypothesis) is None:
         raise _fail(source, "$.hypothesis", f"hypothesis {ctx.hypothesis} is not in the state")
     return ctx
 
 
-def load_state_or_context(data: bytes, source: str = "<input>") -> State:
+def load_state_or_context(data: bytes, source: str = "<input>", limits: Limits | None = None) -> State:
     """Take a bare state, or the state of a stored context (told apart by its `format` key)."""
+    check_json(data, "file", source, limits)
     raw = _raw_object(data, source)
     if "format" in raw:
-        return load_stored_context(data, source).state
-    return load_state(data, source)
+        return load_stored_context(data, source, checked=True).state
+    return load_state(data, source, checked=True)
 
 
-def load_start(data: bytes, source: str = "<input>") -> tuple[State, int]:
+def load_start(data: bytes, source: str = "<input>", limits: Limits | None = None) -> tuple[State, int]:
     """A state to start an analysis from, and the number of the request it comes from (0 for a bare state).
 
     A stored context's request ID ends in its request number (`-r0018`): an analysis created
     from it numbers its own requests on from there, so its IDs never repeat the context's.
     """
+    check_json(data, "file", source, limits)
     raw = _raw_object(data, source)
     if "format" in raw:
-        ctx = load_stored_context(data, source)
+        ctx = load_stored_context(data, source, checked=True)
         return ctx.state, int(ctx.request_id.rsplit("-r", 1)[1])
-    return load_state(data, source), 0
+    return load_state(data, source, checked=True), 0
 
 
-def read_file(path: str) -> bytes:
-    """Read a regular file's bytes; OS errors and special files (FIFOs, devices) are `invalid_file`.
+def read_file(path: str, limits: Limits | None = None) -> bytes:
+    """Read a regular file's bytes (at most the file size limit): a bigger one is `too_large`.
 
-    `details.reason` says why with an OS code of `files.OS_CODES` (`not_found`, `not_regular_file`, …).
+    OS errors and special files (FIFOs, devices) are `invalid_file`, `details.reason` saying why
+    with an OS code of `files.OS_CODES` (`not_found`, `not_regular_file`, …); see `limits.read_path`.
     """
-    try:
-        with open_regular(path) as fh:
-            return fh.read()
-    except OSError as exc:
-        raise InvalidFile(f"{path}: cannot read ({describe(exc)})",
-                          details={"file": path, "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
+    return read_path(path, "file", limits)
 
 
 def dump_json(value: object) -> bytes:
@@ -351,6 +364,7 @@ def copy_state(state: State) -> State:
 
 
 def check_scalar(value: Any, source: str, path: str) -> None:
+    """A payload cell: a finite float, or an integer that fits in 64 bits."""
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return
     if isinstance(value, int):
@@ -380,15 +394,52 @@ def _check_timestamp(value: str, source: str, path: str) -> None:
         raise _fail(source, path, f"not a valid RFC 3339 timestamp: {value!r}")
 
 
+# Cells that are plainly fine: int64 integers, finite floats. Checked at C speed; anything else
+# (an unsigned 64-bit integer, or a bad cell) takes the exact cell-by-cell path below.
+_PLAIN_CELL = Union[None, bool, Annotated[int, Meta(ge=_INT_MIN, le=2**63 - 1)],
+                    Annotated[float, Meta(ge=-sys.float_info.max, le=sys.float_info.max)], str]  # fmt: skip
+_PLAIN_ROWS = list[list[_PLAIN_CELL]]
+
+
 def check_payload(payload: Payload | None, source: str, path: str) -> None:
     """Rows as wide as their columns, every cell a finite 64-bit-safe scalar."""
     if isinstance(payload, RowsPayload):
         width = len(payload.columns)
+        if set(map(len, payload.rows)) <= {width}:
+            try:
+                msgspec.convert(payload.rows, _PLAIN_ROWS)
+                return
+            except msgspec.ValidationError:
+                pass
         for r, row in enumerate(payload.rows):
             if len(row) != width:
                 raise _fail(source, f"{path}.rows[{r}]", f"row has {len(row)} cells for {width} columns")
             for c, cell in enumerate(row):
                 check_scalar(cell, source, f"{path}.rows[{r}][{c}]")
+
+
+def _check_number(
+    value: Any, source: str, path: str, *, low: int = 0, cost: bool = False, unit: bool = False
+) -> None:
+    """A count in [low, MAX_COUNT], a cost in [0, MAX_COST] or a unit in [0, 1] (None passes).
+
+    Decoding JSON already enforces these; this catches a state built in Python.
+    """
+    if value is None:
+        return
+    if cost or unit:
+        top = 1.0 if unit else MAX_COST
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= top
+        if not ok:
+            raise _fail(source, path, f"expected a finite number from 0 to {top:g}, not {value!r}")
+    elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
+        raise _fail(source, path, f"expected an integer from {'-2^53' if low < 0 else low} to 2^53, not {value!r}")
+
+
+def check_capture(capture: Capture, source: str, path: str) -> None:
+    """The capture's counts in range (page, item_count)."""
+    for name in ("page", "item_count"):
+        _check_number(getattr(capture, name), source, f"{path}.{name}", low=-MAX_COUNT)
 
 
 def _check_unique(ids: list[str], source: str, path: str) -> None:
@@ -434,16 +485,23 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
     _check_unique([n.id for n in state.notes], source, f"{root}.notes")
     if not state.hypotheses:
         raise _fail(source, f"{root}.hypotheses", "a state needs at least one hypothesis")
+    _check_number(state.iteration, source, f"{root}.iteration")
+    _check_number(state.budget.max_iterations, source, f"{root}.budget.max_iterations", low=1)
     for name in ("max_cost", "cost_used"):
-        check_scalar(getattr(state.budget, name), source, f"{root}.budget.{name}")
+        _check_number(getattr(state.budget, name), source, f"{root}.budget.{name}", cost=True)
     _check_timestamp(state.case.opened_at, source, f"{root}.case.opened_at")
 
     for i, h in enumerate(state.hypotheses):
         hp = f"{root}.hypotheses[{i}]"
+        _check_number(h.confidence, source, f"{hp}.confidence", unit=True)
+        _check_number(h.control.iterations_used, source, f"{hp}.control.iterations_used")
+        _check_number(h.control.iteration_limit, source, f"{hp}.control.iteration_limit")
         prev = h.control.previous_result
         if prev is not None and prev not in eids:
             raise _fail(source, f"{hp}.control.previous_result", f"unknown evidence {prev}")
         for j, entry in enumerate(h.history):
+            _check_number(entry.iteration, source, f"{hp}.history[{j}].iteration")
+            _check_number(entry.confidence, source, f"{hp}.history[{j}].confidence", unit=True)
             for k, ref in enumerate(entry.evidence_refs):
                 if ref not in eids:
                     raise _fail(source, f"{hp}.history[{j}].evidence_refs[{k}]", f"unknown evidence {ref}")
@@ -453,9 +511,9 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
         if e.collector not in hids:
             raise _fail(source, f"{ep}.collector", f"unknown hypothesis {e.collector}")
         _check_timestamp(e.captured_at, source, f"{ep}.captured_at")
-        for name in ("page", "item_count"):
-            check_scalar(getattr(e.capture, name), source, f"{ep}.capture.{name}")
-        check_scalar(e.budget.cost, source, f"{ep}.budget.cost")
+        check_capture(e.capture, source, f"{ep}.capture")
+        _check_number(e.budget.cost, source, f"{ep}.budget.cost", cost=True)
+        _check_number(e.iteration, source, f"{ep}.iteration")
         if e.payload is None:
             if e.content_hash is not None:
                 raise _fail(source, f"{ep}.content_hash", "must be null when the payload is null")
@@ -466,6 +524,7 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
             raise _fail(source, f"{ep}.content_hash", f"content hash {e.content_hash} does not match the payload ({expected})")
 
     for i, n in enumerate(state.notes):
+        _check_number(n.iteration, source, f"{root}.notes[{i}].iteration")
         if n.hypothesis is not None and n.hypothesis not in hids:
             raise _fail(source, f"{root}.notes[{i}].hypothesis", f"unknown hypothesis {n.hypothesis}")
 
@@ -474,6 +533,7 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
         rp = f"{root}.recall.{hid}"
         if hid not in hids:
             raise _fail(source, rp, f"unknown hypothesis {hid}")
+        _check_number(sel.iteration, source, f"{rp}.iteration")
         if not 1 <= len(sel.evidence_refs) <= 4:
             raise _fail(source, f"{rp}.evidence_refs", f"a recall selection holds 1 to 4 IDs, not {len(sel.evidence_refs)}")
         seen: set[str] = set()

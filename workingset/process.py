@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from .errors import UsageError, WorkingsetError
+from .limits import Limits, read_bounded
 
 
 def has_surrogates(text: str) -> bool:
@@ -44,11 +45,15 @@ def prepare_streams() -> WorkingsetError | None:
     return None
 
 
-def stdin_bytes() -> bytes:
-    """All of stdin; a closed stdin (`<&-`) is `usage_error`."""
-    if sys.stdin is None:
+def stdin_bytes(kind: str = "file", limits: Limits | None = None) -> bytes:
+    """All of stdin, at most the `kind`'s limit (`limits.read_bounded`); a closed stdin (`<&-`) is `usage_error`."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None or stream.closed:
         raise UsageError("stdin is closed; give the JSON as a file or inline instead of -")
-    return sys.stdin.buffer.read()
+    try:
+        return read_bounded(stream, kind, "<stdin>", limits)
+    except OSError as exc:
+        raise UsageError(f"cannot read stdin ({exc.strerror or exc})") from None
 
 
 def non_text_argument(kwargs: dict[str, Any]) -> UsageError | None:
@@ -64,7 +69,11 @@ def non_text_argument(kwargs: dict[str, Any]) -> UsageError | None:
 def json_safe(value: Any) -> Any:
     """`value` with every string's non-UTF-8 bytes as U+FFFD, so that it can be written as JSON."""
     if isinstance(value, str):
-        return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        try:
+            raw = value.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that no byte gave
+            raw = value.encode("utf-8", "surrogatepass")
+        return raw.decode("utf-8", "replace")
     if isinstance(value, dict):
         return {json_safe(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -29,6 +29,7 @@ import msgspec
 
 from .errors import InvalidFile, WorkingsetError
 from .exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, journal_lines, state_hash
+from .limits import check_json
 from .model import State, StoredContext, read_file, validate_state
 from .runs import load_context_file
 from .session import Investigation
@@ -249,6 +250,7 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     data = read_file(str(path))
     out = []
     for number, raw in enumerate(data.splitlines(), 1):
+        check_json(raw, "file", f"{path}: line {number}")  # bounded nesting, no key given twice
         try:
             item = msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:

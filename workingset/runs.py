@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -88,13 +89,14 @@ def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
     return [(p, load_context_file(p)) for p in files]
 
 
-def write_run(directory: str | os.PathLike, contexts: list[StoredContext]) -> list[Path]:
+def write_run(directory: str | os.PathLike, contexts: Iterable[StoredContext]) -> list[Path]:
     """Write each context as `<request_id>.json` into a new directory or one holding no `.json` files.
 
-    All files are written or none (see `files.write_new_files`); returns the paths written.
+    Each context is encoded and written as it comes (an iterator is never held whole); all
+    files are written or none (see `files.write_new_files`); returns the paths written.
     """
     root = check_new_run_dir(directory)
-    return write_new_files(root, [(f"{ctx.request_id}.json", dump_json(ctx)) for ctx in contexts])
+    return write_new_files(root, ((f"{ctx.request_id}.json", dump_json(ctx)) for ctx in contexts))
 
 
 def _holds_a_run(path: Path) -> bool:

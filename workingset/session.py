@@ -31,6 +31,7 @@ from .errors import SessionError, StoreCorrupt, UsageError
 from .exports import journal_lines, state_hash, write_journal
 from .files import check_new_run_dir
 from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed, snapshot_due, take_snapshot
+from .limits import Limits
 from .model import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, Summary
 from .runs import make_stored_context, write_run
@@ -64,11 +65,15 @@ def _open_store(store: Store | str | os.PathLike[str], must_exist: bool, read_on
 class Investigation(Turns):
     """One analysis in a store: the methods a controller calls every turn."""
 
-    def __init__(self, store: Store, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now):
+    def __init__(
+        self, store: Store, analysis_id: str, *, owns_store: bool = False, clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
+    ):  # fmt: skip
         self.store = store
         self.analysis_id = analysis_id
         self._owns_store = owns_store
         self._clock = clock
+        self.limits = limits  # None: `Limits.current()` at each call (the environment's)
 
     # -- lifecycle of the handle -----------------------------------------------------
 
@@ -81,6 +86,7 @@ class Investigation(Turns):
         encoder: str = DEFAULT_ENCODER,
         clock: Callable[[], str] = utc_now,
         requests_before: int = 0,
+        limits: Limits | None = None,
     ) -> Investigation:
         """Create an analysis from a state (or a stored context's state); `encoder` renders its requests.
 
@@ -92,12 +98,12 @@ class Investigation(Turns):
             validate_state(state)
             state = copy_state(state)
         else:
-            state, number = load_start(as_bytes(state))
+            state, number = load_start(as_bytes(state), limits=limits)
             requests_before = max(requests_before, number)
         if requests_before < 0:
             raise UsageError(f"requests_before must be 0 or more, not {requests_before}")
         db, owns = _open_store(store, must_exist=False)
-        inv = cls(db, state.analysis_id, owns_store=owns, clock=clock)
+        inv = cls(db, state.analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
             inv._create(state, enc.name, requests_before)
         except BaseException:
@@ -123,15 +129,17 @@ class Investigation(Turns):
         self.store.views[aid] = view
 
     @classmethod
-    def open(cls, store: Store | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
-             read_only: bool = False) -> Investigation:  # fmt: skip
+    def open(
+        cls, store: Store | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None, read_only: bool = False,
+    ) -> Investigation:
         """Open an existing analysis; `unknown_analysis` if the store does not hold it.
 
         With `read_only` the store is opened read-only (`show`, `state`, `requests`, `export`
         work, also on read-only media; the other calls are `store_unavailable`).
         """
         db, owns = _open_store(store, must_exist=True, read_only=read_only)
-        inv = cls(db, analysis_id, owns_store=owns, clock=clock)
+        inv = cls(db, analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
             if db.empty:
                 raise SessionError(f"no analysis {analysis_id!r} in {db.path}: the store is empty; known: none",
@@ -278,18 +286,20 @@ class Investigation(Turns):
 
         Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
         are what `workingset replay` rebuilds the analysis from. `directory` must be new or hold
-        no `.json` files (checked first); the stored contexts are written all or none.
+        no `.json` files (checked first); the stored contexts are written all or none. Each is
+        written as the replay reaches its request, from the replayed state itself: memory stays
+        that of one state and time that of the bytes written, however long the history (holding
+        a copy per request made both grow with its square).
         """
         check_new_run_dir(directory)
         with self._call(write=False) as call:
             row = self._row(call.tx)
             requests = call.tx.requests(self.analysis_id)
             call.tx.actions(self.analysis_id)  # read only to check them: an export reads everything once
-            contexts = list(self._contexts(call.tx, requests))
+            paths = write_run(directory, self._contexts(call.tx, requests))
             lines = journal_lines(call.tx, self.analysis_id)
             call.sync()
             final = call.complete().state
-        paths = write_run(directory, contexts)
         header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
         end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
                "state_hash": state_hash(final)}  # fmt: skip
@@ -297,6 +307,7 @@ class Investigation(Turns):
         return paths
 
     def _contexts(self, tx: Tx, requests: list[RequestRecord]) -> Iterator[StoredContext]:
+        """Each request's stored context, in order; valid only until the next one is asked for."""
         by_seq: dict[int, list[RequestRecord]] = {}
         for req in requests:
             by_seq.setdefault(req.state_seq, []).append(req)
@@ -306,7 +317,8 @@ class Investigation(Turns):
                     raise StoreCorrupt(f"store {self.store.path}: request {req.request_id} points at event {row.seq}, "
                                        f"which is not its request event", details={"analysis": self.analysis_id,
                                        "request_id": req.request_id, "seq": row.seq})  # fmt: skip
-                yield self._context(req, copy_state(state))
+                # The live replayed state, not a copy: the caller writes each context before the next.
+                yield self._context(req, state)
         for seq, reqs in by_seq.items():
             raise points_nowhere(self.store.path, self.analysis_id, reqs[0], seq)
 

@@ -17,12 +17,13 @@ from .calls import (
 from .decisions import Query, Recall, check_decision, check_spans, parse_decision
 from .encoders import RenderedContext
 from .encoders.v11 import V11
-from .errors import DecisionRejected, SessionError, StoreCorrupt
+from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt
 from .hashing import content_hash
 from .journal import (
     AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
     stored_payload,
 )  # fmt: skip
+from .limits import MAX_COST
 from .model import Evidence, EvidenceBudget
 from .replies import Applied, Recorded, Request
 from .store import ActionRow, AnalysisRow, Manifest, RequestRecord, Tx
@@ -75,7 +76,7 @@ class Turns:
         Every answer is kept verbatim in the event log (`answer` events, see `journal.AnswerEvent`):
         a rejected one is appended on its own and changes nothing else, so the request stays open.
         """
-        data = as_bytes(decision)
+        data = as_bytes(decision, "decision")
         with self._call(write=True) as call:
             try:
                 return self._apply_answer(call, request_id, data)
@@ -94,7 +95,8 @@ class Turns:
             raise stale(tx, aid, request_id, req)
         enc = stored_encoder(req.encoder, f"request {req.request_id}")
         supports_recall = enc.supports_recall
-        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans)
+        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
+                                limits=self.limits)
         view = call.sync()
         if isinstance(parsed.next, Recall) or (enc.supports_spans and getattr(parsed.next, "spans", None)):
             view = call.complete()  # what a recall or a span is checked against includes the payloads
@@ -158,10 +160,17 @@ class Turns:
                     code="unknown_action",
                     details={"action": action_id, "pending": pending},
                 )
-            parsed = result if isinstance(result, ResultInput) else decode_result(as_bytes(result), source)
+            # A ResultInput built in Python is checked like JSON: its numbers have ranges too.
+            parsed = decode_result(as_bytes(result, "result"), source, self.limits)
             check_result_matches(parsed, action)
             view = call.sync()
             state = view.state
+            if state.budget.cost_used + parsed.cost > MAX_COST:
+                raise InvalidFile(
+                    f"{source}: cost {parsed.cost:g} would take the analysis's cost_used {state.budget.cost_used:g} "
+                    f"past {MAX_COST:g}, the largest cost a budget holds at $.cost",
+                    details={"file": source, "path": "$.cost", "limit": MAX_COST},
+                )
             eid = ctl.next_evidence_id(state, view.numbers)
             payload = parsed.payload
             evidence = Evidence(

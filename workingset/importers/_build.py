@@ -14,7 +14,8 @@ from ..model import (
     Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
     Hypothesis, Note, State, TextPayload, validate_state,
 )  # fmt: skip
-from ._trajectory import EPOCH, Action, Feedback, Thought, Trajectory
+from ..limits import MAX_COST
+from ._trajectory import EPOCH, Action, Feedback, Thought, Trajectory, fail
 
 HYPOTHESIS = "H1"
 CONFIDENCE = 0.5  # never changed: trajectories state no confidence
@@ -22,6 +23,15 @@ MECHANISM = (
     "Not stated by the source: the agent's line of work, imported from its trajectory. "
     "Its reasoning is in its notes."
 )
+
+
+def _spent(cost_used: float, cost: float, traj: Trajectory, step: int) -> float:
+    """`cost_used` after `cost`; past the formats' cost range (`limits.MAX_COST`) the source is `invalid_file`."""
+    total = cost_used + cost
+    if total > MAX_COST:
+        raise fail(traj.source, "$", f"the costs it records add up to {total:.6g} by step {step}, past the "
+                                     f"largest budget cost_used of {MAX_COST:g}")  # fmt: skip
+    return total
 
 
 def _evidence(eid: str, item: Action | Feedback, iteration: int, captured_at: str, action: str | None) -> tuple[Evidence, Evidence]:
@@ -85,7 +95,7 @@ def build_states(traj: Trajectory, analysis: str) -> list[State]:
         iteration = min(step + 1, total) if not isinstance(item, Action) else step + 1
         when = item.timestamp or when
         if isinstance(item, Thought):
-            cost_used += item.cost
+            cost_used = _spent(cost_used, item.cost, traj, step)
             if item.text.strip():
                 notes.append(Note(id=f"N{len(notes) + 1:06d}", hypothesis=HYPOTHESIS, kind="note", text=item.text, iteration=iteration))
             continue
@@ -94,7 +104,7 @@ def build_states(traj: Trajectory, analysis: str) -> list[State]:
             settled.append(_evidence(eid, item, iteration, when, None)[1])
             continue
         step += 1
-        cost_used += item.cost
+        cost_used = _spent(cost_used, item.cost, traj, step)
         if last is not None:
             history.append(HistoryEntry(iteration=step, kind="assessment", evidence_refs=[last[1].id], verdict="neutral"))
         unsettled, done = _evidence(eid, item, step, when, f"B{step:06d}")

@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from ..errors import WorkingsetError
+from ..limits import check_json
 from ._trajectory import read_source
 
 _EVENT_FILE = re.compile(r"^event-\d+-.*\.json$")
@@ -46,7 +47,9 @@ def identify(path: Path) -> str | None:
             if any(_EVENT_FILE.match(p.name) for p in path.iterdir()) or (path / "events").is_dir():
                 return "openhands"
             return "openhands" if (path / "event_service" / "events").is_dir() else None
-        top = msgspec.json.decode(read_source(path))  # a FIFO or device is refused, never read
+        data = read_source(path)  # a FIFO or device is refused, never read
+        check_json(data, "file", str(path))  # too deep or a key twice: not a shape to name
+        top = msgspec.json.decode(data)
     except (OSError, WorkingsetError, msgspec.DecodeError, RecursionError):
         return None  # unreadable or not JSON: the parser says so in its own words
     return _shape(top, path)

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import InvalidFile
-from ..files import describe, open_regular
+from ..limits import check_json, read_path
 from ..model import ANALYSIS_ID_MAX_CHARS, is_timestamp, split_validation_error
 
 T = TypeVar("T")
@@ -88,7 +88,8 @@ def fail(file: str | Path, path: str, message: str) -> InvalidFile:
 
 
 def decode(data: bytes, kind: type[T], file: str | Path) -> T:
-    """Decode JSON into `kind`; a syntax or shape error becomes `invalid_file` with its path."""
+    """Decode JSON into `kind` within the input limits; a syntax or shape error becomes `invalid_file` with its path."""
+    check_json(data, "file", str(file))
     try:
         return msgspec.json.decode(data, type=kind)
     except msgspec.ValidationError as exc:
@@ -113,11 +114,7 @@ def read_source(path: Path) -> bytes:
     """Read a single-file source; a directory or unreadable path is `invalid_file`."""
     if path.is_dir():
         raise fail(path, "$", "is a directory; this format is one JSON file")
-    try:
-        with open_regular(path) as fh:  # a FIFO or device is refused, never read
-            return fh.read()
-    except OSError as exc:
-        raise fail(path, "$", f"cannot read ({describe(exc)})") from None
+    return read_path(str(path))  # a FIFO or device is refused, never read; a file over the limit is too_large
 
 
 def text_of(content: Any) -> str | None:

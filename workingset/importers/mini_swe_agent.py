@@ -28,6 +28,8 @@ from typing import Any
 
 from msgspec import Struct
 
+from ..errors import WorkingsetError
+from ..limits import check_json
 from ._trajectory import (
     dig,
     Action, Feedback, Item, Thought, Trajectory, decode, fail, first_line, from_epoch, number,
@@ -141,8 +143,9 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
         if not isinstance(command, str):
             raw = call.function.arguments if call.function else ""
             try:
+                check_json(raw.encode("utf-8", "surrogatepass"), "file", str(source))  # model output: bounded first
                 command = json.loads(raw)["command"]
-            except (ValueError, TypeError, KeyError, RecursionError):
+            except (ValueError, TypeError, KeyError, RecursionError, WorkingsetError):
                 command = raw  # kept exactly as the model wrote it
             if not isinstance(command, str):
                 raise fail(source, f"{path}.tool_calls[{k}].function.arguments", "the command is not a string")

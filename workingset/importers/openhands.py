@@ -23,7 +23,6 @@ from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
-from ..files import describe, open_regular
 from ._trajectory import (
     dig,
     Action, Feedback, Item, Thought, Trajectory, between, convert, decode, fail, first_line,
@@ -136,13 +135,7 @@ def _source_events(source: Path) -> tuple[Path, list[tuple[Path, str, dict[str, 
 
 
 def _load(path: Path, kind: type) -> Any:
-    try:
-        with open_regular(path) as fh:  # a FIFO or device is refused, never read
-            data = fh.read()
-    except OSError as exc:
-        raise fail(path, "$", f"cannot read ({describe(exc)})") from None
-    return decode(data, kind, path)
-
+    return decode(read_source(path), kind, path)  # a FIFO or device is refused, never read
 
 
 def _calls(base: _Base) -> dict[str, _Call]:
@@ -215,7 +208,7 @@ def _utc(when: str | None) -> float | None:
 def parse(source: Path) -> Trajectory:
     """Parse an OpenHands V1 conversation directory, or a single-file list of its events."""
     where, events, base_file = _source_events(source)
-    base = decode(base_file.read_bytes(), _Base, base_file) if base_file else _Base()
+    base = _load(base_file, _Base) if base_file else _Base()
     calls = _calls(base)
     offset = _offset(events, calls)
     answers: dict[str, _Answer] = {}

@@ -23,7 +23,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from ..errors import WorkingsetError
-from ..model import ActionId, AnalysisId, EvidenceId, Hash, HypothesisId, NonNegInt, Payload, RequestId
+from ..model import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId, Payload, RequestId
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 # 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).
@@ -129,12 +129,12 @@ class RequestRecord:
     """A row of the `requests` table: the manifest as stored."""
 
     analysis_id: AnalysisId
-    number: NonNegInt
+    number: Count
     request_id: RequestId
     hypothesis: HypothesisId
     encoder: str
     manifest: Manifest
-    chars: NonNegInt
+    chars: Count
     hash: Hash
     state_seq: int
     status: Literal["open", "answered", "abandoned"]
@@ -152,7 +152,7 @@ class ActionRow:
     action_id: ActionId
     hypothesis: HypothesisId
     request_id: RequestId
-    iteration: NonNegInt
+    iteration: Count
     source: str
     query: str
     purpose: str
