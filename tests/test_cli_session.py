@@ -85,6 +85,7 @@ def test_init_reads_stdin_and_a_stored_context(env):
     ctx["state"]["analysis_id"] = "again"
     (env.tmp / "ctx.json").write_text(json.dumps(ctx))
     assert "created analysis again" in env("init", "--state", str(env.tmp / "ctx.json")).stdout
+    assert js(env("next", "--analysis", "again", "--json"))["request_id"] == "again-r0002"  # numbered on
 
 
 @pytest.mark.parametrize(
@@ -133,3 +134,21 @@ def test_a_corrupt_store_is_exit_2_without_a_traceback(env):
 def test_a_missing_option_is_a_usage_error(capsys):
     assert main(["submit", "--analysis", "demo", "-"]) == 2
     assert capsys.readouterr().err.startswith("error: usage_error: ")
+
+
+def test_the_cli_on_a_postgresql_store_by_option_and_by_environment(env, pg_server, monkeypatch):
+    url = pg_server.database()
+    out = js(env("init", "--state", str(env.tmp / "state.json"), "--store", url, "--json"))
+    assert out["analysis_id"] == "demo" and out["status"] == "active"
+    monkeypatch.setenv("WORKINGSET_STORE", url)
+    req = js(env("next", *A, "--json"))
+    assert req["request_id"] == "demo-r0001"
+    assert js(env("show", *A, "--json"))["open_request"] == "demo-r0001"
+    pg_server.drop(url)
+
+
+def test_an_unreachable_postgresql_store_is_one_line_and_exit_2(env, tmp_path):
+    pytest.importorskip("psycopg")
+    res = env("show", *A, "--store", f"postgresql://u:secret@/nothing?host={tmp_path}", "--json", code=2)
+    assert res.stderr.startswith("error: store_unavailable: ") and "secret" not in res.stderr + res.stdout
+    assert js(res)["error"]["code"] == "store_unavailable"

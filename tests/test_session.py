@@ -1,4 +1,4 @@
-"""The per-turn API over a real SQLite store: every rejection leaves the store untouched, every turn persists."""
+"""The per-turn API over a real store (SQLite and PostgreSQL): every rejection leaves the store untouched, every turn persists."""
 
 from __future__ import annotations
 
@@ -22,16 +22,14 @@ from workingset.session import Investigation
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
 
-@pytest.fixture
-def store(tmp_path) -> str:
-    return str(tmp_path / "store.sqlite3")
-
-
 def make(store: str, encoder: str = "v8", **kw) -> Investigation:
     return Investigation.create(store, state_bytes(**kw), encoder=encoder, clock=CLOCK)
 
 
 def files(store: str) -> dict[str, bytes]:
+    """The SQLite file and its WAL byte for byte (PostgreSQL: nothing; `db_dump` compares its rows)."""
+    if store.startswith("postgresql://"):
+        return {}
     return {p: Path(p).read_bytes() for p in (store, store + "-wal") if os.path.exists(p)}
 
 
@@ -418,6 +416,11 @@ def test_create_from_a_stored_context_and_an_already_finished_state(store, tmp_p
     raw["state"]["analysis_id"] = "copy"
     with Investigation.create(store, json.dumps(raw).encode()) as copy:
         assert copy.show().encoder == "investigation_project_v10" and copy.show().status == "active"
+        # Its requests continue the numbering of the context it was created from (demo-r0001).
+        assert copy.next_request().request_id == "copy-r0002"
+    with Investigation.open(store, "copy") as again:  # a new process: the numbering comes from the log
+        again.submit("copy-r0002", decision(query()))
+        assert again.next_request("H2").request_id == "copy-r0003"
     done = make_state(analysis="done")
     done["hypotheses"][0]["disposition"] = "supported"
     with Investigation.create(store, done) as finished:
@@ -458,6 +461,7 @@ def test_a_session_continues_from_the_last_bug17_context(store, tmp_path):
     with Investigation.create(store, (BUG17 / "bug17-r0018.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
         start = inv.state
         req = inv.next_request()
+        assert req.request_id == "bug17-r0019"  # after the context's bug17-r0018, not -r0001 again
         pending = start.pending_result(req.hypothesis)
         assert pending is None or pending in req.shown
         archived = req.indexed[0]

@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-import workingset.store as st
+import workingset.store.interface as st
 from session_helpers import ANALYSIS, assess, conclude, db_dump, decision, query, recall, result, state_bytes
 from workingset.errors import WorkingsetError
 from workingset.session import Investigation
-from workingset.store import Manifest, SqliteStore
+from workingset.store import Manifest, SqliteStore, open_store
+from workingset.store.sqltx import SqlTx
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
@@ -29,7 +30,7 @@ class Reads:
     def __init__(self, monkeypatch):
         self.events = self.payloads = 0
         self.statements: list[str] = []
-        events, payloads = st._SqliteTx.events, st._SqliteTx.payloads
+        events, payloads = SqlTx.events, SqlTx.payloads  # both backends' Tx
 
         def counted_events(tx, *args, **kw):
             rows = events(tx, *args, **kw)
@@ -41,11 +42,13 @@ class Reads:
             self.payloads += len(out)
             return out
 
-        monkeypatch.setattr(st._SqliteTx, "events", counted_events)
-        monkeypatch.setattr(st._SqliteTx, "payloads", counted_payloads)
+        monkeypatch.setattr(SqlTx, "events", counted_events)
+        monkeypatch.setattr(SqlTx, "payloads", counted_payloads)
 
     def watch(self, inv: Investigation) -> None:
-        inv.store._conn.set_trace_callback(self.statements.append)
+        """Collect the SQL statements run on this handle's connection (SQLite only)."""
+        if isinstance(inv.store, SqliteStore):
+            inv.store._conn.set_trace_callback(self.statements.append)
 
     def reset(self) -> None:
         self.events = self.payloads = 0
@@ -67,9 +70,9 @@ def turn(inv: Investigation, req, pending: str | None, text: str):
     return inv.next_request(req.hypothesis), recorded.evidence
 
 
-def test_a_turn_reads_no_history_however_long_the_log(tmp_path, monkeypatch):
+def test_a_turn_reads_no_history_however_long_the_log(store, monkeypatch):
     reads = Reads(monkeypatch)
-    inv = make(tmp_path / "s.sqlite3", max_iterations=200, limits=(100, 6, 6))
+    inv = make(store, max_iterations=200, limits=(100, 6, 6))
     reads.watch(inv)
     req = inv.next_request("H1")
     assert reads.events == 0 and reads.payloads == 0  # created in this handle: nothing to replay
@@ -85,15 +88,15 @@ def test_a_turn_reads_no_history_however_long_the_log(tmp_path, monkeypatch):
     assert not any("FROM payloads" in s for s in reads.statements)
     # A fresh handle (a new process) replays everything once: every event, every payload.
     reads.reset()
-    show = fresh_show(tmp_path / "s.sqlite3")
+    show = fresh_show(store)
     # created, then per turn: answer, decision, record, request; then the last request.
     assert reads.events == 1 + 12 * 4 + 1 and reads.payloads == 5 + 12
     assert show == inv.show()
 
 
-def test_a_cached_handle_sees_a_second_process_change(tmp_path, monkeypatch):
+def test_a_cached_handle_sees_a_second_process_change(store, monkeypatch):
     reads = Reads(monkeypatch)
-    path = tmp_path / "s.sqlite3"
+    path = store
     inv = make(path)
     req = inv.next_request("H1")
     before = inv.show()
@@ -121,9 +124,9 @@ def test_a_cached_handle_sees_a_second_process_change(tmp_path, monkeypatch):
     assert inv.submit(nxt.request_id, decision(query(), assess("E000007"))).action == "B000007"
 
 
-def test_a_rejection_keeps_the_kept_state_a_failed_change_drops_it(tmp_path, monkeypatch):
+def test_a_rejection_keeps_the_kept_state_a_failed_change_drops_it(store, monkeypatch):
     reads = Reads(monkeypatch)
-    path = tmp_path / "s.sqlite3"
+    path = store
     inv = make(path)
     req = inv.next_request("H1")
     reads.reset()
@@ -187,11 +190,11 @@ def test_a_warm_handle_writes_exactly_what_a_cold_one_writes(tmp_path, op):
     assert warm == cold and warm_state == cold_state == cold_fresh == warm_fresh
 
 
-def test_two_handles_on_one_connection_and_interleaved_lifecycle(tmp_path):
-    with SqliteStore(tmp_path / "s.sqlite3") as db:
+def test_two_handles_on_one_connection_and_interleaved_lifecycle(store):
+    with open_store(store) as db:
         a = Investigation.create(db, state_bytes(), clock=CLOCK)
         b = Investigation.open(db, ANALYSIS, clock=CLOCK)
-        other = Investigation.open(str(tmp_path / "s.sqlite3"), ANALYSIS, clock=CLOCK)  # its own connection
+        other = Investigation.open(store, ANALYSIS, clock=CLOCK)  # its own connection
         req = a.next_request("H2")
         assert b.next_request() == req
         act = b.submit(req.request_id, decision(query())).action
@@ -199,7 +202,7 @@ def test_two_handles_on_one_connection_and_interleaved_lifecycle(tmp_path):
         assert a.record(act, result("while paused")).status == "paused"
         assert b.resume().status == "active"
         nxt = other.next_request("H2")
-        assert a.next_request() == nxt and a.show() == b.show() == other.show() == fresh_show(tmp_path / "s.sqlite3")
+        assert a.next_request() == nxt and a.show() == b.show() == other.show() == fresh_show(store)
         other.close()
 
 

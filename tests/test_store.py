@@ -1,4 +1,4 @@
-"""The SQLite store: its schema, content-addressed payloads, crash atomicity, the two-writer race, damage."""
+"""The stores (SQLite, PostgreSQL): their schema, content-addressed payloads, crash atomicity, the two-writer race, damage."""
 
 from __future__ import annotations
 
@@ -37,31 +37,79 @@ def test_a_new_store_has_wal_the_schema_version_and_our_application_id(tmp_path)
     make(path).close()
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA page_size").fetchone()[0] == 1024
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions"}
+    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
 
 
-def test_the_event_log_is_append_only(tmp_path):
-    path = tmp_path / "s.sqlite3"
-    make(path).close()
-    conn = sqlite3.connect(path)
-    for sql in ("UPDATE events SET kind = 'x'", "DELETE FROM events"):
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            conn.execute(sql)
+def test_a_new_postgresql_store_has_the_schema_version_and_only_our_tables(pg_server):
+    url = pg_server.database()
+    make(url).close()
+    assert _query(url, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+    tables = {r[0] for r in _query(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
 
 
-def _counts(path) -> dict[str, int]:
-    conn = sqlite3.connect(path)
+def test_the_event_log_is_append_only(store):
+    make(store).close()
+    for sql in ("UPDATE events SET kind = 'x'", "DELETE FROM events") + (("TRUNCATE events",) if "://" in store else ()):
+        with pytest.raises(Exception, match="append-only"):
+            _execute(store, sql)
+    assert _counts(store)["events"] == 1
+
+
+def test_a_postgresql_database_with_other_tables_is_store_corrupt(pg_server):
+    url = pg_server.database()
+    _execute(url, "CREATE TABLE t (x int)")
+    assert code_of(make, url) == "store_corrupt"
+    assert code_of(_show, url) == "store_corrupt"
+
+
+def test_an_unreachable_postgresql_server_is_store_unavailable(tmp_path):
+    pytest.importorskip("psycopg")
+    url = f"postgresql://nobody@/nothing?host={tmp_path}&connect_timeout=2"
+    with pytest.raises(WorkingsetError) as info:
+        make(url)
+    assert info.value.code == "store_unavailable" and "nobody" in info.value.message
+
+
+def _query(store, sql: str) -> list[tuple]:
+    """Rows of a query on either backend (its SQL common to both)."""
+    if str(store).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store) as conn:
+            return conn.execute(sql).fetchall()
+    conn = sqlite3.connect(store)
     try:
-        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in ("events", "payloads", "requests", "actions")}
+        return conn.execute(sql).fetchall()
     finally:
         conn.close()
 
 
-def test_payloads_are_stored_once_and_a_turn_writes_only_what_is_new(tmp_path):
-    path = tmp_path / "s.sqlite3"
+def _execute(store, sql: str, args: tuple = ()) -> None:
+    if str(store).startswith("postgresql://"):
+        import psycopg
+
+        with psycopg.connect(store) as conn:
+            conn.execute(sql.replace("?", "%s"), args)
+        return
+    conn = sqlite3.connect(store)
+    try:
+        conn.execute(sql, args)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def _counts(path) -> dict[str, int]:
+    return {t: _query(path, f"SELECT count(*) FROM {t}")[0][0] for t in ("events", "payloads", "requests", "actions")}
+
+
+def test_payloads_are_stored_once_and_a_turn_writes_only_what_is_new(store):
+    path = store
     inv = make(path)
     assert _counts(path) == {"events": 1, "payloads": 5, "requests": 0, "actions": 0}
     # A second analysis with the same evidence adds no payload rows.
@@ -79,10 +127,9 @@ def test_payloads_are_stored_once_and_a_turn_writes_only_what_is_new(tmp_path):
     act = inv.submit(req.request_id, decision(query())).action
     inv.record(act, result("a payload seen before? no"))  # same content: stored once
     assert _counts(path)["payloads"] == 6
-    conn = sqlite3.connect(path)
-    sizes = dict(conn.execute("SELECT kind, max(length(data)) FROM events WHERE analysis_id = 'demo' GROUP BY kind"))
+    sizes = dict(_query(path, "SELECT kind, max(length(data)) FROM events WHERE analysis_id = 'demo' GROUP BY kind"))
     assert sizes["decision"] < 600 and sizes["record"] < 800 and sizes["created"] > 2 * sizes["record"]
-    assert "retry budget exceeded" not in conn.execute("SELECT group_concat(data) FROM events").fetchone()[0]
+    assert not any("retry budget exceeded" in data for (data,) in _query(path, "SELECT data FROM events"))
 
 
 # -- not ours, or damaged ------------------------------------------------------------------------
@@ -107,26 +154,20 @@ def test_a_file_that_is_not_a_store_is_store_corrupt(tmp_path):
 
 
 @pytest.mark.parametrize("version", [1, 99], ids=["previous", "unknown"])
-def test_a_store_of_another_schema_version_is_store_corrupt(tmp_path, version):
-    path = tmp_path / "s.sqlite3"
+def test_a_store_of_another_schema_version_is_store_corrupt(store, version):
+    path = store
     make(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE schema_version SET version = ?", (version,))
-    conn.commit()
-    conn.close()
+    _execute(path, "UPDATE schema_version SET version = ?", (version,))
     with pytest.raises(WorkingsetError) as info:
         _show(path)
     assert info.value.code == "store_corrupt" and info.value.details["schema_version"] == version
 
 
-def test_damaged_rows_are_store_corrupt(tmp_path):
-    path = tmp_path / "s.sqlite3"
+def test_damaged_rows_are_store_corrupt(store):
+    path = store
     make(path).close()
-    conn = sqlite3.connect(path)
-    conn.execute("UPDATE payloads SET data = CAST('{\"kind\":\"text\",\"language\":null,\"text\":\"forged\"}' AS BLOB)"
-                 " WHERE hash = (SELECT min(hash) FROM payloads)")  # fmt: skip
-    conn.commit()
-    conn.close()
+    _execute(path, "UPDATE payloads SET data = ? WHERE hash = (SELECT min(hash) FROM payloads)",
+             (b'{"kind":"text","language":null,"text":"forged"}',))  # fmt: skip
     assert code_of(_show, path) == "store_corrupt"
 
 
@@ -165,7 +206,8 @@ def test_a_damaged_file_is_store_corrupt_never_a_traceback(tmp_path, damage):
 FAULT_SCRIPT = r"""
 import json, os, sys
 sys.path.insert(0, {tests!r})
-import workingset.store as st
+import workingset.store.interface as st
+import workingset.store.sqlite as sq
 store, op, target = sys.argv[1], sys.argv[2], int(sys.argv[3])
 steps = []
 def hook(step):
@@ -173,11 +215,11 @@ def hook(step):
     if len(steps) == target:
         os._exit(17)
 st._checkpoint = hook
-setup = st.SqliteStore._setup
+setup = sq.SqliteStore._setup
 def small_cache(self):
     setup(self)
     self._conn.execute("PRAGMA cache_size = 1")  # spill uncommitted pages into the WAL before COMMIT
-st.SqliteStore._setup = small_cache
+sq.SqliteStore._setup = small_cache
 from session_helpers import assess, conclude, decision, query, result, state_bytes
 from workingset.session import Investigation
 clock = lambda: "2026-06-10T21:00:00Z"
@@ -200,10 +242,43 @@ print(json.dumps(steps))
 """
 
 
-def _base(tmp_path, op) -> Path:
+class _Stores:
+    """Make, copy and dump stores of one backend for the crash test (files, or template databases)."""
+
+    def __init__(self, store: str, tmp_path: Path, request):
+        self.url = store if "://" in store else None
+        self.tmp = tmp_path
+        self.server = request.getfixturevalue("pg_server") if self.url else None
+        self.made: list[str] = []
+
+    def new(self, name: str) -> str:
+        if self.server is None:
+            return str(self.tmp / f"{name}.sqlite3")
+        self.made.append(self.server.database())
+        return self.made[-1]
+
+    def copy(self, base: str, name: str) -> str:
+        if self.server is None:
+            dest = self.tmp / f"{name}.sqlite3"
+            for suffix in ("", "-wal"):
+                if Path(base + suffix).exists():
+                    shutil.copy(base + suffix, str(dest) + suffix)
+            return str(dest)
+        self.made.append(self.server.copy(base))
+        return self.made[-1]
+
+    def logical(self, store: str) -> str:
+        return db_dump(store) if self.server is not None or Path(store).exists() else ""
+
+    def drop(self) -> None:
+        for url in self.made:
+            self.server.drop(url)
+
+
+def _base(stores: _Stores, op) -> str:
     """The store each operation starts from: H1 has an unsettled result E000007 and, but for `next`
     and `record`, the open request demo-r0002 for H1."""
-    path = tmp_path / f"base-{op}.sqlite3"
+    path = stores.new(f"base-{op}")
     if op == "create":
         return path
     inv = make(path)
@@ -217,43 +292,32 @@ def _base(tmp_path, op) -> Path:
     return path
 
 
-def _copy(base: Path, dest: Path) -> Path:
-    for suffix in ("", "-wal"):
-        if Path(str(base) + suffix).exists():
-            shutil.copy(str(base) + suffix, str(dest) + suffix)
-    return dest
-
-
-def _logical(path: Path) -> str:
-    return db_dump(str(path)) if path.exists() else ""
-
-
 @pytest.mark.parametrize("op", ["create", "next", "submit", "conclude", "record", "cancel"])
-def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, op):
+def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, store, request, op):
+    stores = _Stores(store, tmp_path, request)
+    request.addfinalizer(stores.drop)
     script = FAULT_SCRIPT.format(tests=TESTS)
-    base = _base(tmp_path, op)
-    before = _logical(base)
-    dry = _copy(base, tmp_path / "dry.sqlite3") if base.exists() else tmp_path / "dry.sqlite3"
-    out = subprocess.run([sys.executable, "-c", script, str(dry), op, "0"], capture_output=True, text=True, check=True)
+    base = _base(stores, op)
+    before = stores.logical(base)
+    dry = stores.copy(base, "dry")
+    out = subprocess.run([sys.executable, "-c", script, dry, op, "0"], capture_output=True, text=True, check=True)
     steps = json.loads(out.stdout)
-    after = _logical(dry)
+    after = stores.logical(dry)
     assert after != before and steps[-2:] == ["commit", "committed"] and len(steps) >= 4
 
     procs = []
     for k in range(1, len(steps) + 1):
-        dest = tmp_path / f"crash-{k}.sqlite3"
-        if base.exists():
-            _copy(base, dest)
-        procs.append((k, dest, subprocess.Popen([sys.executable, "-c", script, str(dest), op, str(k)],
+        dest = stores.copy(base, f"crash-{k}")
+        procs.append((k, dest, subprocess.Popen([sys.executable, "-c", script, dest, op, str(k)],
                                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)))  # fmt: skip
     for k, dest, proc in procs:
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 17, err.decode()
-        state = _logical(dest)
+        state = stores.logical(dest)
         expected = after if steps[k - 1] == "committed" else before
         if op == "create" and expected == before:
             # Before the analysis exists the store may or may not hold its empty schema.
-            assert "INSERT INTO \"analyses\"" not in state
+            assert "INSERT INTO \"analyses\"" not in state and "'demo'" not in state
             continue
         assert state == expected, f"crash at step {k} ({steps[k - 1]}) left the store between states"
 
@@ -263,7 +327,7 @@ def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, op
 RACE_SCRIPT = r"""
 import json, os, sys, time
 sys.path.insert(0, {tests!r})
-import workingset.store as st
+import workingset.store.interface as st
 store, gate, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 if mode == "slow":
     def hook(step):
@@ -288,8 +352,8 @@ except WorkingsetError as err:
 """
 
 
-def _race(tmp_path, modes, warm=False) -> list[dict]:
-    path = tmp_path / "race.sqlite3"
+def _race(tmp_path, store, modes, warm=False) -> list[dict]:
+    path = store
     inv = make(path)
     inv.next_request("H1")
     inv.close()
@@ -309,15 +373,15 @@ def _race(tmp_path, modes, warm=False) -> list[dict]:
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
-def test_two_processes_submitting_to_one_open_request_overlapping(tmp_path, warm):
-    slow, follow = _race(tmp_path, ["slow", "follow"], warm)
+def test_two_processes_submitting_to_one_open_request_overlapping(tmp_path, store, warm):
+    slow, follow = _race(tmp_path, store, ["slow", "follow"], warm)
     assert slow == {"applied": "query", "action": "B000006"}
     assert follow == {"error": "stale_request"}
 
 
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
-def test_two_processes_submitting_to_one_open_request_at_once(tmp_path, warm):
-    outs = _race(tmp_path, ["a", "b"], warm)
+def test_two_processes_submitting_to_one_open_request_at_once(tmp_path, store, warm):
+    outs = _race(tmp_path, store, ["a", "b"], warm)
     assert sorted("error" in o for o in outs) == [False, True]
     assert [o["error"] for o in outs if "error" in o] == ["stale_request"]
 

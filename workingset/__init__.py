@@ -22,12 +22,13 @@ from .schemas import json_schema
 from .spans import Span, canonical_text, make_span, quote_span
 from .replies import Applied, PendingAction, Recorded, Request, Summary
 from .session import Investigation
-from .store import SqliteStore
+from .store import PostgresStore, SqliteStore, open_store
 
 __all__ = [
     "Applied",
     "Investigation",
     "PendingAction",
+    "PostgresStore",
     "Recorded",
     "Request",
     "SqliteStore",
@@ -61,6 +62,7 @@ __all__ = [
     "load_state_or_context",
     "load_stored_context",
     "make_stored_context",
+    "open_store",
     "read_run",
     "render",
     "verify_context",

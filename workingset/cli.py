@@ -334,7 +334,7 @@ def convert(
 # -- sessions (SPEC §8): init, next, submit, record, show, pause, resume, cancel, export ----------
 
 StoreOpt = Annotated[
-    Optional[str], typer.Option("--store", help="The store file (default: $WORKINGSET_STORE, else .workingset/store.sqlite3).")
+    Optional[str], typer.Option("--store", help="The store: a SQLite file or a postgresql:// URL (default: $WORKINGSET_STORE, else .workingset/store.sqlite3).")
 ]
 AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")]
 
@@ -383,11 +383,12 @@ def init(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an analysis from a state file (a bare state, or a stored context whose state is taken)."""
-    from .model import load_state_or_context
+    from .model import load_start
     from .session import Investigation
 
     data, source = _input(state, "file")
-    with Investigation.create(_store(store), load_state_or_context(data, source), encoder=encoder) as inv:
+    start, before = load_start(data, source)
+    with Investigation.create(_store(store), start, encoder=encoder, requests_before=before) as inv:
         out = inv.show()
     if as_json:
         emit_json({"analysis_id": inv.analysis_id, "encoder": out.encoder, "status": out.status,

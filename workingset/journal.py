@@ -9,8 +9,10 @@ very state it was rendered from.
 A `Replayed` is such a state together with the last event it reflects. The session keeps
 one per analysis and store connection, and at each call, inside the call's transaction,
 `catch_up` applies only the events appended since (by this process or any other), so a call
-costs what is new, not the whole history. Payloads are read in batches, never one SELECT per
-item. The session applies its own changes to a `Replayed` through `as_replayed` and
+costs what is new, not the whole history. A new process starts from the analysis's latest
+snapshot (see below). Payloads are read only when the state must be complete (`fill`, before
+rendering or showing it, or checking a recall or a span against it; no other check or change
+looks at them), in batches, never one SELECT per item. The session applies its own changes to a `Replayed` through `as_replayed` and
 `stored_payload`, which give exactly the objects a replay decodes from the stored event, so a
 kept state never differs from a fresh replay of the log.
 """
@@ -40,11 +42,12 @@ class _Event(msgspec.Struct, kw_only=True):
     """Base of event records; later schema versions may add fields with defaults."""
 
 
-class CreatedEvent(_Event):
+class CreatedEvent(_Event, omit_defaults=True):
     state: State
     encoder: str
     status: Status
     termination_reason: str | None
+    requests_before: int = 0  # the number of the stored context's request it was created from; new ones follow
 
 
 class RequestEvent(_Event):
@@ -177,6 +180,14 @@ class Replayed:
     seq: int
     changed: int
     numbers: ctl.Numbers
+    requests_before: int = 0  # requests are numbered after this one (see `CreatedEvent`)
+    # Evidence whose payload is still in the store (its content hash kept): payloads are read
+    # only when something needs them (`fill`: rendering, showing, a recall or span check).
+    unfilled: list[Evidence] = field(default_factory=list)
+    # Bytes of events since the latest snapshot (or the `created` event), and that one's size:
+    # a new snapshot is due when the first reaches the second (see `snapshot_due`).
+    logged: int = 0
+    base_bytes: int = 0
     # What an encoder keeps between the renders of this state as it grows (v11's journal
     # walk), by encoder name: the state's entries only ever get appended to.
     renders: dict[str, Any] = field(default_factory=dict)
@@ -192,11 +203,12 @@ class Replayed:
         ctl.apply_record(self.state, evidence)
         self.numbers.count_record(evidence)
 
-    def note(self, seq: int, kind: str) -> None:
-        """Record that the event `seq` of `kind` is reflected (its change already applied)."""
+    def note(self, seq: int, kind: str, size: int = 0) -> None:
+        """Record that the event `seq` of `kind` (`size` bytes stored) is reflected (its change already applied)."""
         if seq != self.seq + 1:
             raise StoreCorrupt(f"event {seq} follows event {self.seq}: the event log has a gap")
         self.seq = seq
+        self.logged += size
         if kind in _STATE_CHANGES:
             self.changed = seq
 
@@ -231,22 +243,34 @@ def _payloads(tx: Tx, decoded: list[tuple[EventRow, Any]]) -> dict[str, Payload]
     return tx.payloads(wanted) if wanted else {}
 
 
-def _fill(ev: Evidence, payloads: Mapping[str, Payload]) -> None:
-    if ev.content_hash is not None and ev.payload is None:
+def _stored_elsewhere(ev: Evidence) -> bool:
+    return ev.content_hash is not None and ev.payload is None
+
+
+def _fill(evidence: list[Evidence], payloads: Mapping[str, Payload]) -> None:
+    for ev in evidence:
         payload = payloads.get(ev.content_hash)
         if payload is None:
             raise StoreCorrupt(f"payload {ev.content_hash} of {ev.id} is missing", details={"evidence": ev.id})
         ev.payload = payload
 
 
-def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any, payloads: Mapping[str, Payload]) -> Replayed:
+def fill(tx: Tx, view: Replayed) -> Replayed:
+    """Read the payloads the view does not hold yet (one batched read), so its state is complete."""
+    if view.unfilled:
+        _fill(view.unfilled, tx.payloads(ev.content_hash for ev in view.unfilled))
+        view.unfilled.clear()
+    return view
+
+
+def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -> Replayed:
     """Apply one decoded event to `view` in place (None: it must be the `created` event); damage is `store_corrupt`.
 
     The events come from the store, so anything that keeps one from applying (an unknown
     hypothesis, a record before its query, a repeated event) is damage, named with its event.
     """
     try:
-        return _apply_checked(analysis_id, view, row, event, payloads)
+        return _apply_checked(analysis_id, view, row, event)
     except StoreCorrupt:
         raise
     except (WorkingsetError, LookupError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
@@ -275,7 +299,7 @@ def _number(ident: str | None) -> int:
     return int(ident[1:]) if ident else 0
 
 
-def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event: Any, payloads: Mapping[str, Payload]) -> Replayed:
+def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -> Replayed:
     def bad(what: str) -> StoreCorrupt:
         return damaged(analysis_id, row.seq, what, kind=row.kind)
 
@@ -286,9 +310,9 @@ def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event
             _validate_externalized(event.state, f"event {row.seq}")
         except WorkingsetError as err:
             raise bad(f"its state is invalid ({err.message})") from None
-        for ev in event.state.evidence:
-            _fill(ev, payloads)
-        view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state))
+        view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state),
+                        requests_before=event.requests_before, base_bytes=len(row.data))  # fmt: skip
+        view.unfilled.extend(ev for ev in event.state.evidence if _stored_elsewhere(ev))
     elif row.kind == "decision":
         is_query = isinstance(event.decision.next, Query)
         if is_query != (event.action is not None) or (is_query and _number(event.action) <= view.numbers.actions):
@@ -302,11 +326,12 @@ def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event
             raise bad(f"evidence {ev.id} is not newer than the evidence before it")
         if ev.budget.action != event.action or not 0 < _number(event.action) <= view.numbers.actions:
             raise bad(f"it records {event.action}, which no earlier decision reserved")
-        _fill(ev, payloads)
+        if _stored_elsewhere(ev):
+            view.unfilled.append(ev)
         view.apply_record(ev)
     elif row.kind in _LIFECYCLE_STATUS and event.status not in _LIFECYCLE_STATUS[row.kind]:
         raise bad(f"a {row.kind} event that sets status {event.status}")
-    view.note(row.seq, row.kind)
+    view.note(row.seq, row.kind, 0 if row.kind == "created" else len(row.data))
     return view
 
 
@@ -314,21 +339,83 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
     """Bring `view` (None: nothing yet) up to the last event (or `upto`), reading only the newer events.
 
     Runs inside the caller's transaction, so it sees every change committed by any process.
-    The view is updated in place; if this raises, the view is unusable.
+    The view is updated in place; if this raises, the view is unusable. Payloads are not read
+    (see `fill`).
     """
+    if view is None:
+        view = from_snapshot(tx, analysis_id, upto)
     decoded = _decode(analysis_id, tx.events(analysis_id, upto=upto, after=view.seq if view is not None else 0))
-    payloads = _payloads(tx, decoded)
     for row, event in decoded:
-        view = _apply(analysis_id, view, row, event, payloads)
+        view = _apply(analysis_id, view, row, event)
     if view is None:
         raise damaged(analysis_id, None, "it has no events")
+    return view
+
+
+# -- snapshots: a new process starts from the latest one and reads only the events after it ---------
+
+# A snapshot is due when the events logged since the latest one (or since `created`) hold as
+# many bytes as it does, and at least this many: writing snapshots then costs at most as much
+# as writing the log (plus the latest snapshot), and a new process reads at most about twice a
+# snapshot's size.
+SNAPSHOT_MIN_BYTES = 1_000_000
+
+
+class Snapshot(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
+    """A `Replayed` as stored (MessagePack): its state with payloads left in the payload table."""
+
+    seq: int
+    changed: int
+    numbers: tuple[int, int, int]  # evidence, notes, actions
+    requests_before: int
+    state: State
+
+
+_SNAPSHOT_DECODER = msgspec.msgpack.Decoder(Snapshot)
+
+
+def snapshot_due(view: Replayed) -> bool:
+    """Whether the events since the latest snapshot call for a new one (see `SNAPSHOT_MIN_BYTES`)."""
+    return view.logged >= max(SNAPSHOT_MIN_BYTES, view.base_bytes)
+
+
+def take_snapshot(view: Replayed) -> bytes:
+    """The stored form of `view`; the view then counts the events logged from here."""
+    evidence = [msgspec.structs.replace(ev, payload=None) if ev.content_hash is not None else ev
+                for ev in view.state.evidence]  # fmt: skip
+    n = view.numbers
+    data = msgspec.msgpack.encode(Snapshot(seq=view.seq, changed=view.changed, numbers=(n.evidence, n.notes, n.actions),
+                                           requests_before=view.requests_before,
+                                           state=msgspec.structs.replace(view.state, evidence=evidence)))  # fmt: skip
+    view.logged, view.base_bytes = 0, len(data)
+    return data
+
+
+def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> Replayed | None:
+    """The view the analysis's latest snapshot holds, if it has one at or before `upto`."""
+    found = tx.snapshot(analysis_id)
+    if found is None or (upto is not None and found[0] > upto):
+        return None
+    seq, data = found
+    try:
+        snap = _SNAPSHOT_DECODER.decode(data)
+    except msgspec.DecodeError as exc:
+        raise StoreCorrupt(f"the snapshot of {analysis_id} is damaged ({exc})") from None
+    if snap.seq != seq or not 0 <= snap.changed <= seq:
+        raise StoreCorrupt(f"the snapshot of {analysis_id} says event {snap.seq}, its row {seq}")
+    view = Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
+                    requests_before=snap.requests_before, base_bytes=len(data))  # fmt: skip
+    view.unfilled.extend(ev for ev in snap.state.evidence if _stored_elsewhere(ev))
     return view
 
 
 def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -> Replayed:
     """The view of a log holding only its `created` event, whose payloads the caller has (a new analysis)."""
     ((row, event),) = _decode(analysis_id, [created])
-    return _apply(analysis_id, None, row, event, payloads)
+    view = _apply(analysis_id, None, row, event)
+    _fill(view.unfilled, payloads)
+    view.unfilled.clear()
+    return view
 
 
 def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[EventRow, Any, State]]:
@@ -337,7 +424,9 @@ def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[
     payloads = _payloads(tx, decoded)
     view: Replayed | None = None
     for row, event in decoded:
-        view = _apply(analysis_id, view, row, event, payloads)
+        view = _apply(analysis_id, view, row, event)
+        _fill(view.unfilled, payloads)
+        view.unfilled.clear()
         yield row, event, view.state
 
 

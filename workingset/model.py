@@ -330,6 +330,20 @@ def load_state_or_context(data: bytes, source: str = "<input>", limits: Limits |
     return load_state(data, source, checked=True)
 
 
+def load_start(data: bytes, source: str = "<input>", limits: Limits | None = None) -> tuple[State, int]:
+    """A state to start an analysis from, and the number of the request it comes from (0 for a bare state).
+
+    A stored context's request ID ends in its request number (`-r0018`): an analysis created
+    from it numbers its own requests on from there, so its IDs never repeat the context's.
+    """
+    check_json(data, "file", source, limits)
+    raw = _raw_object(data, source)
+    if "format" in raw:
+        ctx = load_stored_context(data, source, checked=True)
+        return ctx.state, int(ctx.request_id.rsplit("-r", 1)[1])
+    return load_state(data, source, checked=True), 0
+
+
 def read_file(path: str, limits: Limits | None = None) -> bytes:
     """Read a regular file's bytes (at most the file size limit): a bigger one is `too_large`.
 

@@ -22,7 +22,7 @@ SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT = 30.0  # seconds a call waits for another process's lock; $WORKINGSET_BUSY_TIMEOUT overrides
 BUSY_TIMEOUT_MAX = 3600.0
 # Schemes of `--store` URLs that a backend serves; anything else that looks like a URL is refused.
-SERVED_SCHEMES: tuple[str, ...] = ()
+SERVED_SCHEMES: tuple[str, ...] = ("postgresql", "postgres")
 
 
 def store_scheme(url: str, served: tuple[str, ...] | None = None) -> str | None:

@@ -16,6 +16,7 @@ from ..errors import SessionError
 from ..hashing import hash_text
 from ..model import Evidence, Hypothesis, RowsPayload, State
 from ._api import RenderedContext, View
+from ._cache import BLOCKS
 from ._render import UNKNOWN_PAYLOAD, compact, decision_schema, fence, heading, indented, join_blocks
 
 Chunk = tuple[str, str]  # (section category, text)
@@ -69,7 +70,10 @@ class V1:
         selected = view.selected
         view.refs = self.references(view)
         chunks = [c for c in self.layout(view) if c[1]]
-        text = "\n\n".join(body for _, body in chunks) + "\n"
+        # The trailing newline joins the last body before the one big join: no second copy of the text.
+        bodies = [body for _, body in chunks]
+        bodies[-1] += "\n"
+        text = "\n\n".join(bodies)
         sections: dict[str, int] = {}
         ordered: list[tuple[str, int]] = []
         for i, (category, body) in enumerate(chunks):
@@ -151,8 +155,12 @@ class V1:
         blocks = [heading(2, self.evidence_heading)]
         if not view.shown:
             blocks.append("(no evidence shown)")
-        blocks.extend(self.evidence_block(ev, view) for ev in view.shown)
+        blocks.extend(self.cached_block(ev, view) for ev in view.shown)
         return join_blocks(blocks)
+
+    def cached_block(self, ev: Evidence, view: View) -> str:
+        """The item's block, rendered once per process for what it depends on (see `_cache`)."""
+        return BLOCKS.block(self, ev, view, self.evidence_block)
 
     def evidence_title(self, ev: Evidence, view: View) -> str:
         return heading(3, f"Evidence {ev.id}")

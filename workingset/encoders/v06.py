@@ -62,7 +62,7 @@ class V6(V5):
         if not view.shown:
             return super().evidence_section(view)
         blocks = [heading(2, self.evidence_heading), captures_table(view.shown)]
-        blocks.extend(self.evidence_block(ev, view) for ev in view.shown)
+        blocks.extend(self.cached_block(ev, view) for ev in view.shown)
         return join_blocks(blocks)
 
     def evidence_record(self, ev: Evidence, view: View) -> dict[str, Any]:

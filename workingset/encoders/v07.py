@@ -47,7 +47,7 @@ class V7(V6):
         if not view.shown:
             return super().evidence_section(view)
         blocks = [heading(2, self.evidence_heading)]
-        blocks.extend(self.evidence_block(ev, view) for ev in view.shown)
+        blocks.extend(self.cached_block(ev, view) for ev in view.shown)
         blocks.append(captures_table(view.shown))
         return join_blocks(blocks)
 

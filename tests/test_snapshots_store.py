@@ -1,0 +1,86 @@
+"""Snapshots: a new process starts from the latest one and reads only the events after it, on both backends."""
+
+from __future__ import annotations
+
+import pytest
+
+import workingset.journal as journal
+from session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
+from test_session_cache import Reads
+from test_store import _execute, _query
+from workingset.errors import WorkingsetError
+from workingset.session import Investigation
+
+CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
+
+
+def turns(inv: Investigation, n: int) -> None:
+    pending = {}
+    for i in range(n):
+        req = inv.next_request()
+        prev = pending.get(req.hypothesis)
+        act = inv.submit(req.request_id, decision(query(f"q{i}"), assess(prev) if prev else None)).action
+        pending[req.hypothesis] = inv.record(act, result(f"result {i}", query=f"q{i}")).evidence
+
+
+def fresh(store):
+    with Investigation.open(store, ANALYSIS, clock=CLOCK) as again:
+        return again.show(), again.next_request()
+
+
+def test_a_new_process_starts_from_the_snapshot_and_reaches_the_same_state(store, monkeypatch):
+    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 4_000)
+    inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
+    turns(inv, 12)
+    (seq,), = _query(store, "SELECT seq FROM snapshots")
+    events = _query(store, "SELECT count(*) FROM events")[0][0]
+    assert 1 < seq <= events
+    expected = inv.show()
+    reads = Reads(monkeypatch)
+    show, req = fresh(store)
+    assert reads.events == events - seq  # only the events after the snapshot
+    assert show == expected and req == inv.next_request()  # the same request, rendered alike
+    # The same as a full replay of the log (the snapshot removed: derived data, the log holds it all).
+    replayed = inv.show()
+    _execute(store, "DELETE FROM snapshots")
+    reads.reset()
+    assert fresh(store) == (replayed, req) and reads.events == events + 1
+
+
+def test_snapshots_cost_at_most_what_the_log_does(store, monkeypatch):
+    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 2_000)
+    written = []
+    original = journal.take_snapshot
+    monkeypatch.setattr("workingset.session.take_snapshot", lambda view: written.append(original(view)) or written[-1])
+    inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
+    turns(inv, 15)
+    logged = _query(store, "SELECT sum(length(data)) FROM events WHERE kind != 'created'")[0][0]
+    # Each snapshot waits for as many logged bytes as the one before it holds: all but the latest
+    # cost at most what the log does.
+    assert len(written) >= 2 and sum(map(len, written[:-1])) <= logged
+
+
+def test_a_damaged_snapshot_is_store_corrupt(store, monkeypatch):
+    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 1_000)
+    inv = Investigation.create(store, state_bytes(), encoder="v8", clock=CLOCK)
+    turns(inv, 10)
+    inv.close()
+    assert _query(store, "SELECT count(*) FROM snapshots") == [(1,)]
+    good = _query(store, "SELECT data FROM snapshots")[0][0]
+    _execute(store, "UPDATE snapshots SET data = ?", (b"\x93\x01\x02",))
+    with pytest.raises(WorkingsetError) as info:
+        fresh(store)
+    assert info.value.code == "store_corrupt"
+    _execute(store, "UPDATE snapshots SET data = ?, seq = seq - 1", (bytes(good),))
+    with pytest.raises(WorkingsetError) as info:
+        fresh(store)
+    assert info.value.code == "store_corrupt"
+
+
+def test_a_version_2_store_gains_the_snapshots_table_on_open(store):
+    Investigation.create(store, state_bytes(), encoder="v8", clock=CLOCK).close()
+    _execute(store, "DROP TABLE snapshots")
+    _execute(store, "UPDATE schema_version SET version = 2")
+    show, req = fresh(store)
+    assert req.request_id == "demo-r0001" and _query(store, "SELECT version FROM schema_version") == [(3,)]
+    assert _query(store, "SELECT count(*) FROM snapshots") == [(0,)]

@@ -1,0 +1,176 @@
+"""The PostgreSQL store: the same tables, events and transactions as SQLite, for many worker processes.
+
+Chosen by URL (`postgresql://…` or `postgres://…`, as `--store` or `$WORKINGSET_STORE`). One
+connection per store object (psycopg 3), each call one transaction, exactly as with SQLite.
+
+How two workers on one analysis serialize: a write transaction runs at READ COMMITTED and its
+first read of the analysis's row is `SELECT … FOR UPDATE` (every write call of the session
+reads that row before anything else). The second worker waits on that row lock until the
+first commits; its next statements then see the first one's events and index rows (READ
+COMMITTED takes a fresh snapshot per statement), so a submission to a request the first one
+answered is `stale_request`, as on SQLite. Workers on different analyses lock different rows
+and never wait on each other. A row lock was chosen over SERIALIZABLE with retries because a
+turn is not idempotent from the caller's side (a retried `next` would render again, a retried
+`submit` must not apply twice) and because the lock makes the loser wait instead of failing
+and redoing its work; read transactions are REPEATABLE READ, READ ONLY: one snapshot.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from ..errors import StoreCorrupt, WorkingsetError
+from ..storepath import SERVED_SCHEMES, store_scheme
+from . import interface as base
+from .interface import StoreBase, Tx
+from .sqltx import SNAPSHOTS_TABLE, TABLE_NAMES, TABLES, SqlTx
+
+SCHEMES = SERVED_SCHEMES  # the URL schemes this backend serves
+# Held while the schema is created, so that two first processes do not both create it.
+_SCHEMA_LOCK = 0x57534554
+
+_TRIGGERS = """
+CREATE FUNCTION workingset_append_only() RETURNS trigger LANGUAGE plpgsql AS $$
+  BEGIN RAISE EXCEPTION 'the event log is append-only'; END $$;
+CREATE TRIGGER events_append_only BEFORE UPDATE OR DELETE ON events
+  FOR EACH ROW EXECUTE FUNCTION workingset_append_only();
+CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
+  FOR EACH STATEMENT EXECUTE FUNCTION workingset_append_only();
+"""
+_DIALECT = {"blob": "BYTEA", "without_rowid": ""}
+_SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _TRIGGERS
+
+
+def is_url(store: str) -> bool:
+    """Whether `store` names a PostgreSQL database (a URL with one of `SCHEMES`) rather than a file."""
+    return store_scheme(store) in SCHEMES if store else False
+
+
+def redact(url: str) -> str:
+    """The URL without its password, for messages."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def _psycopg() -> Any:
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - a dependency, but say what to do if it is missing
+        raise WorkingsetError("the PostgreSQL store needs psycopg 3: pip install 'psycopg[binary]'",
+                              code="store_unavailable") from None  # fmt: skip
+    return psycopg
+
+
+def _translate(exc: Exception, where: str) -> WorkingsetError:
+    psycopg = _psycopg()
+    details = {"store": where}
+    if isinstance(exc, (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected,
+                        psycopg.errors.LockNotAvailable)):  # fmt: skip
+        return WorkingsetError(f"store {where} is busy ({exc}); retry", code="store_busy", details=details)
+    if isinstance(exc, (psycopg.OperationalError, psycopg.errors.InsufficientPrivilege, psycopg.InterfaceError)):
+        return WorkingsetError(f"cannot use store {where}: {exc}".strip(), code="store_unavailable", details=details)
+    return StoreCorrupt(f"store {where} is damaged or not a workingset store ({exc})", details=details)
+
+
+class PostgresStore(StoreBase):
+    """A workingset store in a PostgreSQL database (the tables in its default schema)."""
+
+    def __init__(self, url: str, *, read_only: bool = False):
+        psycopg = _psycopg()
+        super().__init__(redact(url), read_only)  # messages name the URL, never its password
+        self.url = url
+        self._open(lambda: psycopg.connect(url, autocommit=True), psycopg.Error, _translate)
+
+    def _setup(self) -> None:
+        c = self._conn
+        c.execute("BEGIN")
+        try:
+            c.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            tables = {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+            upgradable = tables == TABLE_NAMES - {"snapshots"} and c.execute(
+                "SELECT version FROM schema_version").fetchall() == [(base.UPGRADABLE,)]  # fmt: skip
+            if self.read_only and (not tables or upgradable):
+                self.empty, self.snapshots = not tables, False
+                c.execute("COMMIT")
+                return
+            if not tables:
+                c.execute(_SCHEMA)
+                c.execute("INSERT INTO schema_version (version) VALUES (%s)", (base.SCHEMA_VERSION,))
+            elif upgradable:  # a version 2 store gains the (empty) snapshots table
+                c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
+                c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
+            elif not TABLE_NAMES <= tables:
+                raise StoreCorrupt(f"{self.path} is a PostgreSQL database but not a workingset store "
+                                   f"(it has other tables)", details={"store": self.path})  # fmt: skip
+            rows = c.execute("SELECT version FROM schema_version").fetchall()
+            c.execute("COMMIT")
+        except BaseException:
+            c.execute("ROLLBACK")
+            raise
+        if len(rows) != 1 or rows[0][0] != base.SCHEMA_VERSION:
+            found = rows[0][0] if len(rows) == 1 else None
+            raise StoreCorrupt(f"{self.path}: store schema version {found} is not {base.SCHEMA_VERSION}",
+                               details={"store": self.path, "schema_version": found})  # fmt: skip
+
+    @contextmanager
+    def read(self) -> Iterator[Tx]:
+        """A read transaction: one consistent snapshot of the store."""
+        with self._transaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", lock=False) as tx:
+            yield tx
+
+    @contextmanager
+    def write(self) -> Iterator[Tx]:
+        """A write transaction: everything in it commits together, or nothing does."""
+        self._refuse_write()
+        with self._transaction("BEGIN ISOLATION LEVEL READ COMMITTED", lock=True) as tx:
+            yield tx
+            base._checkpoint("commit")
+        base._checkpoint("committed")
+
+    @contextmanager
+    def _transaction(self, begin: str, lock: bool) -> Iterator[Tx]:
+        psycopg = _psycopg()
+        c = self._conn
+        try:
+            c.execute(begin)
+        except psycopg.Error as exc:
+            raise _translate(exc, self.path) from None
+        try:
+            yield _PgTx(c, self.path, lock, snapshots=self.snapshots)
+        except BaseException as exc:
+            self._rollback()
+            if isinstance(exc, psycopg.errors.UniqueViolation) and "analyses_pkey" in str(exc):
+                raise WorkingsetError(f"an analysis of that ID was created meanwhile in {self.path}",
+                                      code="analysis_exists", details={"store": self.path}) from None  # fmt: skip
+            if isinstance(exc, psycopg.Error):
+                raise _translate(exc, self.path) from None
+            raise
+        try:
+            c.execute("COMMIT")
+        except psycopg.Error as exc:
+            self._rollback()
+            raise _translate(exc, self.path) from None
+
+    def _rollback(self) -> None:
+        psycopg = _psycopg()
+        try:
+            self._conn.execute("ROLLBACK")
+        except psycopg.Error:
+            pass  # the connection is gone: nothing was committed
+
+
+class _PgTx(SqlTx):
+    """The shared statements with psycopg's `%s` placeholders, a row lock and byte-order IDs."""
+
+    id_order = ' COLLATE "C"'
+    lock_clause = " FOR UPDATE"
+    _converted: dict[str, str] = {}
+
+    def _q(self, sql: str, args: tuple | list = ()) -> Any:
+        pg = self._converted.get(sql)
+        if pg is None:
+            # No statement of ours has a literal `?` or `%`: the placeholders are all there is to change.
+            pg = self._converted[sql] = sql.replace("?", "%s")
+        return self._c.execute(pg, args)
