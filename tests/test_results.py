@@ -112,6 +112,21 @@ def test_scale_section_sizes_are_current():
             assert row[f"v{v} chars"] == f"{ENCODERS[v].render(state, 'H1').chars:,}", f"v{v} at {row['evidence items']}"
 
 
+def test_report_section_sizes_are_current(monkeypatch):
+    """The report section's bug17 row (page and data bytes) is what `workingset report` writes now."""
+    from workingset.report import report_data
+    from workingset.report.page import plotly_js, render_page
+
+    section = SECTIONS["report"]
+    row = next(r for r in _github_table(section, "run") if r["run"].startswith("bug17"))
+    monkeypatch.chdir(BUG17.parent)  # the benchmark names the run `bug17`
+    data = report_data(BUG17.name)
+    assert row["page bytes"] == f"{len(render_page(data).encode()):,}", "rerun benchmarks/report.py"
+    assert row["viewer texts (JSON bytes)"] == f"{len(msgspec.json.encode(data['viewer'])):,}"
+    assert row["compare data (JSON bytes)"] == f"{len(msgspec.json.encode(data['compare'])):,}"
+    assert f"plotly.js ({len(plotly_js().encode()):,} bytes)" in section
+
+
 def test_check_fails_on_a_changed_number_and_ignores_the_machine_line():
     block = "<!-- BEGIN t -->\n## T\n\nMachine: today\n\n| v7 | 1,234 |\n<!-- END t -->\n"
     _results._check("t", block, "head\n\n" + block.replace("today", "yesterday"))

@@ -298,3 +298,13 @@ def _availability_table(cmp: Comparison) -> str:
                      _share(total.share("addressable")), _share(total.share("gone")), _share(data["min_reachable_share"])])  # fmt: skip
     headers = ["strategy", "visible", "addressable", "gone", "visible %", "addressable %", "gone %", "lowest reachable %"]
     return _table(headers, rows, left=1)
+
+
+def run_data(
+    directory: str, run: list, cmp: Comparison, *, recall: bool, sections: bool = False, availability: bool = False
+) -> dict[str, Any]:
+    """Return `compare --json`'s object for a run read by `runs.read_run` and its comparison."""
+    data = {"run": directory, "recall": recall, **to_data(cmp, sections=sections, availability=availability)}
+    for (path, _), entry in zip(run, data["contexts"]):
+        entry["file"] = path.name
+    return data

@@ -41,6 +41,23 @@ TtlOpt = Annotated[Optional[str], typer.Option("--ttl", help="Anthropic cache TT
 StrictOpt = Annotated[Optional[bool], typer.Option(
     "--strict/--no-strict", help="OpenAI: the strict transformed schema (default), or the frozen one unenforced.")]
 
+# The cache models' options, shared by compare and report (`workingset.cache`); prices are
+# checked by `check_prices`.
+CachedPriceOpt = Annotated[float, typer.Option(help="Price of a cached token as a fraction of the full price (0 to 1000).")]
+CacheOpt = Annotated[Optional[list[str]], typer.Option(
+    help="Bill under cache models: ideal, anthropic, openai (repeatable or a comma list).")]
+CacheTtlOpt = Annotated[str, typer.Option("--ttl", help="Cache entry lifetime for anthropic and openai: 5m or 1h.")]
+CacheMinOpt = Annotated[int, typer.Option(min=0, max=MAX_COUNT, help="Fewest tokens a cache entry holds (anthropic, openai).")]
+WritePriceOpt = Annotated[Optional[float], typer.Option(
+    help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")]
+
+
+def check_prices(cached_price: float, write_price: float | None) -> None:
+    """Refuse a price outside 0 to MAX_CACHED_PRICE (NaN too) before anything is rendered."""
+    for flag, price in (("--cached-price", cached_price), ("--write-price", write_price)):
+        if price is not None and not 0.0 <= price <= MAX_CACHED_PRICE:  # NaN fails this too
+            raise UsageError(f"{flag} must be a number from 0 to {MAX_CACHED_PRICE:g}, not {price}")
+
 
 def provider_options(messages: str | None, ttl: str | None, strict: bool | None) -> bool:
     """Check --messages and its options before anything is rendered; True when provider JSON is asked for."""
@@ -188,11 +205,11 @@ def compare(
     recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
-    cached_price: Annotated[float, typer.Option(help="Price of a cached token as a fraction of the full price (0 to 1000).")] = DEFAULT_CACHED_PRICE,
-    cache: Annotated[Optional[list[str]], typer.Option(help="Bill under cache models: ideal, anthropic, openai (repeatable or a comma list).")] = None,
-    ttl: Annotated[str, typer.Option(help="Cache entry lifetime for anthropic and openai: 5m or 1h.")] = "5m",
-    cache_min: Annotated[int, typer.Option(min=0, max=MAX_COUNT, help="Fewest tokens a cache entry holds (anthropic, openai).")] = 1024,
-    write_price: Annotated[Optional[float], typer.Option(help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")] = None,
+    cached_price: CachedPriceOpt = DEFAULT_CACHED_PRICE,
+    cache: CacheOpt = None,
+    ttl: CacheTtlOpt = "5m",
+    cache_min: CacheMinOpt = 1024,
+    write_price: WritePriceOpt = None,
     availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
     token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one strategy at a time each.")] = 1,
@@ -201,16 +218,14 @@ def compare(
 ) -> None:
     """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
     from .bench import strategies
-    from .bench_report import to_data, to_text
+    from .bench_report import run_data, to_text
     from .cache import CacheOptions, model_names
     from .parallel import compare_parallel
     from .progress import progress
     from .runs import read_run
     from .tokens import get_encoding
 
-    for flag, price in (("--cached-price", cached_price), ("--write-price", write_price)):
-        if price is not None and not 0.0 <= price <= MAX_CACHED_PRICE:  # NaN fails this too
-            raise UsageError(f"{flag} must be a number from 0 to {MAX_CACHED_PRICE:g}, not {price}")
+    check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
     models = model_names(cache or ())
     cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
@@ -221,14 +236,46 @@ def compare(
     with progress("comparing", len(contexts) * len(renderers)) as step:
         result = compare_parallel(contexts, renderers, jobs, step=step, token_cache=token_cache, **options)
     if as_json:
-        data = {"run": directory, "recall": recall, **to_data(result, sections=sections, availability=availability)}
-        for (path, _), entry in zip(run, data["contexts"]):
-            entry["file"] = path.name
+        data = run_data(directory, run, result, recall=recall, sections=sections, availability=availability)
         if summary:
             del data["contexts"]
         emit_json(data)
     else:
         sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability, summary=summary))
+
+
+@app.command()
+@guarded
+def report(
+    directory: Annotated[str, typer.Argument(metavar="RUN", help="A run: a directory of stored-context files, or a run file.")],
+    out: Annotated[str, typer.Option("--out", help="The HTML file to write.")],
+    strategies: Annotated[Optional[list[str]], typer.Option(help="Strategies, the base first (repeatable or a comma list; default v7,v10,v11,full-transcript,masking-10,last-5).")] = None,
+    cache: CacheOpt = None,
+    ttl: CacheTtlOpt = "5m",
+    cache_min: CacheMinOpt = 1024,
+    write_price: WritePriceOpt = None,
+    recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
+    encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
+    cached_price: CachedPriceOpt = DEFAULT_CACHED_PRICE,
+    as_json: JsonFlag = False,
+) -> None:
+    """Write a self-contained HTML report of a run: cost per turn per strategy, and what each context showed."""
+    from .cache import CacheOptions
+    from .report import DEFAULT_STRATEGIES, check_output, report_data, write_report
+
+    check_prices(cached_price, write_price)
+    check_output(out)
+    names = [n.strip() for arg in strategies or () for n in arg.split(",") if n.strip()] or list(DEFAULT_STRATEGIES)
+    options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
+    data = report_data(directory, names, cache=cache or (), cache_options=options, recall=recall, encoding=encoding,
+                       cached_price=cached_price)  # fmt: skip
+    size = write_report(out, data)
+    summary = {"run": directory, "out": out, "bytes": size, "contexts": len(data["compare"]["contexts"]),
+               "strategies": data["compare"]["strategies"], "cache": list(data["series"])}  # fmt: skip
+    if as_json:
+        emit_json(summary)
+    else:
+        sys.stdout.write(f"wrote {out} ({size:,} bytes): {summary['contexts']} contexts, {', '.join(summary['strategies'])}\n")
 
 
 @app.command("import")

@@ -251,3 +251,23 @@ def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCO
 
 def _shared_prefix(prev_text: str, text: str, encoding: str) -> int:
     return common_prefix(_encode(prev_text, encoding), _encode(text, encoding))
+
+
+def prefix_chars(tokens: Sequence[int], counts: Sequence[int], encoding: str = DEFAULT_ENCODING) -> list[int]:
+    """Return, for each count n, how many characters the first n of `tokens` decode to.
+
+    A token that ends inside a multi-byte character covers only the characters it completes.
+    Each token is decoded once, however many counts are asked for.
+    """
+    enc = get_encoding(encoding)
+    data, at, chars = bytearray(), 0, {0: 0}
+    for n in sorted(set(counts) - {0}):
+        data += enc.decode_bytes(tokens[at:n])
+        at = n
+        chars[n] = len(data.decode("utf-8", "ignore"))
+    return [chars[n] for n in counts]
+
+
+def text_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> array:
+    """Return the tokens of `text` tokenized whole (cached, as `count_tokens` counts them)."""
+    return _encode(text, encoding)

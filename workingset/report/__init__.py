@@ -1,0 +1,142 @@
+"""`workingset report`: one self-contained HTML file showing a run's costs and contexts.
+
+The numbers are `compare --json`'s data for the chosen strategies, embedded as they are
+(the page's charts read them through `cache_series`); the context viewer's texts are
+re-rendered here and stored once (`texts`). The page is `page.render_page`.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from ..bench import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_contexts, version_label, version_renderer
+from ..cache import CacheOptions, model_names
+from ..errors import UnknownEncoder, UsageError
+from ..files import os_error
+from ..runs import read_run
+from ..tokens import DEFAULT_ENCODING, get_encoding
+
+DEFAULT_STRATEGIES = ("v7", "v10", "v11", "full-transcript", "masking-10", "last-5")
+DEFAULT_CACHE = ("anthropic", "openai", "ideal")  # the first is the one the page opens with
+
+
+def resolve_strategies(names: Sequence[str]) -> tuple[dict[str, Renderer], dict[str, str | None]]:
+    """Resolve strategy names to compare's renderers and to encoder names (None for a baseline).
+
+    An encoder is named as `compare` names it (`v11`, `v11:budget=60000`); a baseline by
+    its name in `workingset.baselines`. The first is the base the changes are relative to.
+    """
+    baselines = baseline_renderers()
+    renderers: dict[str, Renderer] = {}
+    encoders: dict[str, str | None] = {}
+    for name in names:
+        if name in baselines:
+            label, renderer, encoder = name, baselines[name], None
+        else:
+            try:
+                label = version_label(name)
+            except UnknownEncoder as err:
+                if ":" in name:  # a version's options are wrong: its own message says how
+                    raise
+                # say what else a strategy can be
+                raise UnknownEncoder(f"no strategy {name!r}: {err.message}; or a baseline: {', '.join(baselines)}",
+                                     code="unknown_strategy", details={"baselines": list(baselines)}) from None
+            renderer, encoder = version_renderer(label), "investigation_project_" + label
+        if label in renderers:
+            raise UsageError(f"strategy {label} is named twice")
+        renderers[label], encoders[label] = renderer, encoder
+    if not renderers:
+        raise UsageError("no strategies named")
+    return renderers, encoders
+
+
+def cache_series(data: dict[str, Any]) -> dict[str, dict[str, dict[str, list]]]:
+    """Per cache model and strategy, the per-turn read, written and uncached tokens and effective cost.
+
+    Taken as they are from the per-model billings of compare's data (`cache`).
+    """
+    keys = {"read": "read_tokens", "written": "written_tokens", "uncached": "uncached_tokens", "cost": "effective_cost"}
+    return {
+        model: {s: {k: [c[s][field] for c in m["contexts"]] for k, field in keys.items()} for s in data["strategies"]}
+        for model, m in data["cache"].items()
+    }
+
+
+def budgets(encoders: dict[str, str | None]) -> dict[str, int]:
+    """The context budget (characters) of each strategy that has one (v11)."""
+    from ..encoders import get_encoder
+
+    out = {}
+    for label, encoder in encoders.items():
+        budget = getattr(get_encoder(encoder), "budget", None) if encoder else None
+        if budget is not None:
+            out[label] = budget
+    return out
+
+
+def report_data(
+    directory: str,
+    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    *,
+    cache: Sequence[str] = DEFAULT_CACHE,
+    cache_options: CacheOptions | None = None,
+    recall: bool = True,
+    encoding: str = DEFAULT_ENCODING,
+    cached_price: float = DEFAULT_CACHED_PRICE,
+) -> dict[str, Any]:
+    """Everything the page shows: compare's data, the cache series, budgets and the viewer's texts.
+
+    `cache` names the cache models (`workingset.cache`), `DEFAULT_CACHE` when empty.
+    """
+    from ..bench_report import run_data
+    from .viewer import recording, view_data
+
+    get_encoding(encoding)
+    models = model_names(cache) or DEFAULT_CACHE
+    options = cache_options or CacheOptions(cached_price=cached_price)
+    renderers, encoders = resolve_strategies(strategies)
+    run = read_run(directory)
+    contexts = [ctx for _, ctx in run]
+    sent: dict[str, list] = {name: [] for name in renderers}
+    recorded = {name: recording(renderer, sent[name]) for name, renderer in renderers.items()}
+    result = compare_contexts(contexts, recorded, recall=recall, encoding=encoding, cached_price=cached_price,
+                              cache=models, cache_options=options)  # fmt: skip
+    data = run_data(directory, run, result, recall=recall, availability=True)
+    series = cache_series(data)
+    return {
+        "compare": data, "series": series, "budgets": budgets(encoders),
+        "viewer": view_data(contexts, encoders, sent, series, recall=recall, encoding=encoding),
+    }  # fmt: skip
+
+
+def check_output(out: str) -> None:
+    """Fail before any rendering when `out` cannot be written: a directory, or in no directory.
+
+    The errors are the file-system boundary's codes (`files.os_error`): `is_a_directory`,
+    `not_found`, `not_a_directory`.
+    """
+    path = Path(out)
+    if path.is_dir():
+        raise os_error(IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), out), out, "write")
+    if not path.parent.is_dir():
+        code = errno.ENOTDIR if path.parent.exists() else errno.ENOENT
+        raise os_error(OSError(code, os.strerror(code), str(path.parent)), out, "write")
+
+
+def write_report(out: str, data: dict[str, Any]) -> int:
+    """Write the page for `report_data`'s data to `out` whole (through a temporary file); return its size in bytes."""
+    from .page import render_page
+
+    page = render_page(data).encode("utf-8")
+    tmp = Path(f"{out}.tmp-{os.getpid()}")
+    try:
+        tmp.write_bytes(page)
+        os.replace(tmp, out)
+    except OSError as err:
+        tmp.unlink(missing_ok=True)
+        raise os_error(err, out, "write") from None
+    return len(page)
