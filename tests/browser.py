@@ -14,6 +14,7 @@ from typing import Iterator
 
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
+STARTS = 3  # tries to start the browser
 INSTALL = "apt-get install chromium chromium-driver && pip install selenium (the test extra)"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -47,7 +48,17 @@ def chromium(window: tuple[int, int] = (1400, 1000), scale: float = 1.0) -> Iter
     options.add_argument(f"--window-size={window[0]},{window[1]}")
     options.add_argument(f"--force-device-scale-factor={scale}")
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    from selenium.common.exceptions import WebDriverException
+
+    for attempt in range(STARTS):
+        try:
+            driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+            break
+        except WebDriverException:
+            # Starting the browser can time out on a machine whose cores are busy; what the
+            # test then checks in the page is not retried.
+            if attempt == STARTS - 1:
+                raise
     try:
         yield driver
     finally:
