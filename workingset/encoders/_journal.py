@@ -26,7 +26,7 @@ from msgspec.structs import astuple
 
 from ..harvest import harvest
 from ..model import Evidence, HistoryEntry, Note, RowsPayload, State, TextPayload
-from ._render import UNKNOWN_PAYLOAD, compact, fence, table
+from ._render import UNKNOWN_PAYLOAD, compact, fence, rows_caption, table
 from .v01 import empty_rows_remark
 from .v06 import CAPTURE_COLUMNS
 
@@ -155,6 +155,12 @@ def index_row(ev: Evidence) -> list[Any]:
             ev.budget.action, ev.budget.cost, "unknown" if ev.payload is None else "archived", harvest(ev.payload)]  # fmt: skip
 
 
+def index_block(count: int, rows: str) -> str:
+    """The `evidence_index` the journal starts with: a caption, then the rows as a jsonl table."""
+    return (rows_caption(count, "evidence_index (archived evidence)") + "\n"
+            + fence(compact(list(INDEX_COLUMNS)) + "\n" + rows, "jsonl"))  # fmt: skip
+
+
 def index_row_text(ev: Evidence) -> str:
     return _cached(("index", _evidence_key(ev)), lambda: compact(index_row(ev)))
 
@@ -182,6 +188,7 @@ class Plan:
     compactions: int = 0
     body: str = ""  # the kept entries' texts, each separated by a blank line
     index_rows: str = ""  # the archived items' index rows, one a line
+    index_text: str = ""  # the captioned index block the journal starts with ("" while nothing is archived)
     archived_ids: frozenset[str] = frozenset()
 
 
@@ -338,13 +345,14 @@ class Journal:
             same_as.update({walk.entries[pos].item.id: walk.same_as[pos] for pos in range(first, len(walk.entries))
                             if walk.same_as[pos]})  # fmt: skip
         previous = self.plan_
-        if previous is not None and not rebuild:
-            index_rows, archived_ids = previous.index_rows, previous.archived_ids
+        if previous is not None and not rebuild:  # the archive changes only at a compaction
+            index_rows, index_text, archived_ids = previous.index_rows, previous.index_text, previous.archived_ids
         else:
             index_rows = "\n".join(index_row_text(ev) for ev in walk.archived)
+            index_text = index_block(len(walk.archived), index_rows) if walk.archived else ""
             archived_ids = frozenset(ev.id for ev in walk.archived)
         return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
-                    body=body, index_rows=index_rows, archived_ids=archived_ids)  # fmt: skip
+                    body=body, index_rows=index_rows, index_text=index_text, archived_ids=archived_ids)  # fmt: skip
 
 
 def plan(state: State, limit: int) -> Plan:

@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import UnknownEncoder
 from ..model import Evidence, Hypothesis, State
 from ._api import RenderedContext, View
-from ._journal import INDEX_COLUMNS, Journal, Plan, evidence_text, plan
+from ._journal import Journal, Plan, evidence_text, plan
 from ._render import compact, decision_schema, fence, heading, rows_caption, table
 from .v01 import Chunk
 from .v10 import V10
@@ -147,7 +147,9 @@ class V11(V10):
         return [
             ("preamble", self.preamble),
             ("case", view.case_text),
-            ("journal", self.journal_section(view)),
+            # The journal's heading, index and entries as separate blocks of one section: the
+            # same bytes as one, and the text is joined once (the index can be megabytes).
+            *(("journal", block) for block in self.journal_blocks(view)),
             ("tail", self.tail_section(view)),
         ]
 
@@ -167,18 +169,10 @@ class V11(V10):
             table(HYPOTHESIS_COLUMNS, hypotheses),
         ])
 
-    def journal_section(self, view: JournalView) -> str:
+    def journal_blocks(self, view: JournalView) -> list[str]:
+        """The journal: its heading, the evidence_index once anything is archived, then the entries."""
         assert view.journal is not None
-        blocks = [heading(2, "Journal")]
-        if view.journal.archived:
-            rows = view.journal.index_rows
-            blocks.append(
-                rows_caption(len(view.journal.archived), "evidence_index (archived evidence)")
-                + "\n" + fence(compact(list(INDEX_COLUMNS)) + "\n" + rows, "jsonl")
-            )  # fmt: skip
-        if view.journal.body:
-            blocks.append(view.journal.body)
-        return "\n\n".join(blocks)
+        return [heading(2, "Journal"), view.journal.index_text, view.journal.body]
 
     # -- the tail --------------------------------------------------------------------------
 
