@@ -187,7 +187,6 @@ class Plan:
     same_as: dict[str, str] = field(default_factory=dict)
     compactions: int = 0
     body: str = ""  # the kept entries' texts, each separated by a blank line
-    index_rows: str = ""  # the archived items' index rows, one a line
     index_text: str = ""  # the captioned index block the journal starts with ("" while nothing is archived)
     archived_ids: frozenset[str] = frozenset()
 
@@ -346,13 +345,13 @@ class Journal:
                             if walk.same_as[pos]})  # fmt: skip
         previous = self.plan_
         if previous is not None and not rebuild:  # the archive changes only at a compaction
-            index_rows, index_text, archived_ids = previous.index_rows, previous.index_text, previous.archived_ids
+            index_text, archived_ids = previous.index_text, previous.archived_ids
         else:
-            index_rows = "\n".join(index_row_text(ev) for ev in walk.archived)
-            index_text = index_block(len(walk.archived), index_rows) if walk.archived else ""
+            rows = "\n".join(index_row_text(ev) for ev in walk.archived)
+            index_text = index_block(len(walk.archived), rows) if walk.archived else ""
             archived_ids = frozenset(ev.id for ev in walk.archived)
         return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
-                    body=body, index_rows=index_rows, index_text=index_text, archived_ids=archived_ids)  # fmt: skip
+                    body=body, index_text=index_text, archived_ids=archived_ids)  # fmt: skip
 
 
 def plan(state: State, limit: int) -> Plan:
