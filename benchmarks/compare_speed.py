@@ -3,7 +3,8 @@
 Run: .venv/bin/python benchmarks/compare_speed.py [--corpus DIR] [--run DIR ...] [--jobs N]
 
 Every trajectory under the corpus (default `../shared/corpus/raw` beside the repository,
-or `$WORKINGSET_CORPUS`), and every run given with `--run`, is imported (run file layout)
+or `$WORKINGSET_CORPUS`), the long runs kept in `benchmarks/data/`, and every run given
+with `--run`, is imported (run file layout)
 and compared by the command line in a fresh process, as a user runs it, each time with
 `--all --baselines` (every version and baseline): `cold`, with an empty token cache
 directory; `warm`, the same command again (token counts and the parsed vocabulary now on
@@ -30,6 +31,7 @@ from tabulate import tabulate
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import ROOT, write_section  # noqa: E402
+from _data import long_runs  # noqa: E402
 from trajectories import CORPUS, DEFAULT_CORPUS, detect  # noqa: E402
 
 from workingset.importers import import_trajectory, write_import  # noqa: E402
@@ -75,7 +77,7 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for path in entries:
+        for path in entries + long_runs(work / "kept"):
             imported = import_trajectory(detect(path), path)
             write_import(imported, work / path.name)
             rows.append(measure(path.name, work / path.name, len(imported.states), work, args.jobs))
@@ -86,7 +88,8 @@ def main() -> None:
                "warm, --no-token-cache"]  # fmt: skip
     table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 7, disable_numparse=True)
     body = (
-        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository. Each run is imported (run file) and compared by "
+        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run kept in "
+        "`benchmarks/data/` (see its SOURCES.md). Each run is imported (run file) and compared by "
         "`workingset compare RUN --all --baselines` in a fresh process: cold (empty token cache directory), warm "
         f"(the same again), warm with `--jobs {args.jobs}`, and warm with `--no-token-cache` (tokenizes again; "
         "the parsed vocabulary is still read from disk). Each cell is `wall / CPU` seconds of the whole process "

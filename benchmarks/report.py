@@ -1,9 +1,10 @@
 """The HTML report's size and load time on real runs, against a page holding plotly.js alone.
 
 Run: `.venv/bin/python benchmarks/report.py [--openhands DIR ...]` (writes the `report`
-section of RESULTS.md). It reports on bug17 and the corpus's longest OpenHands run
-(`../shared/corpus/raw`, or `$WORKINGSET_CORPUS`), plus each OpenHands V1 conversation
-directory named with `--openhands` (imported into a temporary directory first).
+section of RESULTS.md). It reports on bug17, the corpus's longest OpenHands run
+(`../shared/corpus/raw`, or `$WORKINGSET_CORPUS`), the 167-step OpenHands run kept in
+`benchmarks/data/`, plus each OpenHands V1 conversation directory named with `--openhands`
+(each imported into a temporary directory first).
 
 Load time is measured in headless Chromium (tests/browser.py): from navigation start to
 the moment the page's charts have all drawn and its viewer shows the last turn (`wsReadyMs`,
@@ -24,6 +25,7 @@ import msgspec
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from _data import long_runs  # noqa: E402
 from _results import ROOT, median, write_section  # noqa: E402
 from browser import chromium, missing  # noqa: E402
 
@@ -66,6 +68,7 @@ def switch_ms(driver, strategies: list[str]) -> float:
 def runs(tmp: Path) -> list[tuple[str, Path]]:
     out = [("bug17 (fixtures/bug17)", ROOT / "fixtures" / "bug17")]
     sources = [CORPUS / CORPUS_RUN] if (CORPUS / CORPUS_RUN).is_dir() else []
+    sources += long_runs(tmp / "kept")
     args = sys.argv[1:]
     sources += [Path(args[i + 1]) for i, a in enumerate(args) if a == "--openhands"]
     for source in sources:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from workingset.cli import app
-from workingset.errors import InvalidFile, UsageError
+from workingset.errors import InvalidFile, UsageError, WorkingsetError
 from workingset.importers import import_trajectory, write_import
 from workingset.runfile import RUN_FORMAT, pack, unpack
 from workingset.runs import convert_run, pick_context, read_run
@@ -137,3 +137,23 @@ def test_a_changed_record_fails_validation_like_a_stored_context(tmp_path: Path)
     raw["objects"][text]["text"] += "tampered"
     with pytest.raises(InvalidFile, match="content hash"):
         unpack(json.dumps(raw).encode(), "run.json")
+
+
+def test_a_run_file_is_held_to_the_input_limits_once_and_each_context_to_the_size_limit(tmp_path: Path, monkeypatch):
+    convert_run(BUG17, tmp_path / "p")
+    data = (tmp_path / "p" / "run.json").read_bytes()
+    twice = data.replace(b'"format":', b'"format":"x","format":', 1)  # a key given twice is refused, never collapsed
+    with pytest.raises(InvalidFile, match="gives the key 'format' twice"):
+        unpack(twice, "run.json")
+    # A payload shared by many items is stored once in the run file but repeated in its context.
+    ctx = _contexts(BUG17)[0]
+    big = max(ctx.state.evidence, key=lambda e: len(msgspec.json.encode(e.payload)))
+    copies = [msgspec.structs.replace(big, id=f"E{900000 + k:06d}") for k in range(30)]
+    ctx = msgspec.structs.replace(ctx, state=msgspec.structs.replace(ctx.state, evidence=[*ctx.state.evidence, *copies]))
+    packed, size = pack([ctx]), len(msgspec.json.encode(ctx))
+    assert len(packed) < size
+    assert unpack(packed, "run.json") == [ctx]
+    monkeypatch.setenv("WORKINGSET_MAX_FILE_BYTES", str(len(packed)))
+    with pytest.raises(WorkingsetError) as caught:
+        unpack(packed, "run.json")
+    assert caught.value.code == "too_large" and "context 1" in str(caught.value)

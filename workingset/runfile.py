@@ -17,7 +17,10 @@ the lists `evidence`, `notes` and each hypothesis's `history` replaced by
 `{"keep": n, "add": [hash, …]}`: the first n entries of the same list in the previous
 context (for `history`, the same hypothesis's), then the entries listed. A run that only
 appends costs each turn what it adds. Reading rebuilds every stored context and validates
-it exactly as a `stored-context@1` file is validated.
+it exactly as a `stored-context@1` file is validated: the run file's own limits (nesting,
+keys given twice) are checked once over the whole file (a record nests at most two levels
+deeper in its context than in the file), and each rebuilt context is held to the file size
+limit and decoded strictly.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import msgspec
 
 from .errors import InvalidFile
 from .hashing import canonical_json, hash_bytes
+from .limits import Limits, check_json, too_large
 from .model import StoredContext, load_stored_context
 
 RUN_FORMAT = "workingset/run@1"
@@ -99,6 +103,8 @@ def is_run_file(data: bytes) -> bool:
 
 def unpack(data: bytes, source: str) -> list[StoredContext]:
     """Rebuild and validate every stored context of a run file."""
+    limits = Limits.current()
+    check_json(data, "file", source, limits)
     try:
         run = msgspec.json.decode(data, type=_RunFile)
     except msgspec.ValidationError as exc:
@@ -152,6 +158,9 @@ def unpack(data: bytes, source: str) -> list[StoredContext]:
             hypotheses.append(dict(hyp, history=rows))
         state["hypotheses"] = hypotheses
         before = lists
-        ctx = dict(data_, state=state)
-        contexts.append(load_stored_context(msgspec.json.encode(ctx), f"{source} (context {i + 1}, {at})"))
+        encoded = msgspec.json.encode(dict(data_, state=state))
+        where = f"{source} (context {i + 1}, {at})"
+        if len(encoded) > limits.max_bytes("file"):  # built from checked records: only its size is new
+            raise too_large("file", where, len(encoded), limits)
+        contexts.append(load_stored_context(encoded, where, limits, checked=True))
     return contexts
