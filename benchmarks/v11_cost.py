@@ -1,0 +1,142 @@
+"""Where v11's cost goes: its anthropic bill against the transcript's, split into parts.
+
+Run: .venv/bin/python benchmarks/v11_cost.py [--corpus DIR] [--check]
+
+bug17 and every trajectory under the corpus (default `../shared/corpus/raw` beside the
+repository, or `$WORKINGSET_CORPUS`), imported as the cache section imports them, are
+billed under the `anthropic` model with its defaults (5-minute TTL, writes 1.25x, reads
+0.1x, nothing under 1,024 tokens; each context sent at its state's latest capture time),
+exactly as `compare --cache anthropic` bills them. Then v11's contexts are billed again
+with one part taken away at a time, which splits v11's cost into:
+
+- `tail`: v11's cost less that of the same contexts without "This turn" (the prompt ends
+  at the journal's breakpoint);
+- `preamble`: that, less the same without the preamble as well (its breakpoint dropped);
+- `compaction`: that (case and journal alone), less case and journal rendered under a
+  budget too large to ever compact (`v11:budget=100000000`): negative where compacting
+  made the run cheaper;
+- `journal and case`: the unbounded case and journal, less the transcript (the agents'
+  messages: the task, each note, action and output): what the journal's records, the case's
+  tables and the entries' layout add to the transcript's own content.
+
+The parts add up exactly to v11's cost less the transcript's; each is shown as a share of
+the transcript's cost, so the v11/transcript ratio is 1 plus their sum. Texts are cut
+only at section ends, where tokenization restarts, so each part's tokens are the whole
+text's. Writes the `v11_cost` section of RESULTS.md (deterministic).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable, Sequence
+
+from tabulate import tabulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import ROOT, write_section  # noqa: E402
+from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
+
+from workingset.bench import Rendering, baseline_renderers, compare_contexts, prompt, version_renderer  # noqa: E402
+from workingset.cache import CacheOptions, Meter, state_time  # noqa: E402
+from workingset.encoders import get_encoder  # noqa: E402
+from workingset.importers import import_trajectory, write_import  # noqa: E402
+from workingset.model import StoredContext  # noqa: E402
+from workingset.runs import read_run  # noqa: E402
+
+BUG17 = ROOT / "fixtures" / "bug17"
+UNBOUNDED = "investigation_project_v11:budget=100000000"
+PARTS = ("tail", "preamble", "compaction", "journal and case")
+
+
+def _ends(rendered) -> dict[str, tuple[int, int]]:
+    """Each section's (start, end) character offsets in the text."""
+    spans: dict[str, tuple[int, int]] = {}
+    at = 0
+    for category, n in rendered.chunks:
+        start = spans.get(category, (at, at))[0]
+        at += n
+        spans[category] = (start, at)
+    return spans
+
+
+def _cut(text: str, spans: dict[str, tuple[int, int]], keep: Sequence[str]) -> Rendering:
+    """The text of the sections `keep` (consecutive): a breakpoint at the end of each but the tail."""
+    start, end = spans[keep[0]][0], spans[keep[-1]][1]
+    cuts = tuple(spans[k][1] - start for k in keep)
+    return Rendering(text[start:end], (), tuple(spans[k][1] - start for k in keep if k != "tail"), cuts)
+
+
+def _bill(contexts: Sequence[StoredContext], make: Callable[[StoredContext], Rendering]) -> float:
+    meter = Meter("anthropic", CacheOptions())
+    return sum(meter(prompt(make(ctx), state_time(ctx.state))).cost for ctx in contexts)
+
+
+def decompose(contexts: Sequence[StoredContext]) -> dict[str, float]:
+    """The transcript's and v11's anthropic costs and the parts of their difference (see the module)."""
+    renderers = {"v11": version_renderer("v11"), "full-transcript": baseline_renderers()["full-transcript"]}
+    cmp = compare_contexts(contexts, renderers, cache=("anthropic",), cache_options=CacheOptions())
+    cost = {name: sum(b.cost for b in cmp.caches["anthropic"][name]) for name in renderers}
+    bounded, unbounded = get_encoder("investigation_project_v11"), get_encoder(UNBOUNDED)
+
+    def sections(encoder, keep: Sequence[str]) -> Callable[[StoredContext], Rendering]:
+        def make(ctx: StoredContext) -> Rendering:
+            rendered = encoder.render(ctx.state, ctx.hypothesis)
+            return _cut(rendered.text, _ends(rendered), keep)
+
+        return make
+
+    whole = _bill(contexts, sections(bounded, ("preamble", "case", "journal", "tail")))
+    assert abs(whole - cost["v11"]) < 1e-6, (whole, cost["v11"])  # billed as compare bills it
+    no_tail = _bill(contexts, sections(bounded, ("preamble", "case", "journal")))
+    body = _bill(contexts, sections(bounded, ("case", "journal")))
+    body_unbounded = _bill(contexts, sections(unbounded, ("case", "journal")))
+    return {
+        "transcript": cost["full-transcript"], "v11": cost["v11"],
+        "tail": whole - no_tail, "preamble": no_tail - body, "compaction": body - body_unbounded,
+        "journal and case": body_unbounded - cost["full-transcript"],
+    }  # fmt: skip
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{part / whole:+.1%}"
+
+
+def table(results: dict[str, dict[str, float]]) -> str:
+    rows = []
+    for name, r in results.items():
+        t = r["transcript"]
+        rows.append([name, f"{t:,.1f}", f"{r['v11']:,.1f}", f"{r['v11'] / t:.2f}x", *(_share(r[p], t) for p in PARTS)])
+    headers = ["run", "transcript cost", "v11 cost", "v11 / transcript", *(f"{p}" for p in PARTS)]
+    return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
+                    disable_numparse=True)  # fmt: skip
+
+
+def main() -> None:
+    """Split v11's anthropic cost on bug17 and every corpus run and write the `v11_cost` section."""
+    corpus, entries = corpus_entries(__doc__.splitlines()[0])
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = [("fixtures/bug17", BUG17)]
+        for path in entries:
+            write_import(import_trajectory(detect(path), path), Path(tmp) / path.name)
+            runs.append((path.name, Path(tmp) / path.name))
+        for name, directory in runs:
+            results[name] = decompose([ctx for _, ctx in read_run(directory)])
+    body = (
+        f"bug17 and the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories), billed "
+        "under the `anthropic` model with its defaults, as in the cache section. v11's cost less the transcript's "
+        "is split into four parts by billing v11's contexts again with one part taken away at a time (see the "
+        "script's docstring): `tail` (\"This turn\", billed uncached every turn), `preamble` (written once, read "
+        "every turn), `compaction` (what compacting at the default budget adds, or saves where negative, against "
+        "never compacting) and `journal and case` (the unbounded case and journal against the transcript's "
+        "messages: the records of the journal, the case's tables and the layout). Each part is a share of the "
+        "transcript's cost; `v11 / transcript` is 1 plus their sum.\n\n" + table(results) + "\n"
+    )
+    write_section("v11_cost", "Where v11's cost goes", body)
+
+
+if __name__ == "__main__":
+    main()
