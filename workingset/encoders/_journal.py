@@ -144,9 +144,6 @@ def _cached(key: tuple, make: Any) -> str:
     return text
 
 
-def evidence_text(ev: Evidence, same_as: str | None = None) -> str:
-    """An evidence entry: its record line (capture inline), then its payload in full."""
-    return _cached(("evidence", _evidence_key(ev), same_as), lambda: _evidence_text(ev, same_as))
 
 
 def index_row(ev: Evidence) -> list[Any]:
@@ -161,21 +158,53 @@ def index_block(count: int, rows: str) -> str:
             + fence(compact(list(INDEX_COLUMNS)) + "\n" + rows, "jsonl"))  # fmt: skip
 
 
-def index_row_text(ev: Evidence) -> str:
-    return _cached(("index", _evidence_key(ev)), lambda: compact(index_row(ev)))
+class Format:
+    """How a journal writes its entries and its index: v11's. A later version subclasses it.
+
+    The methods without `_text` make a text; those with it return the text cached per
+    process, keyed by the format and everything the text is made of.
+    """
+
+    key = "v11"
+    index_columns = INDEX_COLUMNS
+
+    def evidence(self, ev: Evidence, same_as: str | None) -> str:
+        """An evidence entry: its record line (capture inline), then its payload in full."""
+        return _evidence_text(ev, same_as)
+
+    def note(self, note: Note) -> str:
+        return note_text(note)
+
+    def history(self, row: HistoryEntry, hypothesis: str) -> str:
+        return history_text(row, hypothesis)
+
+    def index_row(self, ev: Evidence) -> str:
+        return compact(index_row(ev))
+
+    def index_block(self, count: int, rows: str) -> str:
+        return index_block(count, rows)
+
+    def evidence_text(self, ev: Evidence, same_as: str | None = None) -> str:
+        return _cached((self.key, "evidence", _evidence_key(ev), same_as), lambda: self.evidence(ev, same_as))
+
+    def index_row_text(self, ev: Evidence) -> str:
+        return _cached((self.key, "index", _evidence_key(ev)), lambda: self.index_row(ev))
+
+    def entry_text(self, entry: Entry, same_as: str | None = None) -> str:
+        """An entry's text, rendered once per process for each distinct content."""
+        item = entry.item
+        if entry.kind == "evidence":
+            return self.evidence_text(item, same_as)
+        if entry.kind == "note":
+            key = (self.key, "note", item.id, item.hypothesis, item.kind, item.iteration, item.text)
+            return _cached(key, lambda: self.note(item))
+        key = (self.key, "history", entry.hypothesis, item.iteration, item.kind, tuple(item.evidence_refs),
+               item.verdict, item.confidence, item.text)  # fmt: skip
+        return _cached(key, lambda: self.history(item, entry.hypothesis or ""))
 
 
-def entry_text(entry: Entry, same_as: str | None = None) -> str:
-    """An entry's text, rendered once per process for each distinct content."""
-    item = entry.item
-    if entry.kind == "evidence":
-        return evidence_text(item, same_as)
-    if entry.kind == "note":
-        key = ("note", item.id, item.hypothesis, item.kind, item.iteration, item.text)
-        return _cached(key, lambda: note_text(item))
-    key = ("history", entry.hypothesis, item.iteration, item.kind, tuple(item.evidence_refs), item.verdict,
-           item.confidence, item.text)  # fmt: skip
-    return _cached(key, lambda: history_text(item, entry.hypothesis or ""))
+V11_FORMAT = Format()
+evidence_text = V11_FORMAT.evidence_text  # v11's, for the tail's working-set items
 
 
 @dataclass
@@ -201,7 +230,8 @@ class _Walk:
     # Characters of the index section around its rows (caption and fence).
     INDEX_OVERHEAD = 280
 
-    def __init__(self) -> None:
+    def __init__(self, fmt: Format) -> None:
+        self.fmt = fmt
         self.entries: list[Entry] = []
         self.sizes: list[int] = []
         self.same_as: list[str | None] = []
@@ -228,7 +258,7 @@ class _Walk:
         if entry.kind == "evidence" and entry.item.content_hash is not None:
             self.groups.setdefault(entry.item.content_hash, deque()).append(pos)
             same_as = self.target(pos)
-        size = len(entry_text(entry, same_as)) + 2
+        size = len(self.fmt.entry_text(entry, same_as)) + 2
         self.sizes.append(size)
         self.same_as.append(same_as)
         self.size += size
@@ -248,7 +278,7 @@ class _Walk:
             group.popleft()
             if group:  # the next equal payload is shown in full (the rest point at it: same length)
                 heir = group[0]
-                new = len(entry_text(self.entries[heir])) + 2
+                new = len(self.fmt.entry_text(self.entries[heir])) + 2
                 self.size += new - self.sizes[heir]
                 self.sizes[heir], self.same_as[heir] = new, None
         elif group and pos in group:
@@ -257,11 +287,11 @@ class _Walk:
             self.index_size = self.INDEX_OVERHEAD
         self.archived.append(ev)
         self.archived_at.add(pos)
-        self.index_size += len(index_row_text(ev)) + 1
+        self.index_size += len(self.fmt.index_row_text(ev)) + 1
         return True
 
     def text_of(self, pos: int) -> str:
-        return entry_text(self.entries[pos], self.same_as[pos])
+        return self.fmt.entry_text(self.entries[pos], self.same_as[pos])
 
 
 class Journal:
@@ -275,9 +305,9 @@ class Journal:
     state only saves time. `plan(state, limit)` is the pure, stateless form.
     """
 
-    def __init__(self, limit: int):
-        self.limit = limit
-        self.walk = _Walk()
+    def __init__(self, limit: int, fmt: Format = V11_FORMAT):
+        self.limit, self.fmt = limit, fmt
+        self.walk = _Walk(fmt)
         self.threshold, self.compactions = limit, 0
         self.sources: tuple[list, ...] = ()
         self.last: tuple[int, int, int] | None = None
@@ -303,7 +333,7 @@ class Journal:
     def plan(self, state: State) -> Plan:
         new = self._new_entries(state)
         if new is None:
-            self.__init__(self.limit)
+            self.__init__(self.limit, self.fmt)
             new = entries(state)
         before = self.compactions
         walk, limit = self.walk, self.limit
@@ -347,13 +377,13 @@ class Journal:
         if previous is not None and not rebuild:  # the archive changes only at a compaction
             index_text, archived_ids = previous.index_text, previous.archived_ids
         else:
-            rows = "\n".join(index_row_text(ev) for ev in walk.archived)
-            index_text = index_block(len(walk.archived), rows) if walk.archived else ""
+            rows = "\n".join(self.fmt.index_row_text(ev) for ev in walk.archived)
+            index_text = self.fmt.index_block(len(walk.archived), rows) if walk.archived else ""
             archived_ids = frozenset(ev.id for ev in walk.archived)
         return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
                     body=body, index_text=index_text, archived_ids=archived_ids)  # fmt: skip
 
 
-def plan(state: State, limit: int) -> Plan:
+def plan(state: State, limit: int, fmt: Format = V11_FORMAT) -> Plan:
     """Walk the entries in order; past `limit` characters, compact the journal to half of it."""
-    return Journal(limit).plan(state)
+    return Journal(limit, fmt).plan(state)

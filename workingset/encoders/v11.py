@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import UnknownEncoder
 from ..model import Evidence, Hypothesis, State
 from ._api import RenderedContext, View
-from ._journal import Journal, Plan, evidence_text, plan
+from ._journal import V11_FORMAT, Format, Journal, Plan, plan
 from ._render import compact, decision_schema, fence, heading, rows_caption, table
 from .v01 import Chunk
 from .v10 import V10
@@ -74,6 +74,7 @@ class V11(V10):
     version = 11
     supports_recall = True
     stable_sections = ("preamble", "case", "journal")
+    journal_format: Format = V11_FORMAT
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.budget = budget
@@ -120,7 +121,7 @@ class V11(V10):
 
     def new_journal(self, state: State) -> Journal:
         """A journal walk to keep between the renders of one analysis's growing state."""
-        return Journal(self.journal_limit(self.case_text(state)))
+        return Journal(self.journal_limit(self.case_text(state)), self.journal_format)
 
     def journal_limit(self, case_text: str) -> int:
         """The journal's room: the budget less the preamble, the case and the tail's reserve."""
@@ -130,7 +131,9 @@ class V11(V10):
         roles = self.roles(state, selected)
         case_text = self.case_text(state)
         limit = self.journal_limit(case_text)
-        walked = journal.plan(state) if journal is not None and journal.limit == limit else plan(state, limit)
+        fmt = self.journal_format
+        kept = journal is not None and journal.limit == limit and journal.fmt is fmt
+        walked = journal.plan(state) if kept else plan(state, limit, fmt)
         in_tail = {eid for eid in roles if eid in walked.archived_ids}
         tail_items = sorted((ev for ev in walked.archived if ev.id in in_tail), key=lambda e: e.id)
         return JournalView(
@@ -197,7 +200,7 @@ class V11(V10):
         ]
         if view.tail_items:
             lines.append("Working-set items archived in the journal, shown in full here:")
-            lines.extend(evidence_text(ev) for ev in view.tail_items)
+            lines.extend(self.journal_format.evidence_text(ev) for ev in view.tail_items)
         lines.extend(self.task_lines(view)[1:])
         return "\n".join(lines)
 
