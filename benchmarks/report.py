@@ -30,7 +30,7 @@ from _results import ROOT, median, write_section  # noqa: E402
 from browser import chromium, missing  # noqa: E402
 
 from workingset.importers import import_trajectory, write_import  # noqa: E402
-from workingset.report import report_data, write_report  # noqa: E402
+from workingset.report import DEFAULT_STRATEGIES, report_data, write_report  # noqa: E402
 from workingset.report.page import plotly_js  # noqa: E402
 
 LOADS = 5
@@ -110,7 +110,7 @@ def main() -> None:
     headers = ["run", "contexts", "page bytes", "viewer texts (JSON bytes)", "compare data (JSON bytes)", "build s",
                "load ms", "plotly-only load ms", "ratio", "slowest viewer switch ms"]  # fmt: skip
     body = [
-        f"The report's defaults: strategies v7, v10, v11, full-transcript, masking-10, last-5; cache models anthropic, "
+        f"The report's defaults: strategies {', '.join(DEFAULT_STRATEGIES)}; cache models anthropic, "
         f"openai, ideal; availability. Page bytes include "
         f"plotly.js ({len(plotly_js().encode()):,} bytes). Load: median of {LOADS} loads in headless Chromium, "
         "navigation start to every chart drawn, alternating with the plotly-only page.\n",

@@ -47,7 +47,7 @@ from workingset.model import StoredContext  # noqa: E402
 from workingset.runs import read_run  # noqa: E402
 
 BUG17 = ROOT / "fixtures" / "bug17"
-UNBOUNDED = "investigation_project_v11:budget=100000000"
+UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")
 
 
@@ -74,12 +74,12 @@ def _bill(contexts: Sequence[StoredContext], make: Callable[[StoredContext], Ren
     return sum(meter(prompt(make(ctx), state_time(ctx.state))).cost for ctx in contexts)
 
 
-def decompose(contexts: Sequence[StoredContext]) -> dict[str, float]:
-    """The transcript's and v11's anthropic costs and the parts of their difference (see the module)."""
-    renderers = {"v11": version_renderer("v11"), "full-transcript": baseline_renderers()["full-transcript"]}
+def decompose(contexts: Sequence[StoredContext], label: str = "v11") -> dict[str, float]:
+    """The transcript's and a version's (v11 or later) anthropic costs and the parts of their difference."""
+    renderers = {label: version_renderer(label), "full-transcript": baseline_renderers()["full-transcript"]}
     cmp = compare_contexts(contexts, renderers, cache=("anthropic",), cache_options=CacheOptions())
     cost = {name: sum(b.cost for b in cmp.caches["anthropic"][name]) for name in renderers}
-    bounded, unbounded = get_encoder("investigation_project_v11"), get_encoder(UNBOUNDED)
+    bounded, unbounded = get_encoder(label), get_encoder(f"{label}:budget={UNBOUNDED_BUDGET}")
 
     def sections(encoder, keep: Sequence[str]) -> Callable[[StoredContext], Rendering]:
         def make(ctx: StoredContext) -> Rendering:
@@ -89,12 +89,12 @@ def decompose(contexts: Sequence[StoredContext]) -> dict[str, float]:
         return make
 
     whole = _bill(contexts, sections(bounded, ("preamble", "case", "journal", "tail")))
-    assert abs(whole - cost["v11"]) < 1e-6, (whole, cost["v11"])  # billed as compare bills it
+    assert abs(whole - cost[label]) < 1e-6, (whole, cost[label])  # billed as compare bills it
     no_tail = _bill(contexts, sections(bounded, ("preamble", "case", "journal")))
     body = _bill(contexts, sections(bounded, ("case", "journal")))
     body_unbounded = _bill(contexts, sections(unbounded, ("case", "journal")))
     return {
-        "transcript": cost["full-transcript"], "v11": cost["v11"],
+        "transcript": cost["full-transcript"], "v11": cost[label],
         "tail": whole - no_tail, "preamble": no_tail - body, "compaction": body - body_unbounded,
         "journal and case": body_unbounded - cost["full-transcript"],
     }  # fmt: skip

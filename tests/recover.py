@@ -43,8 +43,11 @@ def parse_table(body: str) -> tuple[list, list[list]]:
 
 def evidence_payloads(text: str) -> dict[str, object]:
     """Evidence ID -> its payload as plain JSON (None when rendered as unknown)."""
-    if "\nencoder: investigation_project_v11" in text.split("\n\n", 1)[0]:
+    head = text.split("\n\n", 1)[0]
+    if "\nencoder: investigation_project_v11" in head:
         return v11_evidence_payloads(text)
+    if "\nencoder: investigation_project_v12" in head:
+        return {eid: entry["payload"] for eid, entry in v12_evidence(text).items()}
     lines = text.split("\n")
     spans = _spans(text)
     inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}
@@ -111,3 +114,62 @@ def v11_evidence_payloads(text: str) -> dict[str, object]:
         else:
             payloads[eid] = {"kind": "rows", "columns": json.loads(lines[n + 1]), "rows": []}
     return payloads
+
+
+_V12_HEAD = re.compile(r"^(E[0-9]{6}) (\S+) #([0-9]+) (\S+) (\S+) (.*)$")
+_JSON_WORD = re.compile(r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)$")
+
+
+def v12_fields(text: str) -> dict[str, object]:
+    """v12: a head line's `key=value` pairs; a value is JSON when quoted or a JSON word, else a bare string."""
+    out: dict[str, object] = {}
+    decoder, i = json.JSONDecoder(), 0
+    while i < len(text):
+        eq = text.index("=", i)
+        key, i = text[i:eq], eq + 1
+        if text[i] in '"[{':
+            value, i = decoder.raw_decode(text, i)
+        else:
+            end = text.find(" ", i)
+            end = len(text) if end < 0 else end
+            word, i = text[i:end], end
+            value = json.loads(word) if _JSON_WORD.match(word) else word
+        out[key] = value
+        i += 1  # the space before the next pair
+    return out
+
+
+def v12_evidence(text: str) -> dict[str, dict]:
+    """v12: evidence ID -> its head (id, collector, iteration, scope, captured_at, fields), query and payload."""
+    lines = text.split("\n")
+    spans = _spans(text)
+    inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}
+    body_at = {start: body for start, _end, _info, body in spans}
+    out: dict[str, dict] = {}
+    for n, line in enumerate(lines):
+        m = None if n in inside else _V12_HEAD.match(line)
+        if not m:
+            continue
+        scope = json.loads(m.group(4)) if m.group(4).startswith('"') else m.group(4)
+        entry = {"id": m.group(1), "collector": m.group(2), "iteration": int(m.group(3)), "scope": scope,
+                 "captured_at": m.group(5), "fields": v12_fields(m.group(6)), "query": None}
+        k = n + 1
+        if lines[k].startswith("query: "):
+            entry["query"], k = lines[k][len("query: "):], k + 1
+        elif lines[k] == "query:":
+            entry["query"] = body_at[k + 1]
+            k = next(end for start, end, _, _ in spans if start == k + 1) + 1
+        fields = entry["fields"]
+        if fields.get("payload") == "unknown":
+            entry["payload"] = None
+        elif "same_as" in fields:
+            entry["payload"] = out[fields["same_as"]]["payload"]
+        elif "rows" not in fields:
+            entry["payload"] = {"kind": "text", "language": fields.get("language"), "text": body_at[k]}
+        elif fields["rows"]:
+            columns, rows = parse_table(body_at[k])
+            entry["payload"] = {"kind": "rows", "columns": columns, "rows": rows}
+        else:
+            entry["payload"] = {"kind": "rows", "columns": json.loads(lines[k]), "rows": []}
+        out[entry["id"]] = entry
+    return out

@@ -65,7 +65,7 @@ def test_output_schema_is_the_versions_decision_schema(encoder):
     block = next(b for b in blocks(out.text) if b[0] > schema_line)
     assert json.loads(block[2]) == encoder.decision_schema
     kinds = [v["properties"]["kind"]["const"] for v in encoder.decision_schema["properties"]["next"]["oneOf"]]
-    assert kinds == (["query", "recall", "conclude"] if encoder.version in (8, 9, 11) else ["query", "conclude"])
+    assert kinds == (["query", "recall", "conclude"] if encoder.version in (8, 9, 11, 12) else ["query", "conclude"])
 
 
 def test_references_point_only_at_payloads_shown_earlier(encoder):
@@ -94,7 +94,12 @@ def test_fence_outgrows_backtick_runs_inside():
 
 def test_unknown_payload_is_never_an_empty_result(encoder):
     out = encoder.render(sample_state(), "H1")
-    if encoder.version >= 11:  # journal records instead of headings
+    if encoder.version >= 12:  # head lines: an entry runs to the next blank line outside a block
+        entries = {eid: out.text.split(f"\n{eid} ", 1)[1].split("\n\n", 1)[0] for eid in ("E000004", "E000005")}
+        assert "payload: UNKNOWN" in entries["E000005"] and "0 rows" not in entries["E000005"]
+        assert "UNKNOWN" not in entries["E000004"] and "0 rows" in entries["E000004"]
+        return
+    if encoder.version == 11:  # journal records instead of headings
         entries = {r["id"]: out.text.split(json.dumps(r, separators=(",", ":"), ensure_ascii=False), 1)[1].split('\n\n{"entry"', 1)[0]
                    for _, r in journal_records(out.text) if r["entry"] == "evidence"}  # fmt: skip
         assert "payload: UNKNOWN" in entries["E000005"] and "0 rows" not in entries["E000005"]
@@ -240,10 +245,10 @@ def test_unknown_hypothesis_is_an_error():
 
 def test_encoder_names_and_aliases():
     assert get_encoder("v8") is get_encoder("investigation_project_v8") is ENCODERS[8]
-    for bad in ("v12", "v0", "v08", "investigation_project_v", "V8", "8", ""):
+    for bad in ("v13", "v0", "v08", "investigation_project_v", "V8", "8", ""):
         with pytest.raises(UnknownEncoder) as err:
             get_encoder(bad)
-        assert "v1–v11" in err.value.message
+        assert "v1–v12" in err.value.message
 
 
 def test_v7_new_evidence_keeps_earlier_payloads_in_the_prefix():

@@ -20,8 +20,9 @@ from .v08 import V8
 from .v09 import V9
 from .v10 import V10
 from .v11 import V11
+from .v12 import V12
 
-ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10(), 11: V11()}
+ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10(), 11: V11(), 12: V12()}
 PREFIX = "investigation_project_v"
 LATEST = max(ENCODERS)
 DEFAULT_ENCODER = f"{PREFIX}10"
@@ -30,7 +31,7 @@ DEFAULT_ENCODER = f"{PREFIX}10"
 def get_encoder(name: str) -> V1:
     """Look an encoder up by full name (`investigation_project_v8`) or alias (`v8`).
 
-    A version that takes options (v11's context budget) is named with them after a colon:
+    A version that takes options (the context budget of v11 and later) is named with them after a colon:
     `v11:budget=120000`.
     """
     base, colon, options = name.partition(":")

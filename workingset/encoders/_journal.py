@@ -167,6 +167,7 @@ class Format:
 
     key = "v11"
     index_columns = INDEX_COLUMNS
+    compact_to = 2  # a compaction archives the oldest evidence until the journal is at most limit // compact_to
 
     def evidence(self, ev: Evidence, same_as: str | None) -> str:
         """An evidence entry: its record line (capture inline), then its payload in full."""
@@ -341,7 +342,7 @@ class Journal:
             walk.add(entry)
             if walk.size + walk.index_size > self.threshold:
                 self.compactions += 1
-                while walk.size + walk.index_size > limit // 2 and walk.archive_oldest():
+                while walk.size + walk.index_size > limit // self.fmt.compact_to and walk.archive_oldest():
                     pass
                 # Notes and decisions are never archived: where they alone pass half the
                 # limit, the next compaction waits until half a limit more has been

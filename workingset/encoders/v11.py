@@ -75,6 +75,7 @@ class V11(V10):
     supports_recall = True
     stable_sections = ("preamble", "case", "journal")
     journal_format: Format = V11_FORMAT
+    protocol = PROTOCOL
 
     def __init__(self, budget: int = DEFAULT_BUDGET):
         self.budget = budget
@@ -92,7 +93,7 @@ class V11(V10):
                 f"v{self.version} takes one option, budget=N with N from {MIN_BUDGET} to {MAX_BUDGET} characters; got {options!r}",
                 details={"option": options},
             )
-        return _with_budget(int(value))
+        return _with_budget(type(self), int(value))
 
     @cached_property
     def decision_schema(self) -> dict[str, Any]:
@@ -103,7 +104,7 @@ class V11(V10):
     def preamble(self) -> str:
         return "\n\n".join([
             f"# Investigation context\nencoder: investigation_project_v{self.version}",
-            PROTOCOL,
+            self.protocol,
             heading(2, "Output schema") + "\n" + fence(compact(self.decision_schema), "json"),
         ])
 
@@ -247,5 +248,5 @@ class V11(V10):
 
 
 @lru_cache(maxsize=32)
-def _with_budget(budget: int) -> V11:
-    return V11(budget)
+def _with_budget(cls: type[V11], budget: int) -> V11:
+    return cls(budget)

@@ -20,7 +20,7 @@ from ..files import os_error
 from ..runs import read_run
 from ..tokens import DEFAULT_ENCODING, get_encoding
 
-DEFAULT_STRATEGIES = ("v7", "v10", "v11", "full-transcript", "masking-10", "last-5")
+DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "full-transcript", "masking-10", "last-5")
 DEFAULT_CACHE = ("anthropic", "openai", "ideal")  # the first is the one the page opens with
 
 

@@ -1,0 +1,143 @@
+"""v12: every field of every journal entry and of the tail reads back exactly from the text.
+
+v12 writes heads of positional fields and `key=value` pairs instead of keyed JSON records,
+and queries and decision texts raw instead of JSON-escaped: these tests parse the text with
+the documented conventions alone (tests/recover.py) and compare with the state.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from workingset.encoders import get_encoder
+from workingset.encoders.v11 import MIN_BUDGET
+from workingset.importers import import_trajectory
+from workingset.model import State, validate_state
+from workingset.runs import read_run
+
+from conftest import ROOT
+from factory import evidence, sample_state
+from recover import _spans, v12_evidence
+from test_importers_excerpts import EXCERPTS
+from test_render_properties import texts
+
+BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
+NOTE_HEAD = re.compile(r"^(N[0-9]{6}) (\S+) #([0-9]+) (\S+)$")
+DECISION_HEAD = re.compile(r"^(H\S*) #([0-9]+) (query|recall|assessment|conclude)((?: E[0-9]{6})*)( verdict=\S.*?)?( confidence=\S+)?$")
+
+
+def _word(value: str):
+    return json.loads(value) if value.startswith('"') or value == "null" else value
+
+
+def _journal(text: str) -> str:
+    return text.split("\n## Journal\n", 1)[1].split("\n## This turn\n", 1)[0]
+
+
+def check_lossless(state: State, hypothesis: str, name: str = "v12") -> None:
+    """Every shown evidence item, note and decision row of `state` reads back from the v12 text."""
+    out = get_encoder(name).render(state, hypothesis)
+    by_id = {ev.id: ev for ev in state.evidence}
+    shown = v12_evidence(out.text)
+    assert sorted(shown) == sorted(out.shown)
+    for eid, entry in shown.items():
+        ev = by_id[eid]
+        fields = dict(entry["fields"])
+        same_as = fields.pop("same_as", None)
+        assert same_as is None or same_as in shown
+        assert (entry["collector"], entry["iteration"], entry["scope"], entry["captured_at"]) == (
+            ev.collector, ev.iteration, ev.scope, ev.captured_at)  # fmt: skip
+        capture = {k: v for k, v in msgspec.to_builtins(ev.capture).items() if k != "query"}
+        assert {k: fields.get(k) for k in capture} == capture, eid
+        assert entry["query"] == ev.capture.query, eid
+        assert (fields.get("action"), fields.get("cost", 0)) == (ev.budget.action, ev.budget.cost)
+        assert entry["payload"] == msgspec.to_builtins(ev.payload), eid
+    journal = _journal(out.text)
+    inside = {n for start, end, _, _ in _spans(journal) for n in range(start, end + 1)}
+    lines = journal.split("\n")
+    body_at = {start: body for start, _end, _info, body in _spans(journal)}
+    notes, rows = [], []
+    for n, line in enumerate(lines):
+        if n in inside:
+            continue
+        if m := NOTE_HEAD.match(line):
+            notes.append((m.group(1), _word(m.group(2)), int(m.group(3)), _word(m.group(4)), body_at[n + 1]))
+        elif m := DECISION_HEAD.match(line):
+            verdict = _word(m.group(5)[len(" verdict="):]) if m.group(5) else None
+            confidence = json.loads(m.group(6)[len(" confidence="):]) if m.group(6) else None
+            text = body_at.get(n + 1) if n + 1 < len(lines) and lines[n + 1].startswith("```") else None
+            rows.append((m.group(1), int(m.group(2)), m.group(3), m.group(4).split(), verdict, confidence, text))
+    assert sorted(notes) == sorted((x.id, x.hypothesis, x.iteration, x.kind, x.text) for x in state.notes)
+    expected = [(h.id, r.iteration, r.kind, r.evidence_refs, r.verdict, r.confidence, r.text)
+                for h in state.hypotheses for r in h.history]  # fmt: skip
+    assert sorted(rows, key=repr) == sorted(expected, key=repr)
+
+
+@pytest.mark.parametrize("name", ["v12", "v12:budget=60000", f"v12:budget={MIN_BUDGET}"])
+def test_every_bug17_context_reads_back(name):
+    for ctx in BUG17:
+        check_lossless(ctx.state, ctx.hypothesis, name)
+
+
+@pytest.mark.parametrize("source", list(EXCERPTS), ids=lambda p: p.name)
+def test_every_imported_excerpt_reads_back(source):
+    imported = import_trajectory(EXCERPTS[source][0], source)
+    for state in imported.states:
+        check_lossless(state, state.hypotheses[0].id)
+
+
+values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"']))
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query=st.one_of(st.none(), texts, st.sampled_from(["one plain line", " padded ", "query: x", "a\nb"])),
+       coverage=values, snapshot=values, verdict=values, note=texts)  # fmt: skip
+def test_awkward_values_read_back(query, coverage, snapshot, verdict, note):
+    state = sample_state()
+    item = evidence(len(state.evidence) + 1, "H2", None, query=query, coverage=coverage)
+    item.capture.snapshot = snapshot
+    state.evidence.append(item)
+    state.notes[0].text = note
+    row = state.hypotheses[0].history[-1]
+    row.verdict, row.text = verdict, note
+    validate_state(state)
+    check_lossless(state, "H1")
+
+
+def test_the_tail_states_every_mutable_field():
+    state = sample_state()
+    tail = get_encoder("v12").render(state, "H1").text.split("\n## This turn\n", 1)[1]
+    lines = tail.split("\n")
+    for h in state.hypotheses:
+        recalled = state.recall.get(h.id)
+        expected = (f"{h.id} {json.dumps(h.confidence)} {h.disposition} {h.control.iterations_used}/"
+                    f"{h.control.iteration_limit} {h.control.previous_result or '-'} "
+                    f"{','.join(recalled.evidence_refs) if recalled else '-'}")  # fmt: skip
+        assert expected in lines
+    b = state.budget
+    assert lines[0].startswith(f"iteration {state.iteration} of {b.max_iterations} · cost used {json.dumps(b.cost_used)}")
+    for ev in state.evidence:
+        default = "settled" if ev.budget.action is not None else "none"
+        assert (f"{ev.id} {ev.budget.status}" in tail) == (ev.budget.status != default)
+    for note in state.notes:
+        if note.status is not None:
+            assert re.search(rf"note status: .*{note.status} [^;]*{note.id}", tail)
+
+
+def test_v12_is_smaller_than_v11_where_it_changes_and_in_what_it_writes():
+    """The tail, the preamble and the journal of bug17's last context, in characters."""
+    last = BUG17[-1]
+    v11, v12 = (get_encoder(v).render(last.state, last.hypothesis) for v in ("v11", "v12"))
+
+    def part(out, name):
+        return sum(n for category, n in out.chunks if category == name)
+
+    for name in ("preamble", "tail"):
+        assert part(v12, name) < part(v11, name), name
+    assert part(v12, "journal") < part(v11, "journal")

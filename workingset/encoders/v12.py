@@ -1,0 +1,183 @@
+"""v12: v11's layout, with a smaller journal, tail and preamble.
+
+The order, the sections, the cache breakpoints, the budget (characters, `:budget=N`), the
+compaction and recall are v11's. What a provider bills beyond a plain transcript is v11's
+records, its tail (uncached every turn) and its preamble (`benchmarks/v11_cost.py`); v12
+writes each of them shorter:
+
+- A journal entry starts with a head line of positional fields (`E000007 H1 #3 log
+  2026-06-10T15:38:40Z`, then a compact JSON object of the capture's other fields that are
+  set) instead of a keyed JSON record; a decision's head is `H1 #3 assessment E000007
+  verdict=neutral`.
+- Free text stays raw: an evidence item's query follows its head as `query: …` (one line)
+  or `query:` and a fenced block, and a decision's text (rationale, diagnosis) follows in a
+  fenced block, never JSON-escaped.
+- "This turn" holds data only (one line per hypothesis, statuses as lists of exceptions);
+  what its fields mean is said once, in the preamble.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from msgspec.structs import astuple
+
+from ..model import Evidence, HistoryEntry, Note, RowsPayload, State, TextPayload
+from ._journal import Format
+from ._render import UNKNOWN_PAYLOAD, compact, fence, heading, table
+from .v01 import empty_rows_remark
+from .v06 import CAPTURE_COLUMNS
+from .v11 import V11, JournalView
+
+# A value written bare in a head line; anything else is written as a JSON string.
+_BARE = re.compile(r"^[A-Za-z0-9_.:/+-]+$")
+
+PROTOCOL = """\
+You investigate a production problem by testing hypotheses with queries. Each turn, answer for the selected hypothesis with one JSON object that matches the output schema below, and nothing else.
+
+The preamble and the case never change, the journal only grows, "This turn" changes every turn.
+
+Journal entries, oldest first:
+- Evidence: `ID collector #iteration scope captured_at`, then key=value for each set field of its capture, action, cost, language or rows (count), same_as (an earlier item with the same payload); unset is null, cost 0; quoted values are JSON. Then `query:` (inline or fenced) and the payload in full: text fenced, rows as jsonl with the column names first. payload=unknown: not retained, which is not an empty result.
+- Note or question: `ID hypothesis #iteration kind`, text fenced.
+- Decision: `hypothesis #iteration kind`, evidence IDs, verdict=, confidence=, text fenced.
+Past the context budget, the oldest evidence becomes evidence_index rows (descriptor and identifiers from the payload, no proof of its content); recall up to 4 IDs to see them in full in the next "This turn".
+
+"This turn": budgets; per hypothesis: ID, confidence, disposition, iterations used/limit, previous result, recalled ("-": none); the selected one's plan and next checks; budget statuses other than settled (action set) or none; note statuses that are set; recalled items; whether an assessment is required.
+
+Rules: give "assessment" exactly when required, for the evidence named; its confidence becomes the hypothesis's. Up to 8 notes. next: "query", "recall" or "conclude". Cite only evidence shown in full. A decision that breaks a rule is rejected with a code and changes nothing: answer again."""
+
+
+_JSON_WORD = re.compile(r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)$")
+
+
+def _value(value: Any) -> str:
+    """A head-line value: a string bare when it is one plain word that reads as no JSON value, else compact JSON."""
+    if isinstance(value, str) and _BARE.match(value) and not _JSON_WORD.match(value):
+        return value
+    return compact(value)
+
+
+def _query_lines(query: str) -> str:
+    """`query: …` on one line when the query is one plain line, else `query:` and a fenced block."""
+    if query and "\n" not in query and "\r" not in query and query == query.strip():
+        return f"query: {query}"
+    return "query:\n" + fence(query)
+
+
+class V12Format(Format):
+    """v12's journal entries: positional head lines, raw query and text."""
+
+    key = "v12"
+    compact_to = 3
+
+    def evidence(self, ev: Evidence, same_as: str | None) -> str:
+        fields: dict[str, Any] = dict(zip(CAPTURE_COLUMNS, astuple(ev.capture)))
+        query = fields.pop("query")
+        fields.update(action=ev.budget.action, cost=ev.budget.cost)
+        payload = ev.payload
+        if payload is None:
+            fields["payload"] = "unknown"
+        elif isinstance(payload, TextPayload):
+            fields["language"] = payload.language
+        else:
+            fields["rows"] = len(payload.rows)
+        fields["same_as"] = same_as
+        set_ = {k: v for k, v in fields.items() if v is not None and not (k == "cost" and v == 0)}
+        pairs = " ".join(f"{k}={_value(v)}" for k, v in set_.items())
+        lines = [f"{ev.id} {ev.collector} #{ev.iteration} {_value(ev.scope)} {ev.captured_at} {pairs}"]
+        if query is not None:
+            lines.append(_query_lines(query))
+        if payload is None:
+            lines.append(UNKNOWN_PAYLOAD)
+        elif same_as is not None:
+            if isinstance(payload, RowsPayload) and not payload.rows:
+                lines.append(empty_rows_remark(ev))
+        elif isinstance(payload, TextPayload):
+            lines.append(fence(payload.text, payload.language))
+        elif payload.rows:
+            lines.append(table(payload.columns, payload.rows))
+        else:
+            lines.append(compact(payload.columns) + "\n" + empty_rows_remark(ev))
+        return "\n".join(lines)
+
+    def note(self, note: Note) -> str:
+        return f"{note.id} {_value(note.hypothesis)} #{note.iteration} {_value(note.kind)}\n" + fence(note.text)
+
+    def history(self, row: HistoryEntry, hypothesis: str) -> str:
+        head = [hypothesis, f"#{row.iteration}", _value(row.kind), *row.evidence_refs]
+        if row.verdict is not None:
+            head.append(f"verdict={_value(row.verdict)}")
+        if row.confidence is not None:
+            head.append(f"confidence={compact(row.confidence)}")
+        text = " ".join(head)
+        return text if row.text is None else text + "\n" + fence(row.text)
+
+
+V12_FORMAT = V12Format()
+
+
+class V12(V11):
+    """v12: v11 with positional journal heads, raw free text, and a data-only tail."""
+
+    version = 12
+    journal_format = V12_FORMAT
+    protocol = PROTOCOL
+
+    def case_text(self, state: State) -> str:
+        """v11's case, then the context budget (fixed for the analysis, so it is said once, here)."""
+        return super().case_text(state) + f"\ncontext budget: {self.budget} characters"
+
+    # -- the tail --------------------------------------------------------------------------
+
+    def tail_section(self, view: JournalView) -> str:
+        state, h = view.state, view.selected
+        assert view.journal is not None
+        budget = state.budget
+        cost_limit = f" of {compact(budget.max_cost)}" if budget.max_cost is not None else " (no cost limit)"
+        recall = {hid: sel.evidence_refs for hid, sel in state.recall.items()}
+        lines = [
+            heading(2, "This turn"),
+            f"iteration {state.iteration} of {budget.max_iterations} · cost used {compact(budget.cost_used)}{cost_limit}",
+            *(self.hypothesis_line(x, recall.get(x.id)) for x in state.hypotheses),
+            self.selected_line(h),
+            self.budget_status_line(state),
+            self.note_status_line(state),
+        ]
+        if view.tail_items:
+            lines.append("archived, shown in full this turn:")
+            lines.extend(self.journal_format.evidence_text(ev) for ev in view.tail_items)
+        pending = state.pending_result(h.id)
+        lines.append(f"assessment: required, for {pending}" if pending is not None
+                     else "assessment: none (leave it out)")  # fmt: skip
+        return "\n".join(lines)
+
+    @staticmethod
+    def hypothesis_line(x: Any, recalled: list[str] | None) -> str:
+        c = x.control
+        return (f"{x.id} {compact(x.confidence)} {_value(x.disposition)} {c.iterations_used}/{c.iteration_limit}"
+                f" {c.previous_result or '-'} {','.join(recalled) if recalled else '-'}")  # fmt: skip
+
+    @staticmethod
+    def selected_line(h: Any) -> str:
+        parts = [f"selected: {h.id}"]
+        if h.control.plan is not None:
+            parts.append(f"plan {compact(h.control.plan)}")
+        if h.control.next_checks:
+            parts.append(f"next checks {compact(h.control.next_checks)}")
+        return " · ".join(parts)
+
+    @staticmethod
+    def budget_status_line(state: State) -> str:
+        exceptions = [f"{ev.id} {ev.budget.status}" for ev in state.evidence
+                      if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
+        return "budget status exceptions: " + (", ".join(exceptions) or "none")
+
+    def note_status_line(self, state: State) -> str:
+        by_status: dict[str, list[str]] = {}
+        for note in state.notes:
+            if note.status is not None:
+                by_status.setdefault(note.status, []).append(note.id)
+        listed = "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in sorted(by_status.items()))
+        return "note status: " + (listed or "none set")
