@@ -76,26 +76,27 @@ def _pct(share: float | None) -> str:
     return "n/a" if share is None else f"{100 * share:.1f}%"
 
 
-def v11_targets(results: dict[str, Comparison]) -> str:
-    """Issue 9's targets for v11 on each run: cost, bound, availability."""
-    budget = get_encoder("v11").budget
+def targets(results: dict[str, Comparison], version: str) -> str:
+    """Issue 9's targets for a cache-native version (v11, v12) on each run: cost, bound, availability."""
+    budget = get_encoder(version).budget
     rows = []
     for name, cmp in results.items():
-        cost = cmp.cache_total("anthropic", "v11").cost
-        largest = {s: max(size.chars for size in cmp.sizes[s]) for s in ("v11", "v7", TRANSCRIPT, "masking-10")}
+        cost = cmp.cache_total("anthropic", version).cost
+        largest = {s: max(size.chars for size in cmp.sizes[s]) for s in (version, "v7", TRANSCRIPT, "masking-10")}
         over = largest[TRANSCRIPT] > budget
-        lowest = availability_data(cmp, "v11")["min_reachable_share"]
+        lowest = availability_data(cmp, version)["min_reachable_share"]
         rows.append([
             name,
             f"{cost / cmp.cache_total('anthropic', TRANSCRIPT).cost:.2f}x",
             f"{cost / cmp.cache_total('anthropic', 'v7').cost:.2f}x",
-            f"{largest['v11']:,}", "yes" if largest["v11"] <= budget else "no",
+            f"{largest[version]:,}", "yes" if largest[version] <= budget else "no",
             f"{largest['masking-10']:,}" if over else "(transcript within the budget)",
-            ("yes" if largest["v11"] <= largest["masking-10"] else "no") if over else "n/a",
+            ("yes" if largest[version] <= largest["masking-10"] else "no") if over else "n/a",
             _pct(lowest),
         ])  # fmt: skip
-    headers = ["run", "v11 / transcript (≤ 1.10x)", "v11 / v7 (≤ 0.50x)", "v11 largest chars",
-               f"≤ budget {budget:,}", "masking-10 largest chars", "v11 ≤ masking-10", "v11 lowest reachable (100%)"]  # fmt: skip
+    headers = ["run", f"{version} / transcript (≤ 1.10x)", f"{version} / v7 (≤ 0.50x)", f"{version} largest chars",
+               f"≤ budget {budget:,}", "masking-10 largest chars", f"{version} ≤ masking-10",
+               f"{version} lowest reachable (100%)"]  # fmt: skip
     return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
                     disable_numparse=True)  # fmt: skip
 
@@ -147,7 +148,7 @@ def main() -> None:
         f"the previous context, free to write, never expiring), `anthropic` (TTL {options.ttl}, writes "
         f"{options.write('anthropic'):g}x, reads {options.cached_price:g}x, nothing under {options.cache_min:,} tokens; "
         "breakpoints at the ends of each encoder's declared stable sections — header and case for v1–v10; preamble, "
-        "case and journal for v11 — and a "
+        "case and journal for v11 and v12 — and a "
         "baseline's at the end of its last message) and `openai` (every prompt an entry, reads in "
         f"128-token blocks from {options.cache_min:,}, reads {options.cached_price:g}x, writes 1x). Each context "
         "is sent at its state's latest capture time; a gap longer than the TTL empties the cache. "
@@ -159,11 +160,12 @@ def main() -> None:
         "message (as a chat API delimits messages), which adds a few tokens per turn over the "
         "whole-text counts of the other sections.\n"
     )
-    targets = ("#### v11 against its targets (anthropic model, 5-minute TTL, default budget)\n\n"
-               "Characters per context; a run's transcript that fits the budget makes the masking-10 comparison "
-               "moot. Availability: identifiers harvested from earlier evidence that the context shows in full or "
-               "can recall, at the context where the share is lowest.\n\n" + v11_targets(results) + "\n")
-    body = "\n".join([intro, "#### Cheapest encoder against the transcript\n\n" + summary(results) + "\n", targets,
+    goals = [f"#### {v} against issue 9's targets (anthropic model, 5-minute TTL, default budget)\n\n"
+             "Characters per context; a run's transcript that fits the budget makes the masking-10 comparison "
+             "moot. Availability: identifiers harvested from earlier evidence that the context shows in full or "
+             "can recall, at the context where the share is lowest.\n\n" + targets(results, v) + "\n"
+             for v in ("v11", "v12")]  # fmt: skip
+    body = "\n".join([intro, "#### Cheapest encoder against the transcript\n\n" + summary(results) + "\n", *goals,
                       *sections])
     write_section("cache", "Cache-true costs", body)
 

@@ -1,4 +1,4 @@
-"""Where v11's cost goes: its anthropic bill against the transcript's, split into parts.
+"""Where v11's and v12's cost goes: their anthropic bill against the transcript's, split into parts.
 
 Run: .venv/bin/python benchmarks/v11_cost.py [--corpus DIR] [--check]
 
@@ -6,21 +6,22 @@ bug17 and every trajectory under the corpus (default `../shared/corpus/raw` besi
 repository, or `$WORKINGSET_CORPUS`), imported as the cache section imports them, are
 billed under the `anthropic` model with its defaults (5-minute TTL, writes 1.25x, reads
 0.1x, nothing under 1,024 tokens; each context sent at its state's latest capture time),
-exactly as `compare --cache anthropic` bills them. Then v11's contexts are billed again
-with one part taken away at a time, which splits v11's cost into:
+exactly as `compare --cache anthropic` bills them. Then each version's contexts are billed
+again with one part taken away at a time, which splits what it costs beyond the transcript
+into:
 
-- `tail`: v11's cost less that of the same contexts without "This turn" (the prompt ends
+- `tail`: the version's cost less that of the same contexts without "This turn" (the prompt ends
   at the journal's breakpoint);
 - `preamble`: that, less the same without the preamble as well (its breakpoint dropped);
 - `compaction`: that (case and journal alone), less case and journal rendered under a
-  budget too large to ever compact (`v11:budget=100000000`): negative where compacting
+  budget too large to ever compact (`:budget=100000000`): negative where compacting
   made the run cheaper;
 - `journal and case`: the unbounded case and journal, less the transcript (the agents'
   messages: the task, each note, action and output): what the journal's records, the case's
   tables and the entries' layout add to the transcript's own content.
 
-The parts add up exactly to v11's cost less the transcript's; each is shown as a share of
-the transcript's cost, so the v11/transcript ratio is 1 plus their sum. Texts are cut
+The parts add up exactly to the version's cost less the transcript's; each is shown as a
+share of the transcript's cost, so the version/transcript ratio is 1 plus their sum. Texts are cut
 only at section ends, where tokenization restarts, so each part's tokens are the whole
 text's. Writes the `v11_cost` section of RESULTS.md (deterministic).
 """
@@ -49,6 +50,7 @@ from workingset.runs import read_run  # noqa: E402
 BUG17 = ROOT / "fixtures" / "bug17"
 UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")
+VERSIONS = ("v11", "v12")
 
 
 def _ends(rendered) -> dict[str, tuple[int, int]]:
@@ -94,7 +96,7 @@ def decompose(contexts: Sequence[StoredContext], label: str = "v11") -> dict[str
     body = _bill(contexts, sections(bounded, ("case", "journal")))
     body_unbounded = _bill(contexts, sections(unbounded, ("case", "journal")))
     return {
-        "transcript": cost["full-transcript"], "v11": cost[label],
+        "transcript": cost["full-transcript"], "version": cost[label],
         "tail": whole - no_tail, "preamble": no_tail - body, "compaction": body - body_unbounded,
         "journal and case": body_unbounded - cost["full-transcript"],
     }  # fmt: skip
@@ -104,38 +106,41 @@ def _share(part: float, whole: float) -> str:
     return f"{part / whole:+.1%}"
 
 
-def table(results: dict[str, dict[str, float]]) -> str:
+def table(results: dict[tuple[str, str], dict[str, float]]) -> str:
     rows = []
-    for name, r in results.items():
+    for (name, version), r in results.items():
         t = r["transcript"]
-        rows.append([name, f"{t:,.1f}", f"{r['v11']:,.1f}", f"{r['v11'] / t:.2f}x", *(_share(r[p], t) for p in PARTS)])
-    headers = ["run", "transcript cost", "v11 cost", "v11 / transcript", *(f"{p}" for p in PARTS)]
+        rows.append([name, version, f"{t:,.1f}", f"{r['version']:,.1f}", f"{r['version'] / t:.2f}x",
+                     *(_share(r[p], t) for p in PARTS)])  # fmt: skip
+    headers = ["run", "version", "transcript cost", "version cost", "version / transcript", *PARTS]
     return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
                     disable_numparse=True)  # fmt: skip
 
 
 def main() -> None:
-    """Split v11's anthropic cost on bug17 and every corpus run and write the `v11_cost` section."""
+    """Split v11's and v12's anthropic cost on bug17 and every corpus run and write the `v11_cost` section."""
     corpus, entries = corpus_entries(__doc__.splitlines()[0])
-    results: dict[str, dict[str, float]] = {}
+    results: dict[tuple[str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         runs = [("fixtures/bug17", BUG17)]
         for path in entries:
             write_import(import_trajectory(detect(path), path), Path(tmp) / path.name)
             runs.append((path.name, Path(tmp) / path.name))
         for name, directory in runs:
-            results[name] = decompose([ctx for _, ctx in read_run(directory)])
+            contexts = [ctx for _, ctx in read_run(directory)]
+            for version in VERSIONS:
+                results[(name, version)] = decompose(contexts, version)
     body = (
         f"bug17 and the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories), billed "
-        "under the `anthropic` model with its defaults, as in the cache section. v11's cost less the transcript's "
-        "is split into four parts by billing v11's contexts again with one part taken away at a time (see the "
+        "under the `anthropic` model with its defaults, as in the cache section. What v11 and v12 cost beyond the "
+        "transcript is split into four parts by billing their contexts again with one part taken away at a time (see the "
         "script's docstring): `tail` (\"This turn\", billed uncached every turn), `preamble` (written once, read "
         "every turn), `compaction` (what compacting at the default budget adds, or saves where negative, against "
         "never compacting) and `journal and case` (the unbounded case and journal against the transcript's "
         "messages: the records of the journal, the case's tables and the layout). Each part is a share of the "
-        "transcript's cost; `v11 / transcript` is 1 plus their sum.\n\n" + table(results) + "\n"
+        "transcript's cost; `version / transcript` is 1 plus their sum.\n\n" + table(results) + "\n"
     )
-    write_section("v11_cost", "Where v11's cost goes", body)
+    write_section("v11_cost", "Where v11's and v12's cost goes", body)
 
 
 if __name__ == "__main__":
