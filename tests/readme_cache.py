@@ -83,7 +83,7 @@ def cache_claims() -> list[str]:
     def split(t: dict) -> str:
         return f"{t['uncached_tokens']:,} / {t['written_tokens']:,} / {t['read_tokens']:,}"
 
-    for s in ("v7", "v8", "v9", "v10", "v11", "full-transcript", "masking-10", "last-5"):
+    for s in ("v7", "v8", "v9", "v10", "v11", "v12", "full-transcript", "masking-10", "last-5"):
         cells = [s, f"{total['ideal'][s]['effective_cost']:,.1f}", f"{total['anthropic'][s]['effective_cost']:,.1f}",
                  split(total["anthropic"][s]), f"{total['openai'][s]['effective_cost']:,.1f}", split(total["openai"][s])]  # fmt: skip
         claims.append("| " + " | ".join(cells) + " |")
@@ -124,6 +124,12 @@ def cache_claims() -> list[str]:
     claims.append(f"the {minutes} min {seconds} s gap before {label(at)} makes both rewrite their whole prefix "
                   f"({ctx[at]['v11']['written_tokens']:,} tokens for v11, {ctx[at]['full-transcript']['written_tokens']:,} "
                   f"for the transcript); v11's compaction at {label(at + 1)} rewrites {ctx[at + 1]['v11']['written_tokens']:,} more")  # fmt: skip
+    v12 = {m: [cost(m, "v12")] + [_ratio(rows["v12"], m) for rows in runs.values()] for m in total}
+    below = [name.split("-", 3)[-1] for name, rows in runs.items() if _ratio(rows["v12"], "anthropic") < 1]
+    claims.append(f"v12 costs {_span(v12['anthropic'], 2)}× the transcript under `anthropic` and "
+                  f"{_span(v12['ideal'] + v12['openai'], 2)}× under `ideal` and `openai`, less than the transcript on "
+                  f"{' and '.join(below)}; on bug17 {cost('anthropic', 'v12'):.2f}×")  # fmt: skip
+    claims.append(f"its tail is about {round(total['anthropic']['v12']['uncached_tokens'] / n, -1):.0f} tokens a turn")
     uncached = total["anthropic"]["v11"]["uncached_tokens"]
     claims.append(f"the tail, about {round(uncached / n, -1):.0f} tokens a turn, is never cached ({uncached:,} over the run)")
     masking = [cost("anthropic", s) for s in ("masking-10", "last-5")]
