@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from workingset import render
 from workingset.availability import Availability, availability
 from workingset.baselines import BASELINES
@@ -40,9 +42,10 @@ def test_counts_follow_shown_indexed_and_recall():
     assert Availability().share("visible") is None
 
 
-def test_v11_keeps_every_identifier_reachable_and_masking_loses_some():
+@pytest.mark.parametrize("version", ["v11", "v12"])
+def test_v11_and_v12_keep_every_identifier_reachable_and_masking_loses_some(version):
     run = read_run(BUG17)
-    enc = get_encoder("v11:budget=20000")
+    enc = get_encoder(f"{version}:budget=20000")
     masking = BASELINES["masking-10"]
     lost = 0
     for _, ctx in run:
@@ -52,7 +55,7 @@ def test_v11_keeps_every_identifier_reachable_and_masking_loses_some():
         masked = masking.masked(ctx.state)
         lost += availability(ctx.state, [e.id for e in ctx.state.evidence if e.id not in masked], [], recall=False).gone
     assert lost > 0
-    assert render(run[-1][1].state, run[-1][1].hypothesis, "v11:budget=20000").indexed  # the small budget archives
+    assert render(run[-1][1].state, run[-1][1].hypothesis, f"{version}:budget=20000").indexed  # the small budget archives
 
 
 def test_compare_reports_availability_beside_cost():

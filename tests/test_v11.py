@@ -166,17 +166,18 @@ def test_a_result_recorded_late_is_walked_afresh_and_lands_in_order():
     assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")
 
 
-def test_an_import_writes_v11_contexts_that_verify_byte_exact(tmp_path):
+@pytest.mark.parametrize("version", ["v11", "v12"])
+def test_an_import_writes_contexts_that_verify_byte_exact(tmp_path, version):
     from conftest import invoke
 
     data = ROOT / "tests" / "data"
     source = next(p for p in sorted(data.iterdir()) if p.name.startswith("mini-swe-agent") and p.suffix == ".json")
     out = tmp_path / "run"
-    res = invoke("import", "mini-swe-agent", str(source), "--out", str(out), "--encoder", "v11:budget=20000", "--json")
+    res = invoke("import", "mini-swe-agent", str(source), "--out", str(out), "--encoder", f"{version}:budget=20000", "--json")
     assert res.exit_code == 0, res.output
     import json
 
-    assert json.loads(res.stdout)["encoder"] == "investigation_project_v11:budget=20000"
+    assert json.loads(res.stdout)["encoder"] == f"investigation_project_{version}:budget=20000"
     verdicts = json.loads(invoke("verify", str(out), "--json").stdout)
     assert verdicts["ok"] and all(v["status"] == "ok" for v in verdicts["contexts"])
     bad = invoke("import", "mini-swe-agent", str(source), "--out", str(tmp_path / "x"), "--encoder", "v13")
