@@ -1,19 +1,23 @@
 """v12: v11's layout, with a smaller journal, tail and preamble.
 
 The order, the sections, the cache breakpoints, the budget (characters, `:budget=N`), the
-compaction and recall are v11's. What a provider bills beyond a plain transcript is v11's
-records, its tail (uncached every turn) and its preamble (`benchmarks/v11_cost.py`); v12
-writes each of them shorter:
+compaction walk and recall are v11's. What a provider bills beyond a plain transcript is
+v11's records, its tail (uncached every turn) and its preamble (`benchmarks/v11_cost.py`);
+v12 writes each of them shorter:
 
-- A journal entry starts with a head line of positional fields (`E000007 H1 #3 log
-  2026-06-10T15:38:40Z`, then a compact JSON object of the capture's other fields that are
-  set) instead of a keyed JSON record; a decision's head is `H1 #3 assessment E000007
-  verdict=neutral`.
+- A journal entry starts with a head line of positional fields and `key=value` pairs
+  (`E000007 H1 #3 log 2026-06-10T15:38:40Z origin=loki:prod-eu action=B000007 cost=0.5
+  language=log`) instead of a keyed JSON record; a decision's head is `H1 #3 assessment
+  E000007 verdict=neutral`. A value is bare when it is one plain word that reads as no
+  JSON value, else compact JSON.
 - Free text stays raw: an evidence item's query follows its head as `query: …` (one line)
   or `query:` and a fenced block, and a decision's text (rationale, diagnosis) follows in a
   fenced block, never JSON-escaped.
 - "This turn" holds data only (one line per hypothesis, statuses as lists of exceptions);
-  what its fields mean is said once, in the preamble.
+  what its fields mean is said once, in the preamble; the context budget is said once, in
+  the case.
+- A compaction archives until the journal is at most a third of its room (v11: a half): it
+  rewrites less, saves more on every later turn, and the next one comes later.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from .v01 import empty_rows_remark
 from .v06 import CAPTURE_COLUMNS
 from .v11 import V11, JournalView
 
-# A value written bare in a head line; anything else is written as a JSON string.
+# The characters of a value written bare in a head line (see `_value`); anything else is compact JSON.
 _BARE = re.compile(r"^[A-Za-z0-9_.:/+-]+$")
 
 PROTOCOL = """\
