@@ -112,19 +112,21 @@ def _evidence_text(ev: Evidence, same_as: str | None) -> str:
     elif isinstance(payload, RowsPayload):
         record["rows"] = len(payload.rows)
     record["same_as"] = same_as
-    lines = [compact(_without_nulls(record))]
+    return "\n".join([compact(_without_nulls(record)), *payload_lines(ev, same_as)])
+
+
+def payload_lines(ev: Evidence, same_as: str | None) -> list[str]:
+    """What follows an evidence entry's head: its payload in full, or what stands for it."""
+    payload = ev.payload
     if payload is None:
-        lines.append(UNKNOWN_PAYLOAD)
-    elif same_as is not None:
-        if isinstance(payload, RowsPayload) and not payload.rows:
-            lines.append(empty_rows_remark(ev))
-    elif isinstance(payload, TextPayload):
-        lines.append(fence(payload.text, payload.language))
-    elif payload.rows:
-        lines.append(table(payload.columns, payload.rows))
-    else:
-        lines.append(compact(payload.columns) + "\n" + empty_rows_remark(ev))
-    return "\n".join(lines)
+        return [UNKNOWN_PAYLOAD]
+    if same_as is not None:  # the payload is shown at its reference; an empty one keeps its remark
+        return [empty_rows_remark(ev)] if isinstance(payload, RowsPayload) and not payload.rows else []
+    if isinstance(payload, TextPayload):
+        return [fence(payload.text, payload.language)]
+    if payload.rows:
+        return [table(payload.columns, payload.rows)]
+    return [compact(payload.columns) + "\n" + empty_rows_remark(ev)]
 
 
 def _evidence_key(ev: Evidence) -> tuple:

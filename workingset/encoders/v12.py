@@ -27,10 +27,9 @@ from typing import Any
 
 from msgspec.structs import astuple
 
-from ..model import Evidence, HistoryEntry, Note, RowsPayload, State, TextPayload
-from ._journal import Format
-from ._render import UNKNOWN_PAYLOAD, compact, fence, heading, table
-from .v01 import empty_rows_remark
+from ..model import Evidence, HistoryEntry, Note, State, TextPayload
+from ._journal import Format, payload_lines
+from ._render import compact, fence, heading
 from .v06 import CAPTURE_COLUMNS
 from .v11 import V11, JournalView
 
@@ -93,18 +92,7 @@ class V12Format(Format):
         lines = [f"{ev.id} {ev.collector} #{ev.iteration} {_value(ev.scope)} {ev.captured_at} {pairs}"]
         if query is not None:
             lines.append(_query_lines(query))
-        if payload is None:
-            lines.append(UNKNOWN_PAYLOAD)
-        elif same_as is not None:
-            if isinstance(payload, RowsPayload) and not payload.rows:
-                lines.append(empty_rows_remark(ev))
-        elif isinstance(payload, TextPayload):
-            lines.append(fence(payload.text, payload.language))
-        elif payload.rows:
-            lines.append(table(payload.columns, payload.rows))
-        else:
-            lines.append(compact(payload.columns) + "\n" + empty_rows_remark(ev))
-        return "\n".join(lines)
+        return "\n".join(lines + payload_lines(ev, same_as))
 
     def note(self, note: Note) -> str:
         return f"{note.id} {_value(note.hypothesis)} #{note.iteration} {_value(note.kind)}\n" + fence(note.text)
