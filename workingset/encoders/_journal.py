@@ -1,4 +1,4 @@
-"""v11's journal: every evidence item, note and decision of a state in the order it happened.
+"""The journal of v11 and later: every evidence item, note and decision of a state in the order it happened.
 
 An entry is written once and never changes, so the journal of one turn is a prefix of the
 journal of the next and a provider's prompt cache serves it. Mutable facts (budget
@@ -6,13 +6,14 @@ statuses, note statuses, confidences, roles) stay out of it: v11 states them in 
 
 The journal is bounded. `plan` walks the entries in order, adding each one's size; when the
 journal would pass its limit it is compacted once — the oldest evidence items become rows
-of the `evidence_index` until the journal is at most half the limit, the newest always kept
-in full — and appending resumes. The walk starts from the first entry at every render, so
+of the `evidence_index` until the journal is at most a fraction of the limit (`Format.compact_to`:
+a half in v11, a third in v12), the newest always kept in full — and appending resumes. The walk starts from the first entry at every render, so
 which items are archived is a pure function of the state: the same state always gives the
 same journal, and two states of one run agree on every compaction both have passed.
 
-Entry texts are cached per process (`_TEXTS`), keyed by everything they are made of, so a
-turn renders only what is new.
+How entries and index rows are written is a version's `Format`. Entry texts are cached per
+process (`_TEXTS`), keyed by the format and everything they are made of, so a turn renders
+only what is new.
 """
 
 from __future__ import annotations
@@ -146,8 +147,6 @@ def _cached(key: tuple, make: Any) -> str:
     return text
 
 
-
-
 def index_row(ev: Evidence) -> list[Any]:
     """An archived item's `evidence_index` row: everything but the payload, plus its identifiers."""
     return [ev.id, ev.collector, ev.scope, ev.iteration, ev.captured_at, *astuple(ev.capture),
@@ -168,7 +167,6 @@ class Format:
     """
 
     key = "v11"
-    index_columns = INDEX_COLUMNS
     compact_to = 2  # a compaction archives the oldest evidence until the journal is at most limit // compact_to
 
     def evidence(self, ev: Evidence, same_as: str | None) -> str:
@@ -207,7 +205,6 @@ class Format:
 
 
 V11_FORMAT = Format()
-evidence_text = V11_FORMAT.evidence_text  # v11's, for the tail's working-set items
 
 
 @dataclass
@@ -388,5 +385,5 @@ class Journal:
 
 
 def plan(state: State, limit: int, fmt: Format = V11_FORMAT) -> Plan:
-    """Walk the entries in order; past `limit` characters, compact the journal to half of it."""
+    """Walk the entries in order; past `limit` characters, compact it (to half, in v11's format)."""
     return Journal(limit, fmt).plan(state)
