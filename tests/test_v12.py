@@ -21,7 +21,7 @@ from workingset.importers import import_trajectory
 from workingset.model import State, validate_state
 from workingset.runs import read_run
 
-from conftest import ROOT
+from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
 from factory import evidence, sample_state
 from recover import _spans, v12_evidence
 from test_importers_excerpts import EXCERPTS
@@ -90,6 +90,15 @@ def test_every_imported_excerpt_reads_back(source):
     imported = import_trajectory(EXCERPTS[source][0], source)
     for state in imported.states:
         check_lossless(state, state.hypotheses[0].id)
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", sorted(CORPUS_SOURCES))
+def test_every_corpus_context_reads_back(name):
+    imported = import_trajectory(CORPUS_SOURCES[name][0], CORPUS / name)
+    for version in ("v12", f"v12:budget={MIN_BUDGET}"):
+        for state in imported.states:
+            check_lossless(state, state.hypotheses[0].id, version)
 
 
 values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"']))
