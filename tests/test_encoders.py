@@ -206,7 +206,7 @@ def test_v10_shows_every_note_and_keeps_others_compact():
 
 def test_tables_of_v6_keep_history_notes_and_captures(encoder):
     if not 6 <= encoder.version <= 10:
-        pytest.skip("tables arrive in v6; v11 keeps history and notes in its journal instead")
+        pytest.skip("tables arrive in v6 and leave in v11: from v11 on, history and notes are journal entries")
     state = sample_state()
     out = encoder.render(state, "H1")
     _, history = table_after(out.text, "history:")
