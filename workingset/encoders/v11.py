@@ -206,19 +206,11 @@ class V11(V10):
         return "\n".join(lines)
 
     def status_line(self, state: State) -> str:
-        exceptions = [
-            f"{ev.id} {ev.budget.status}" for ev in state.evidence
-            if ev.budget.status != ("settled" if ev.budget.action is not None else "none")
-        ]  # fmt: skip
         return ('evidence budget status: "settled" where an action is set, "none" where not, except: '
-                + (", ".join(exceptions) or "no exceptions"))  # fmt: skip
+                + (", ".join(status_exceptions(state)) or "no exceptions"))  # fmt: skip
 
     def note_status_line(self, state: State) -> str:
-        by_status: dict[str, list[str]] = {}
-        for note in state.notes:
-            if note.status is not None:
-                by_status.setdefault(note.status, []).append(note.id)
-        listed = "; ".join(f"{status} {', '.join(ids)}" for status, ids in sorted(by_status.items()))
+        listed = "; ".join(f"{status} {', '.join(ids)}" for status, ids in notes_by_status(state))
         return "note status: null unless listed: " + (listed or "none listed")
 
     def roles_line(self, view: JournalView) -> str:
@@ -232,9 +224,8 @@ class V11(V10):
     def task_lines(self, view: View) -> list[str]:
         state, h = view.state, view.selected
         budget = state.budget
-        limit = f" of {compact(budget.max_cost)}" if budget.max_cost is not None else " (no cost limit)"
         lines = [
-            f"iteration: {state.iteration} of {budget.max_iterations} · cost used: {compact(budget.cost_used)}{limit}"
+            f"iteration: {state.iteration} of {budget.max_iterations} · cost used: {compact(budget.cost_used)}{cost_limit(budget)}"
             f" · {h.id}'s iterations: {h.control.iterations_used} of {h.control.iteration_limit}",
         ]
         pending = state.pending_result(h.id)
@@ -245,6 +236,26 @@ class V11(V10):
             lines.append(f'assessment: not allowed. {h.id} has no unsettled previous result: omit "assessment".')
         lines.append("Answer for the selected hypothesis with one JSON object that matches the output schema, and nothing else.")
         return lines
+
+
+def status_exceptions(state: State) -> list[str]:
+    """`ID status` of every evidence item whose budget status is not the rule's ("settled" with an action, else "none")."""
+    return [f"{ev.id} {ev.budget.status}" for ev in state.evidence
+            if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
+
+
+def notes_by_status(state: State) -> list[tuple[str, list[str]]]:
+    """The IDs of the notes whose status is set, grouped by status, the statuses in order."""
+    by_status: dict[str, list[str]] = {}
+    for note in state.notes:
+        if note.status is not None:
+            by_status.setdefault(note.status, []).append(note.id)
+    return sorted(by_status.items())
+
+
+def cost_limit(budget: Any) -> str:
+    """What follows the cost used: ` of <max>`, or that there is no limit."""
+    return f" of {compact(budget.max_cost)}" if budget.max_cost is not None else " (no cost limit)"
 
 
 @lru_cache(maxsize=32)

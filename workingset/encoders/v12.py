@@ -31,7 +31,7 @@ from ..model import Evidence, HistoryEntry, Note, State, TextPayload
 from ._journal import Format, payload_lines
 from ._render import compact, fence, heading
 from .v06 import CAPTURE_COLUMNS
-from .v11 import V11, JournalView
+from .v11 import V11, JournalView, cost_limit, notes_by_status, status_exceptions
 
 # The characters of a value written bare in a head line (see `_value`); anything else is compact JSON.
 _BARE = re.compile(r"^[A-Za-z0-9_.:/+-]+$")
@@ -127,11 +127,10 @@ class V12(V11):
         state, h = view.state, view.selected
         assert view.journal is not None
         budget = state.budget
-        cost_limit = f" of {compact(budget.max_cost)}" if budget.max_cost is not None else " (no cost limit)"
         recall = {hid: sel.evidence_refs for hid, sel in state.recall.items()}
         lines = [
             heading(2, "This turn"),
-            f"iteration {state.iteration} of {budget.max_iterations} · cost used {compact(budget.cost_used)}{cost_limit}",
+            f"iteration {state.iteration} of {budget.max_iterations} · cost used {compact(budget.cost_used)}{cost_limit(budget)}",
             *(self.hypothesis_line(x, recall.get(x.id)) for x in state.hypotheses),
             self.selected_line(h),
             self.budget_status_line(state),
@@ -162,14 +161,8 @@ class V12(V11):
 
     @staticmethod
     def budget_status_line(state: State) -> str:
-        exceptions = [f"{ev.id} {ev.budget.status}" for ev in state.evidence
-                      if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
-        return "budget status exceptions: " + (", ".join(exceptions) or "none")
+        return "budget status exceptions: " + (", ".join(status_exceptions(state)) or "none")
 
     def note_status_line(self, state: State) -> str:
-        by_status: dict[str, list[str]] = {}
-        for note in state.notes:
-            if note.status is not None:
-                by_status.setdefault(note.status, []).append(note.id)
-        listed = "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in sorted(by_status.items()))
+        listed = "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in notes_by_status(state))
         return "note status: " + (listed or "none set")
