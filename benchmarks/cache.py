@@ -1,10 +1,11 @@
-"""Cache-true costs: bug17 and the corpus runs under the ideal, anthropic and openai cache models.
+"""Cache-true costs: bug17, the corpus runs and the kept 167-step run under the ideal, anthropic and openai cache models.
 
 Run: .venv/bin/python benchmarks/cache.py [--corpus DIR] [--check]
 
-bug17 and every trajectory under the corpus (default `../shared/corpus/raw` beside the
-repository, or `$WORKINGSET_CORPUS`; imported with `workingset import`, as
-benchmarks/trajectories.py does) are measured like
+bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
+repository, or `$WORKINGSET_CORPUS`) and the 167-step OpenHands run kept in
+`benchmarks/data/` (imported with `workingset import`, as benchmarks/trajectories.py does)
+are measured like
 `workingset compare RUN --all --baselines --cache ideal,anthropic,openai` (the same library
 call, default options: 5-minute TTL, 1,024-token minimum, reads at 0.1, writes at 1.25 for
 anthropic and 1.0 for openai): per strategy the tokens billed uncached, written and read
@@ -22,6 +23,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _data import long_runs  # noqa: E402
 from _results import ROOT, write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
 
@@ -35,6 +37,12 @@ from workingset.runs import read_run  # noqa: E402
 
 BUG17 = ROOT / "fixtures" / "bug17"
 TRANSCRIPT = "full-transcript"
+CACHE_NATIVE = ("v11", "v12", "v13")
+
+
+def _source(path: Path) -> str:
+    """How the reproduce line names a run's source: in the corpus, or unpacked from benchmarks/data."""
+    return f"$CORPUS/{path.name}" if path.parent.name != "kept" else f"benchmarks/data/{path.name}.tar.xz (unpacked)"
 
 
 def measure(directory: Path) -> Comparison:
@@ -77,7 +85,7 @@ def _pct(share: float | None) -> str:
 
 
 def targets(results: dict[str, Comparison], version: str) -> str:
-    """Issue 9's targets for a cache-native version (v11, v12) on each run: cost, bound, availability."""
+    """Issue 9's targets for a cache-native version (v11 and later) on each run: cost, bound, availability."""
     budget = get_encoder(version).budget
     rows = []
     for name, cmp in results.items():
@@ -129,11 +137,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         runs = [("fixtures/bug17", BUG17, "`.venv/bin/workingset compare fixtures/bug17 --all --baselines "
                  "--cache ideal,anthropic,openai`")]  # fmt: skip
-        for path in entries:
+        for path in entries + long_runs(Path(tmp) / "kept"):
             fmt = detect(path)
             write_import(import_trajectory(fmt, path), Path(tmp) / path.name)
             runs.append((path.name, Path(tmp) / path.name,
-                         f"`.venv/bin/workingset import {fmt} $CORPUS/{path.name} --out RUN && .venv/bin/workingset compare "
+                         f"`.venv/bin/workingset import {fmt} {_source(path)} --out RUN && .venv/bin/workingset compare "
                          "RUN --all --baselines --cache ideal,anthropic,openai`"))  # fmt: skip
         for name, directory, reproduce in runs:
             cmp = results[name] = measure(directory)
@@ -142,13 +150,13 @@ def main() -> None:
                             f"{split_table(cmp)}\n")  # fmt: skip
     options = CacheOptions()
     intro = (
-        f"bug17 and the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories, "
-        "imported as in the trajectories section). Tokens: cl100k_base. Each context is billed under three cache "
+        f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories) and the "
+        "167-step OpenHands run kept in `benchmarks/data/`, imported as in the trajectories section. Tokens: cl100k_base. Each context is billed under three cache "
         "models (see README, \"The offline comparison\"): `ideal` (the longest common token prefix with "
         f"the previous context, free to write, never expiring), `anthropic` (TTL {options.ttl}, writes "
         f"{options.write('anthropic'):g}x, reads {options.cached_price:g}x, nothing under {options.cache_min:,} tokens; "
         "breakpoints at the ends of each encoder's declared stable sections — header and case for v1–v10; preamble, "
-        "case and journal for v11 and v12 — and a "
+        "case and journal for v11 to v13 — and a "
         "baseline's at the end of its last message) and `openai` (every prompt an entry, reads in "
         f"128-token blocks from {options.cache_min:,}, reads {options.cached_price:g}x, writes 1x). Each context "
         "is sent at its state's latest capture time; a gap longer than the TTL empties the cache. "
@@ -164,7 +172,7 @@ def main() -> None:
              "Characters per context; a run's transcript that fits the budget makes the masking-10 comparison "
              "moot. Availability: identifiers harvested from earlier evidence that the context shows in full or "
              "can recall, at the context where the share is lowest.\n\n" + targets(results, v) + "\n"
-             for v in ("v11", "v12")]  # fmt: skip
+             for v in CACHE_NATIVE]  # fmt: skip
     body = "\n".join([intro, "#### Cheapest encoder against the transcript\n\n" + summary(results) + "\n", *goals,
                       *sections])
     write_section("cache", "Cache-true costs", body)

@@ -1,8 +1,8 @@
-"""v11's and v12's speed: a turn of a growing analysis, and a fresh render, against msgspec-encoding the state.
+"""The speed of v11 and later: a turn of a growing analysis, and a fresh render, against msgspec-encoding the state.
 
 Run: `.venv/bin/python benchmarks/v11.py` (writes the `v11-speed` section of RESULTS.md).
 
-A session keeps a v11 or v12 journal walk on its replayed state (`session.render_kept`), so a turn
+A session keeps a v11-or-later journal walk on its replayed state (`session.render_kept`), so a turn
 renders only the entries appended since the last one; a fresh render (another process, or
 `workingset render`) walks every entry. Both give the same bytes (tests/test_v11.py).
 """
@@ -25,7 +25,7 @@ from workingset.runs import read_run  # noqa: E402
 
 TURNS, SIZES = 20, (1_000, 10_000)
 TURN_TARGET_MS, RENDER_TARGET = 20.0, 3.0
-VERSIONS = ("v11", "v12")
+VERSIONS = ("v11", "v12", "v13")
 
 
 def render_row(version: str, label: str, state, hypothesis: str) -> tuple[list[str], float]:
@@ -72,7 +72,7 @@ def main() -> None:
         "text is mostly `evidence_index` rows, which grow with the run: the budget bounds the payloads "
         "shown in full, not the index.",
     ]
-    write_section("v11-speed", "v11 and v12 speed: turns and renders", "\n".join(body), timed=True)
+    write_section("v11-speed", "v11, v12 and v13 speed: turns and renders", "\n".join(body), timed=True)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
-"""Where v11's and v12's cost goes: their anthropic bill against the transcript's, split into parts.
+"""Where the cost of v11 and later goes: their anthropic bill against the transcript's, split into parts.
 
 Run: .venv/bin/python benchmarks/v11_cost.py [--corpus DIR] [--check]
 
-bug17 and every trajectory under the corpus (default `../shared/corpus/raw` beside the
-repository, or `$WORKINGSET_CORPUS`), imported as the cache section imports them, are
+bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
+repository, or `$WORKINGSET_CORPUS`) and the 167-step run kept in `benchmarks/data/`,
+imported as the cache section imports them, are
 billed under the `anthropic` model with its defaults (5-minute TTL, writes 1.25x, reads
 0.1x, nothing under 1,024 tokens; each context sent at its state's latest capture time),
 exactly as `compare --cache anthropic` bills them. Then each version's contexts are billed
@@ -37,6 +38,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _data import long_runs  # noqa: E402
 from _results import ROOT, write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
 
@@ -50,7 +52,7 @@ from workingset.runs import read_run  # noqa: E402
 BUG17 = ROOT / "fixtures" / "bug17"
 UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")
-VERSIONS = ("v11", "v12")
+VERSIONS = ("v11", "v12", "v13")
 
 
 def _ends(rendered) -> dict[str, tuple[int, int]]:
@@ -118,12 +120,12 @@ def table(results: dict[tuple[str, str], dict[str, float]]) -> str:
 
 
 def main() -> None:
-    """Split v11's and v12's anthropic cost on bug17 and every corpus run and write the `v11_cost` section."""
+    """Split the anthropic cost of v11 and later on bug17, every corpus run and the kept long run; write the `v11_cost` section."""
     corpus, entries = corpus_entries(__doc__.splitlines()[0])
     results: dict[tuple[str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         runs = [("fixtures/bug17", BUG17)]
-        for path in entries:
+        for path in entries + long_runs(Path(tmp) / "kept"):
             write_import(import_trajectory(detect(path), path), Path(tmp) / path.name)
             runs.append((path.name, Path(tmp) / path.name))
         for name, directory in runs:
@@ -131,8 +133,9 @@ def main() -> None:
             for version in VERSIONS:
                 results[(name, version)] = decompose(contexts, version)
     body = (
-        f"bug17 and the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories), billed "
-        "under the `anthropic` model with its defaults, as in the cache section. What v11 and v12 cost beyond the "
+        f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories) and the "
+        "167-step run kept in `benchmarks/data/`, billed under the `anthropic` model with its defaults, as in the "
+        f"cache section. What {', '.join(VERSIONS[:-1])} and {VERSIONS[-1]} cost beyond the "
         "transcript is split into four parts by billing their contexts again with one part taken away at a time (see the "
         "script's docstring): `tail` (\"This turn\", billed uncached every turn), `preamble` (written once, read "
         "every turn), `compaction` (what compacting at the default budget adds, or saves where negative, against "
@@ -140,7 +143,7 @@ def main() -> None:
         "messages: the records of the journal, the case's tables and the layout). Each part is a share of the "
         "transcript's cost; `version / transcript` is 1 plus their sum.\n\n" + table(results) + "\n"
     )
-    write_section("v11_cost", "Where v11's and v12's cost goes", body)
+    write_section("v11_cost", "Where the cost of v11 and later goes", body)
 
 
 if __name__ == "__main__":

@@ -42,8 +42,8 @@ def test_counts_follow_shown_indexed_and_recall():
     assert Availability().share("visible") is None
 
 
-@pytest.mark.parametrize("version", ["v11", "v12"])
-def test_v11_and_v12_keep_every_identifier_reachable_and_masking_loses_some(version):
+@pytest.mark.parametrize("version", ["v11", "v12", "v13"])
+def test_v11_to_v13_keep_every_identifier_reachable_and_masking_loses_some(version):
     run = read_run(BUG17)
     enc = get_encoder(f"{version}:budget=20000")
     masking = BASELINES["masking-10"]

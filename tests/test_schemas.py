@@ -110,7 +110,7 @@ def test_the_schema_command():
     assert "Recall" not in json.loads(CliRunner().invoke(app, ["schema", "decision"]).stdout)["$defs"]  # v10
     assert json.loads(CliRunner().invoke(app, ["schema", "state"]).stdout)["$ref"] == "#/$defs/State"
     for args, code in ((["schema", "states"], "usage_error"), (["schema", "result", "--encoder", "v8"], "usage_error"),
-                       (["schema", "decision", "--encoder", "v13"], "unknown_encoder")):  # fmt: skip
+                       (["schema", "decision", "--encoder", "v14"], "unknown_encoder")):  # fmt: skip
         bad = CliRunner().invoke(app, [*args, "--json"])
         assert bad.exit_code == 2 and bad.stderr.startswith(f"error: {code}: ")
         assert json.loads(bad.stdout)["error"]["code"] == code

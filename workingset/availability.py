@@ -6,7 +6,7 @@ strategy each identifier is then
 
 - **visible**: its item's payload is in the context in full;
 - **addressable**: its item is an `evidence_index` row of a version with recall, so one
-  recall decision brings the payload back (v8, v9, v11, v12);
+  recall decision brings the payload back (v8, v9, v11 and later);
 - **gone**: neither: masked by a transcript baseline, or hidden by a version without recall.
 
 Items whose payload was never retained have no identifiers and count nowhere. The measure

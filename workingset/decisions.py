@@ -75,7 +75,7 @@ class Decision(_Answer, kw_only=True):
 
 
 class RecallDecision(_Answer, kw_only=True):
-    """A decision of a version with recall (v8, v9, v11, v12)."""
+    """A decision of a version with recall (v8, v9, v11 and later)."""
 
     next: Union[Query, Recall, Conclude]
 

@@ -7,7 +7,7 @@ statuses, note statuses, confidences, roles) stay out of it: v11 states them in 
 The journal is bounded. `plan` walks the entries in order, adding each one's size; when the
 journal would pass its limit it is compacted once — the oldest evidence items become rows
 of the `evidence_index` until the journal is at most a fraction of the limit (`Format.compact_to`:
-a half in v11, a third in v12), the newest always kept in full — and appending resumes. The walk starts from the first entry at every render, so
+a half in v11, a third in v12 and v13), the newest always kept in full — and appending resumes. The walk starts from the first entry at every render, so
 which items are archived is a pure function of the state: the same state always gives the
 same journal, and two states of one run agree on every compaction both have passed.
 
