@@ -48,6 +48,8 @@ def evidence_payloads(text: str) -> dict[str, object]:
         return v11_evidence_payloads(text)
     if "\nencoder: investigation_project_v12" in head:
         return {eid: entry["payload"] for eid, entry in v12_evidence(text).items()}
+    if "\nencoder: investigation_project_v13" in head:
+        return {eid: entry["payload"] for eid, entry in v13_evidence(text).items()}
     lines = text.split("\n")
     spans = _spans(text)
     inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}
@@ -122,10 +124,15 @@ _JSON_WORD = re.compile(r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?
 
 def v12_fields(text: str) -> dict[str, object]:
     """v12: a head line's `key=value` pairs; a value is JSON when quoted or a JSON word, else a bare string."""
-    out: dict[str, object] = {}
+    return {key: value for key, (value, _written) in v12_pairs(text).items()}
+
+
+def v12_pairs(text: str) -> dict[str, tuple[object, str]]:
+    """v12: a head line's `key=value` pairs, each as (value, the pair as written)."""
+    out: dict[str, tuple[object, str]] = {}
     decoder, i = json.JSONDecoder(), 0
     while i < len(text):
-        eq = text.index("=", i)
+        start, eq = i, text.index("=", i)
         key, i = text[i:eq], eq + 1
         if text[i] in '"[{':
             value, i = decoder.raw_decode(text, i)
@@ -134,7 +141,7 @@ def v12_fields(text: str) -> dict[str, object]:
             end = len(text) if end < 0 else end
             word, i = text[i:end], end
             value = json.loads(word) if _JSON_WORD.match(word) else word
-        out[key] = value
+        out[key] = (value, text[start:i])
         i += 1  # the space before the next pair
     return out
 
@@ -172,4 +179,157 @@ def v12_evidence(text: str) -> dict[str, dict]:
         else:
             entry["payload"] = {"kind": "rows", "columns": json.loads(lines[k]), "rows": []}
         out[entry["id"]] = entry
+    return out
+
+
+# -- v13: index rows as head lines, and a tail of data lines ---------------------------------------
+
+_V13_CAPTION = re.compile(r"^evidence_index \(archived evidence\): ([0-9]+) rows?$")
+_V13_CUT = re.compile(r"^query \(([0-9]+) chars, first ([0-9]+)\): (\".*)$")
+_V13_ITERATION = re.compile(r"^iteration ([0-9]+) of ([0-9]+) · cost used (\S+)(?: of (\S+)| \(no cost limit\))$")
+_V13_HYPOTHESIS = re.compile(r"^(\*?)(H[0-9]+) (\S+) (\S+) ([0-9]+)/([0-9]+) (\S+) (\S+)$")
+
+
+def _headings(text: str) -> dict[str, int]:
+    """Line number of each `## ` heading outside code blocks (a fenced text may hold any line)."""
+    inside = {n for start, end, _, _ in _spans(text) for n in range(start, end + 1)}
+    return {line: n for n, line in enumerate(text.split("\n")) if n not in inside and line.startswith("## ")}
+
+
+def _v13_index_rows(text: str) -> tuple[int, int, list[tuple[int, int]]]:
+    """v13: (caption line, line after the index, [(head line, line after the row)]) of the index; (-1, -1, []) if none.
+
+    The caption states the number of rows; a row is one head line and, when the item has a
+    query, one `query` line. The index is one block: a blank line (or the end) follows it.
+    """
+    lines = text.split("\n")
+    heads = _headings(text)
+    start, end = heads["## Journal"], heads["## This turn"]
+    captions = [n for n in range(start + 1, end) if _V13_CAPTION.match(lines[n])]
+    if not captions:
+        return -1, -1, []
+    caption = captions[0]
+    assert caption == start + 2 and lines[start + 1] == "", "the index opens the journal"
+    count = int(_V13_CAPTION.match(lines[caption]).group(1))
+    rows, n = [], caption + 1
+    for _ in range(count):
+        assert _V12_HEAD.match(lines[n]), f"line {n} is no index row: {lines[n][:80]!r}"
+        after = n + 2 if lines[n + 1].startswith(("query: ", "query (")) else n + 1
+        rows.append((n, after))
+        n = after
+    assert n == len(lines) or lines[n] == "", "the index holds exactly the rows its caption counts"
+    return caption, n, rows
+
+
+def v13_query(line: str) -> tuple[str, int, bool]:
+    """v13: an index row's query line -> (the query or its first characters, the query's length, whether it is cut).
+
+    `query: <raw>` (a plain line never starts with a quote), `query: <JSON string>`, or
+    `query (N chars, first M): <JSON string of the first M characters>`.
+    """
+    if m := _V13_CUT.match(line):
+        shown = json.loads(m.group(3))
+        assert isinstance(shown, str) and len(shown) == int(m.group(2)), line[:80]
+        return shown, int(m.group(1)), True
+    assert line.startswith("query: "), line[:80]
+    rest = line[len("query: "):]
+    query = json.loads(rest) if rest.startswith('"') else rest
+    assert isinstance(query, str)
+    return query, len(query), False
+
+
+def v13_index(text: str) -> dict[str, dict]:
+    """v13: evidence ID -> its index row: the head (collector, iteration, scope, captured_at, fields),
+    the query (None when the item has none; its first characters when cut), the query's length,
+    whether it is cut, and the row's text."""
+    lines = text.split("\n")
+    _caption, _end, rows = _v13_index_rows(text)
+    out: dict[str, dict] = {}
+    for head, after in rows:
+        m = _V12_HEAD.match(lines[head])
+        assert m
+        scope = json.loads(m.group(4)) if m.group(4).startswith('"') else m.group(4)
+        row = {"id": m.group(1), "collector": m.group(2), "iteration": int(m.group(3)), "scope": scope,
+               "captured_at": m.group(5), "fields": v12_fields(m.group(6)), "query": None, "query_chars": None,
+               "cut": False, "text": "\n".join(lines[head:after])}  # fmt: skip
+        if after == head + 2:
+            row["query"], row["query_chars"], row["cut"] = v13_query(lines[head + 1])
+        assert row["id"] not in out, f"{row['id']} indexed twice"
+        out[row["id"]] = row
+    return out
+
+
+def v13_evidence(text: str) -> dict[str, dict]:
+    """v13: the evidence entries shown in full (journal and tail), read as v12's; the index rows left out."""
+    caption, end, _rows = _v13_index_rows(text)
+    if caption < 0:
+        return v12_evidence(text)
+    lines = text.split("\n")
+    # The same line count, so that the entries' line numbers stay; a blank line matches no head.
+    return v12_evidence("\n".join(lines[:caption] + [""] * (end - caption) + lines[end:]))
+
+
+def v13_tail(text: str) -> dict:
+    """v13: every field "This turn" states.
+
+    Lines, empty ones left out: the iteration and cost; one line per hypothesis (`*` before the
+    selected one's): ID, confidence, disposition, used/limit, previous result, recalled (`-`:
+    none); then `plan: <JSON>`, `next checks: <JSON>`, `budget status: ID status, …`, `note
+    status: status ID, ID; …` when set; the archived items shown in full; `assess: E… | none …`.
+    """
+    lines = text.split("\n")
+    start = _headings(text)["## This turn"]
+    assert lines[-1] == "" and lines[-2] != "", "the text ends with one newline"
+    tail = lines[start + 1 : -1]
+    inside = {n for first, last, _, _ in _spans("\n".join(tail)) for n in range(first, last + 1)}
+    assert all(line or n in inside for n, line in enumerate(tail)), "no empty line outside a code block"
+    m = _V13_ITERATION.match(tail[0])
+    assert m, tail[0]
+    out: dict = {"iteration": int(m.group(1)), "max_iterations": int(m.group(2)), "cost_used": json.loads(m.group(3)),
+                 "max_cost": json.loads(m.group(4)) if m.group(4) else None, "hypotheses": [], "selected": None,
+                 "plan": None, "next_checks": [], "budget_status": {}, "note_status": {}, "shown": [], "assess": None}  # fmt: skip
+    n = 1
+    while m := _V13_HYPOTHESIS.match(tail[n]):
+        star, hid, confidence, disposition, used, limit, previous, recalled = m.groups()
+        if star:
+            assert out["selected"] is None, "one selected hypothesis"
+            out["selected"] = hid
+        out["hypotheses"].append({
+            "id": hid, "confidence": json.loads(confidence), "disposition": _word(disposition),
+            "iterations_used": int(used), "iteration_limit": int(limit),
+            "previous_result": None if previous == "-" else previous,
+            "recalled": None if recalled == "-" else recalled.split(","),
+        })  # fmt: skip
+        n += 1
+    for key, prefix, read in (("plan", "plan: ", json.loads), ("next_checks", "next checks: ", json.loads),
+                              ("budget_status", "budget status: ", _statuses),
+                              ("note_status", "note status: ", _note_statuses)):  # fmt: skip
+        if tail[n].startswith(prefix):
+            out[key] = read(tail[n][len(prefix):])
+            n += 1
+    if tail[n] == "archived, shown in full this turn:":
+        out["shown"] = list(v12_evidence("\n".join(tail[n + 1 : -1])))
+        assert out["shown"] and _V12_HEAD.match(tail[n + 1]), "the heading is written only above items"
+    else:
+        assert n == len(tail) - 1, f"no line between the statuses and the task: {tail[n][:80]!r}"
+    last = tail[-1]
+    assert last.startswith("assess: "), last
+    out["assess"] = None if last == "assess: none (leave assessment out)" else last[len("assess: "):]
+    return out
+
+
+def _word(value: str) -> object:
+    """A value written bare unless it is no plain word (then JSON)."""
+    return json.loads(value) if value.startswith('"') or _JSON_WORD.match(value) else value
+
+
+def _statuses(text: str) -> dict[str, str]:
+    return dict(pair.split(" ") for pair in text.split(", "))
+
+
+def _note_statuses(text: str) -> dict[object, list[str]]:
+    out: dict[object, list[str]] = {}
+    for group in text.split("; "):
+        status, ids = group.split(" ", 1)
+        out[_word(status)] = ids.split(", ")
     return out

@@ -10,7 +10,7 @@ from workingset.encoders import ENCODERS, get_encoder
 from workingset.model import RecallSelection, RowsPayload, TextPayload, copy_state, validate_state
 
 from factory import evidence, sample_state
-from recover import evidence_payloads, table_after
+from recover import evidence_payloads, table_after, v13_index
 
 # Text that stresses fences: backtick runs, newlines of every kind, fence-like lines, unicode.
 pieces = ["`", "```", "````", "\n", "\r", "\r\n", " ", "~", "#", "a", "é", "\u2028", "\t", "### Evidence E000001", '"', "\\"]
@@ -59,7 +59,8 @@ def states(draw):
 def test_random_states_are_lossless_under_every_version(state, hid):
     by_id = {e.id: e for e in state.evidence}
     before = msgspec.json.encode(state)
-    for encoder in [*ENCODERS.values(), get_encoder("v11:budget=20000"), get_encoder("v12:budget=20000")]:
+    for encoder in [*ENCODERS.values(), get_encoder("v11:budget=20000"), get_encoder("v12:budget=20000"),
+                    get_encoder("v13:budget=20000")]:
         out = encoder.render(state, hid)
         assert encoder.render(copy_state(state), hid) == out
         recovered = evidence_payloads(out.text)
@@ -67,7 +68,15 @@ def test_random_states_are_lossless_under_every_version(state, hid):
         for eid, payload in recovered.items():
             assert payload == msgspec.to_builtins(by_id[eid].payload)
         assert sorted(out.shown + out.indexed) == sorted(by_id)
-        if encoder.version >= 11:  # the index holds every archived item; the tail shows the working set's
+        if encoder.version >= 13:  # index rows as heads; a query past 200 characters shows its first 160
+            index = v13_index(out.text)
+            assert set(out.indexed) <= set(index) and not set(out.indexed) & set(out.shown)
+            for eid, row in index.items():
+                query = by_id[eid].capture.query
+                cut = query is not None and len(query) > 200
+                assert (row["query"], row["cut"]) == ((query[:160], True) if cut else (query, False))
+                assert row["query_chars"] == (None if query is None else len(query))
+        elif encoder.version >= 11:  # the index holds every archived item; the tail shows the working set's
             rows = table_after(out.text, "evidence_index")[1] if out.indexed else []
             assert set(out.indexed) <= {r[0] for r in rows} and not set(out.indexed) & set(out.shown)
             assert all(r[5] == by_id[r[0]].capture.query for r in rows)

@@ -1,4 +1,4 @@
-"""v11 and v12: append-only journal, bounded by its context budget, lossless, with recall."""
+"""v11, v12 and v13: append-only journal, bounded by its context budget, lossless, with recall."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from workingset.errors import UnknownEncoder
 from workingset.runs import read_run
 
 from conftest import ROOT
-from recover import evidence_payloads, table_after
+from recover import evidence_payloads, table_after, v13_index
 from session_helpers import assess, decision, make_state, query, recall
 
 BUG17 = read_run(ROOT / "fixtures" / "bug17")
-BUDGETS = [f"{v}{b}" for v in ("v11", "v12") for b in ("", ":budget=60000", f":budget={MIN_BUDGET}")]
+BUDGETS = [f"{v}{b}" for v in ("v11", "v12", "v13") for b in ("", ":budget=60000", f":budget={MIN_BUDGET}")]
 
 
 def _renders(name: str):
@@ -32,7 +32,15 @@ def test_every_item_is_shown_in_full_or_indexed_on_every_bug17_context(name):
         for eid, payload in recovered.items():
             assert payload == msgspec.to_builtins(by_id[eid].payload), eid
         assert sorted(out.shown + out.indexed) == sorted(by_id)
-        if out.indexed:
+        if out.indexed and name.startswith("v13"):  # rows as heads, a query past 200 characters cut to 160
+            index = v13_index(out.text)
+            assert set(out.indexed) <= set(index)
+            for eid, row in index.items():
+                capture = msgspec.to_builtins(by_id[eid].capture)
+                query = capture.pop("query")
+                assert {k: row["fields"].get(k) for k in capture} == capture, eid
+                assert row["query"] == (query if query is None or len(query) <= 200 else query[:160]), eid
+        elif out.indexed:
             columns, rows = table_after(out.text, "evidence_index")
             assert set(out.indexed) <= {r[0] for r in rows}
             for row in rows:
@@ -71,13 +79,13 @@ def test_the_preamble_is_the_same_for_every_analysis_and_budget():
     assert a.stable_sections == ("preamble", "case", "journal") and len(a.stable_ends()) == 3
 
 
-@pytest.mark.parametrize("name", ["v11", "v11:budget=60000", "v12", "v12:budget=60000"])
+@pytest.mark.parametrize("name", ["v11", "v11:budget=60000", "v12", "v12:budget=60000", "v13", "v13:budget=60000"])
 def test_bug17_stays_within_the_budget(name):
     budget = get_encoder(name).budget
     assert max(out.chars for out in _renders(name)) <= budget
 
 
-@pytest.mark.parametrize("version", ["v11", "v12"])
+@pytest.mark.parametrize("version", ["v11", "v12", "v13"])
 def test_a_small_budget_compacts_and_the_tail_shows_archived_working_set_items(version):
     outs = _renders(f"{version}:budget={MIN_BUDGET}")
     last_ctx, last = BUG17[-1][1], outs[-1]
@@ -96,7 +104,7 @@ def test_encoder_options():
             get_encoder(bad)
 
 
-@pytest.mark.parametrize("version", ["v11", "v12"])
+@pytest.mark.parametrize("version", ["v11", "v12", "v13"])
 def test_a_session_recalls_archived_evidence_and_exports_verifiable_contexts(tmp_path, version):
     big = "x" * 9000
     state = make_state(limits=(20, 6, 6))
@@ -166,7 +174,7 @@ def test_a_result_recorded_late_is_walked_afresh_and_lands_in_order():
     assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")
 
 
-@pytest.mark.parametrize("version", ["v11", "v12"])
+@pytest.mark.parametrize("version", ["v11", "v12", "v13"])
 def test_an_import_writes_contexts_that_verify_byte_exact(tmp_path, version):
     from conftest import invoke
 
@@ -180,5 +188,5 @@ def test_an_import_writes_contexts_that_verify_byte_exact(tmp_path, version):
     assert json.loads(res.stdout)["encoder"] == f"investigation_project_{version}:budget=20000"
     verdicts = json.loads(invoke("verify", str(out), "--json").stdout)
     assert verdicts["ok"] and all(v["status"] == "ok" for v in verdicts["contexts"])
-    bad = invoke("import", "mini-swe-agent", str(source), "--out", str(tmp_path / "x"), "--encoder", "v13")
+    bad = invoke("import", "mini-swe-agent", str(source), "--out", str(tmp_path / "x"), "--encoder", "v14")
     assert bad.exit_code == 2 and "unknown_encoder" in bad.stderr and not (tmp_path / "x").exists()

@@ -1,0 +1,374 @@
+"""v13: every field of every journal entry, every index row and the tail reads back from the text.
+
+v13 is v12 with `evidence_index` rows written as evidence heads (a query past 200 characters
+cut to its first 160) and a tail without empty lines: these tests parse the text with the
+documented conventions alone (tests/recover.py) and compare with the state. A row's query is
+exact, or, when cut, exactly the first 160 characters of a query of the stated length.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tarfile
+
+import msgspec
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from workingset.encoders import get_encoder
+from workingset.encoders.v11 import MIN_BUDGET
+from workingset.harvest import harvest
+from workingset.importers import import_trajectory
+from workingset.model import Evidence, State, TextPayload, validate_state
+from workingset.runs import read_run
+
+from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
+from factory import evidence, sample_state
+from recover import _V12_HEAD, _spans, v12_pairs, v13_evidence, v13_index, v13_tail
+from test_importers_excerpts import EXCERPTS
+from test_render_properties import pieces, texts
+
+BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
+# The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md): editor calls whose queries hold files.
+LONG_RUN = ROOT / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
+BUDGETS = ["v13", "v13:budget=60000", f"v13:budget={MIN_BUDGET}"]
+NOTE_HEAD = re.compile(r"^(N[0-9]{6}) (\S+) #([0-9]+) (\S+)$")
+DECISION_HEAD = re.compile(r"^(H\S*) #([0-9]+) (query|recall|assessment|conclude)((?: E[0-9]{6})*)( verdict=\S.*?)?( confidence=\S+)?$")
+# The documented cut: a query longer than WHOLE characters shows its first EXCERPT.
+WHOLE, EXCERPT = 200, 160
+# A query line at most: `query (N chars, first 160): ` and a JSON string of 160 characters, each escaped in 6 at most.
+QUERY_LINE_MAX = len("query (100000000 chars, first 160): ") + 2 + 6 * EXCERPT
+# An index row of a cut query is at most ROW_MAX characters beyond its identifiers and the capture's
+# free-text fields, which v13 writes whole however long they are (a predicate can be a paragraph).
+ROW_MAX = 600
+WRITTEN_WHOLE = ("ids", "predicate", "origin", "snapshot", "coverage", "next_cursor")
+
+
+def _word(value: str):
+    return json.loads(value) if value.startswith('"') or value == "null" else value
+
+
+def _journal(text: str) -> str:
+    return text.split("\n## Journal\n", 1)[1].split("\n## This turn\n", 1)[0]
+
+
+def check_entries(state: State, out, shown: dict[str, dict]) -> None:
+    """Every evidence item shown in full (journal or tail), note and decision reads back (as in v12)."""
+    by_id = {ev.id: ev for ev in state.evidence}
+    assert sorted(shown) == sorted(out.shown)
+    for eid, entry in shown.items():
+        ev = by_id[eid]
+        fields = dict(entry["fields"])
+        same_as = fields.pop("same_as", None)
+        assert same_as is None or same_as in shown
+        assert (entry["collector"], entry["iteration"], entry["scope"], entry["captured_at"]) == (
+            ev.collector, ev.iteration, ev.scope, ev.captured_at)  # fmt: skip
+        capture = {k: v for k, v in msgspec.to_builtins(ev.capture).items() if k != "query"}
+        assert {k: fields.get(k) for k in capture} == capture, eid
+        assert entry["query"] == ev.capture.query, eid
+        assert (fields.get("action"), fields.get("cost", 0)) == (ev.budget.action, ev.budget.cost)
+        assert entry["payload"] == msgspec.to_builtins(ev.payload), eid
+    journal = _journal(out.text)
+    inside = {n for start, end, _, _ in _spans(journal) for n in range(start, end + 1)}
+    lines = journal.split("\n")
+    body_at = {start: body for start, _end, _info, body in _spans(journal)}
+    notes, rows = [], []
+    for n, line in enumerate(lines):
+        if n in inside:
+            continue
+        if m := NOTE_HEAD.match(line):
+            notes.append((m.group(1), _word(m.group(2)), int(m.group(3)), _word(m.group(4)), body_at[n + 1]))
+        elif m := DECISION_HEAD.match(line):
+            verdict = _word(m.group(5)[len(" verdict="):]) if m.group(5) else None
+            confidence = json.loads(m.group(6)[len(" confidence="):]) if m.group(6) else None
+            text = body_at.get(n + 1) if n + 1 < len(lines) and lines[n + 1].startswith("```") else None
+            rows.append((m.group(1), int(m.group(2)), m.group(3), m.group(4).split(), verdict, confidence, text))
+    assert sorted(notes) == sorted((x.id, x.hypothesis, x.iteration, x.kind, x.text) for x in state.notes)
+    expected = [(h.id, r.iteration, r.kind, r.evidence_refs, r.verdict, r.confidence, r.text)
+                for h in state.hypotheses for r in h.history]  # fmt: skip
+    assert sorted(rows, key=repr) == sorted(expected, key=repr)
+
+
+def check_index_row(row: dict, ev: Evidence) -> None:
+    """Every field of an archived item reads back from its row; its query whole, or its first 160 characters."""
+    eid = ev.id
+    assert (row["collector"], row["iteration"], row["scope"], row["captured_at"]) == (
+        ev.collector, ev.iteration, ev.scope, ev.captured_at), eid  # fmt: skip
+    fields = dict(row["fields"])
+    capture = {k: v for k, v in msgspec.to_builtins(ev.capture).items() if k != "query"}
+    assert {k: fields.pop(k, None) for k in capture} == capture, eid
+    assert (fields.pop("action", None), fields.pop("cost", 0)) == (ev.budget.action, ev.budget.cost), eid
+    assert fields.pop("payload") == ("unknown" if ev.payload is None else "archived"), eid
+    assert fields.pop("ids", []) == harvest(ev.payload), eid
+    assert fields == {}, eid  # nothing else, and nothing read twice
+    query = ev.capture.query
+    if query is None:
+        assert row["query"] is None, eid
+    elif len(query) <= WHOLE:
+        assert (row["query"], row["query_chars"], row["cut"]) == (query, len(query), False), eid
+    else:
+        assert (row["query"], row["query_chars"], row["cut"]) == (query[:EXCERPT], len(query), True), eid
+        assert len(row["text"].split("\n")[1]) <= QUERY_LINE_MAX, eid
+
+
+def check_tail(state: State, hypothesis: str, out, index: dict[str, dict]) -> dict:
+    """Every field "This turn" states reads back: budgets, each hypothesis's control, statuses, recalled items, the task."""
+    tail = v13_tail(out.text)
+    b = state.budget
+    assert (tail["iteration"], tail["max_iterations"], tail["cost_used"], tail["max_cost"]) == (
+        state.iteration, b.max_iterations, b.cost_used, b.max_cost)  # fmt: skip
+    assert tail["selected"] == hypothesis
+    assert tail["hypotheses"] == [{
+        "id": x.id, "confidence": x.confidence, "disposition": x.disposition,
+        "iterations_used": x.control.iterations_used, "iteration_limit": x.control.iteration_limit,
+        "previous_result": x.control.previous_result,
+        "recalled": state.recall[x.id].evidence_refs if x.id in state.recall else None,
+    } for x in state.hypotheses]  # fmt: skip
+    h = state.hypothesis(hypothesis)
+    assert (tail["plan"], tail["next_checks"]) == (h.control.plan, h.control.next_checks)
+    assert list(tail["budget_status"].items()) == [  # in evidence order
+        (ev.id, ev.budget.status) for ev in state.evidence
+        if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
+    by_status: dict[str, list[str]] = {}
+    for note in state.notes:
+        if note.status is not None:
+            by_status.setdefault(note.status, []).append(note.id)
+    assert list(tail["note_status"].items()) == sorted(by_status.items())  # statuses in order, IDs in note order
+    assert tail["assess"] == state.pending_result(hypothesis)
+    # The tail shows archived items only, each in full; every other item shown is in the journal.
+    assert set(tail["shown"]) <= set(index) and sorted(tail["shown"]) == tail["shown"]
+    return tail
+
+
+def check_lossless(state: State, hypothesis: str, name: str = "v13") -> dict[str, dict]:
+    """Every journal entry, index row and tail field of `state` reads back from the v13 text; the index rows."""
+    out = get_encoder(name).render(state, hypothesis)
+    by_id = {ev.id: ev for ev in state.evidence}
+    check_entries(state, out, v13_evidence(out.text))
+    index = v13_index(out.text)
+    tail = check_tail(state, hypothesis, out, index)
+    # The index holds every archived item: those not shown, and those the tail shows in full this turn.
+    assert set(index) == set(out.indexed) | set(tail["shown"])
+    assert not set(out.indexed) & set(out.shown) and sorted(out.shown + out.indexed) == sorted(by_id)
+    for eid, row in index.items():
+        check_index_row(row, by_id[eid])
+    return index
+
+
+@pytest.mark.parametrize("name", BUDGETS)
+def test_every_bug17_context_reads_back(name):
+    indexed = 0
+    for ctx in BUG17:
+        indexed += len(check_lossless(ctx.state, ctx.hypothesis, name))
+    assert indexed, "bug17 is compacted under every budget tested"
+
+
+@pytest.mark.parametrize("source", list(EXCERPTS), ids=lambda p: p.name)
+def test_every_imported_excerpt_reads_back(source):
+    imported = import_trajectory(EXCERPTS[source][0], source)
+    for state in imported.states:
+        for name in ("v13", f"v13:budget={MIN_BUDGET}"):
+            check_lossless(state, state.hypotheses[0].id, name)
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", sorted(CORPUS_SOURCES))
+def test_every_corpus_context_reads_back(name):
+    imported = import_trajectory(CORPUS_SOURCES[name][0], CORPUS / name)
+    for version in ("v13", f"v13:budget={MIN_BUDGET}"):
+        for state in imported.states:
+            check_lossless(state, state.hypotheses[0].id, version)
+
+
+@pytest.fixture(scope="module")
+def long_run(tmp_path_factory):
+    """The kept 167-step run's states, imported from the archive unpacked into a temporary directory."""
+    into = tmp_path_factory.mktemp("long-run")
+    with tarfile.open(LONG_RUN) as archive:
+        archive.extractall(into, filter="data")
+    return import_trajectory("openhands", into / LONG_RUN.name.removesuffix(".tar.xz")).states
+
+
+def test_every_fourth_context_of_the_kept_167_step_run_reads_back(long_run):
+    assert len(long_run) == 167
+    for state in [*long_run[::4], long_run[-1]]:
+        for name in ("v13", f"v13:budget={MIN_BUDGET}"):
+            check_lossless(state, state.hypotheses[0].id, name)
+
+
+def _filled(state: State, count: int = 4) -> State:
+    """`state` with `count` large items after the others, so that a small budget archives the others."""
+    for k in range(count):
+        n = len(state.evidence) + 1
+        state.evidence.append(evidence(n, "H3", TextPayload(language="log", text=f"{k} " + "line 12 ms\n" * 800), query=f"filler {k}"))
+    validate_state(state)
+    return state
+
+
+values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"']))
+long_texts = st.one_of(
+    st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=190, max_size=420),
+    st.lists(st.sampled_from(pieces), min_size=120, max_size=260).map("".join),
+)
+queries = st.one_of(
+    st.none(), texts, long_texts, texts.map(lambda s: '"' + s), long_texts.map(lambda s: '"' + s),
+    st.sampled_from(["one plain line", " padded ", "query: x", "a\nb", '"quoted" |= x', '"', "", "x" * 200, "x" * 201,
+                     "é" * 201, '"' + "a" * 250, "a\n" * 120, "\r" * 300, "\x00" * 300, "\u2028" * 201, "😀" * 205]),
+)  # fmt: skip
+
+payloads = st.one_of(  # unknown, or text to harvest identifiers from
+    st.none(), texts.map(lambda t: TextPayload(language="log", text=t)),
+    st.just(TextPayload(language=None, text="/srv/app/pool.py:42 took 1834 ms: PoolTimeoutError at 9f3c2e1a")),
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(query=queries, payload=payloads, coverage=values, snapshot=values, predicate=values, verdict=values, note=texts,
+       plan=st.one_of(st.none(), texts), checks=st.lists(texts, max_size=3), hid=st.sampled_from(["H1", "H2", "H3"]))  # fmt: skip
+def test_awkward_values_read_back(query, payload, coverage, snapshot, predicate, verdict, note, plan, checks, hid):
+    state = sample_state()
+    item = evidence(len(state.evidence) + 1, "H2", payload, query=query, coverage=coverage, predicate=predicate)
+    item.capture.snapshot = snapshot
+    state.evidence.append(item)
+    state.notes[0].text = note
+    row = state.hypotheses[0].history[-1]
+    row.verdict, row.text = verdict, note
+    control = state.hypothesis(hid).control
+    control.plan, control.next_checks = plan, checks
+    validate_state(state)
+    check_lossless(state, hid)  # the item in the journal
+    index = check_lossless(_filled(state), hid, f"v13:budget={MIN_BUDGET}")
+    assert item.id in index  # and in the index
+
+
+def test_the_tail_states_every_mutable_field_and_leaves_out_empty_lines():
+    state = sample_state()
+    tail = get_encoder("v13").render(state, "H1").text.split("\n## This turn\n", 1)[1]
+    assert tail.split("\n") == [
+        "iteration 9 of 40 · cost used 2.25 of 12.5",
+        "*H1 0.55 open 4/10 E000007 E000004,E000002",
+        "H2 0.3 open 3/10 E000008 -",
+        "H3 0.1 parked 1/4 - -",
+        'plan: "check pool metrics"',
+        'next checks: ["pool wait time","retry counts"]',
+        "budget status: E000007 unsettled, E000008 unsettled, E000009 unsettled",
+        "note status: answered N000003; open N000001",
+        "assess: E000007",
+        "",
+    ]
+    # Nothing to say: no line says so.
+    state.hypotheses[2].control.plan = None
+    state.budget.max_cost = None
+    for ev in state.evidence:
+        ev.budget.status = "settled" if ev.budget.action is not None else "none"
+    for note in state.notes:
+        note.status = None
+    state.recall = {}
+    tail = get_encoder("v13").render(state, "H3").text.split("\n## This turn\n", 1)[1]
+    assert tail.split("\n") == [
+        "iteration 9 of 40 · cost used 2.25 (no cost limit)",
+        "H1 0.55 open 4/10 E000007 -",
+        "H2 0.3 open 3/10 E000008 -",
+        "*H3 0.1 parked 1/4 - -",
+        "assess: none (leave assessment out)",
+        "",
+    ]
+    check_lossless(state, "H3")
+
+
+def long_query_state(count: int = 16, length: int = 2400) -> State:
+    """The sample state and `count` items whose queries are `length` characters or more (an editor call with a file)."""
+    state = sample_state()
+    for k in range(count):
+        query = f"SELECT {k}, " + ", ".join(f"col_{j}" for j in range(length // 8))
+        payload = TextPayload(language="log", text=f"line {k}\n" + "ok 12 ms /srv/app/pool.py:42\n" * 100)
+        state.evidence.append(evidence(len(state.evidence) + 1, "H2", payload, query=query))
+    validate_state(state)
+    return state
+
+
+def _index_rows_within_bound(text: str) -> int:
+    """Check that no row of a cut query passes ROW_MAX beyond what it writes whole; the number of such rows."""
+    cut = 0
+    for row in v13_index(text).values():
+        if not row["cut"]:
+            continue
+        lines = row["text"].split("\n")
+        assert len(lines) == 2 and len(lines[1]) <= QUERY_LINE_MAX, row["id"]
+        pairs = v12_pairs(_V12_HEAD.match(lines[0]).group(6))
+        whole = sum(len(pairs[k][1]) + 1 for k in WRITTEN_WHOLE if k in pairs)
+        assert len(row["text"]) - whole <= ROW_MAX, row["id"]
+        cut += 1
+    return cut
+
+
+def test_an_index_row_of_a_cut_query_is_bounded(long_run):
+    cut = 0
+    for name in BUDGETS:
+        cut += _index_rows_within_bound(get_encoder(name).render(long_run[-1], long_run[-1].hypotheses[0].id).text)
+    for name in BUDGETS:
+        for ctx in BUG17:
+            cut += _index_rows_within_bound(get_encoder(name).render(ctx.state, ctx.hypothesis).text)
+    for length in (201, 2400, 100_000):
+        state = long_query_state(count=12, length=length)
+        out = get_encoder(f"v13:budget={MIN_BUDGET}").render(state, "H1")
+        cut += _index_rows_within_bound(out.text)
+    assert cut > 20  # rows of cut queries were checked
+
+
+@needs_corpus
+def test_an_index_row_of_a_cut_query_is_bounded_on_the_corpus():
+    cut = 0
+    for name, (fmt, _actions) in sorted(CORPUS_SOURCES.items()):
+        imported = import_trajectory(fmt, CORPUS / name)
+        for state in imported.states:
+            cut += _index_rows_within_bound(get_encoder(f"v13:budget={MIN_BUDGET}").render(state, state.hypotheses[0].id).text)
+    assert cut
+
+
+def _index_chars(out) -> int:
+    """The characters of the evidence_index: the journal's block that starts with its caption."""
+    return sum(len(block) for category, block in out.blocks()
+               if category == "journal" and block.startswith("evidence_index (archived evidence): "))  # fmt: skip
+
+
+def test_v13s_index_is_smaller_than_v12s_where_queries_are_long():
+    state = long_query_state()
+    v12, v13 = (get_encoder(f"{v}:budget={MIN_BUDGET}").render(state, "H1") for v in ("v12", "v13"))
+    assert v13.indexed == v12.indexed and len(v13.indexed) > 10  # the same items archived
+    assert _index_chars(v13) * 4 < _index_chars(v12)
+    assert v13.chars < v12.chars
+    # On bug17 (queries up to 304 characters) too, wherever both archived the same items.
+    last = BUG17[-1]
+    v12, v13 = (get_encoder(f"{v}:budget={MIN_BUDGET}").render(last.state, last.hypothesis) for v in ("v12", "v13"))
+    assert v13.indexed == v12.indexed and _index_chars(v13) < _index_chars(v12)
+
+
+def test_v13s_index_is_smaller_than_v12s_on_the_kept_167_step_run(long_run):
+    """Where v12's index alone outgrew the default budget (editor calls whose queries hold files)."""
+    last = long_run[-1]
+    for budget in ("", f":budget={MIN_BUDGET}"):
+        v12, v13 = (get_encoder(v + budget).render(last, last.hypotheses[0].id) for v in ("v12", "v13"))
+        assert len(v13.indexed) > 100 and _index_chars(v13) * 2 < _index_chars(v12) and v13.chars < v12.chars
+        assert _index_chars(v12) > 120_000  # v12's index alone is past the default budget
+
+
+@pytest.mark.parametrize("name", BUDGETS)
+def test_the_case_and_the_journal_entries_are_v12s(name):
+    """v13 changes the index, the preamble and the tail; the case and the entries are v12's, byte for byte."""
+    v12name = name.replace("v13", "v12")
+    for ctx in BUG17:
+        v12, v13 = (get_encoder(n).render(ctx.state, ctx.hypothesis) for n in (v12name, name))
+        assert v13.indexed == v12.indexed
+        (case12, *journal12), (case13, *journal13) = (
+            [block for category, block in out.blocks() if category in ("case", "journal")] for out in (v12, v13))
+        assert case13 == case12 and journal13[-1] == journal12[-1]  # the case; the entries (the journal's last block)
+
+
+def test_v13s_tail_is_smaller_than_v12s_on_every_bug17_context():
+    """The tail, billed uncached every turn: v13 leaves out the lines that would say "none"."""
+    for ctx in BUG17:
+        v12, v13 = (get_encoder(v).render(ctx.state, ctx.hypothesis) for v in ("v12", "v13"))
+        assert sum(n for c, n in v13.chunks if c == "tail") < sum(n for c, n in v12.chunks if c == "tail")
