@@ -185,7 +185,8 @@ def v12_evidence(text: str) -> dict[str, dict]:
 # -- v13: index rows as head lines, and a tail of data lines ---------------------------------------
 
 _V13_CAPTION = re.compile(r"^evidence_index \(archived evidence\): ([0-9]+) rows?$")
-_V13_CUT = re.compile(r"^query \(([0-9]+) chars, first ([0-9]+)\): (\".*)$")
+_V13_CUT = re.compile(r"^query~([0-9]+): (\".*)$")
+V13_EXCERPT = 160  # what a cut text shows: its first 160 characters
 _V13_ITERATION = re.compile(r"^iteration ([0-9]+) of ([0-9]+) · cost used (\S+)(?: of (\S+)| \(no cost limit\))$")
 _V13_HYPOTHESIS = re.compile(r"^(\*?)(H[0-9]+) (\S+) (\S+) ([0-9]+)/([0-9]+) (\S+) (\S+)$")
 
@@ -214,7 +215,7 @@ def _v13_index_rows(text: str) -> tuple[int, int, list[tuple[int, int]]]:
     rows, n = [], caption + 1
     for _ in range(count):
         assert _V12_HEAD.match(lines[n]), f"line {n} is no index row: {lines[n][:80]!r}"
-        after = n + 2 if lines[n + 1].startswith(("query: ", "query (")) else n + 1
+        after = n + 2 if lines[n + 1].startswith(("query: ", "query~")) else n + 1
         rows.append((n, after))
         n = after
     assert n == len(lines) or lines[n] == "", "the index holds exactly the rows its caption counts"
@@ -225,11 +226,11 @@ def v13_query(line: str) -> tuple[str, int, bool]:
     """v13: an index row's query line -> (the query or its first characters, the query's length, whether it is cut).
 
     `query: <raw>` (a plain line never starts with a quote), `query: <JSON string>`, or
-    `query (N chars, first M): <JSON string of the first M characters>`.
+    `query~N: <JSON string of the first 160 characters>` (N: the query's length).
     """
     if m := _V13_CUT.match(line):
-        shown = json.loads(m.group(3))
-        assert isinstance(shown, str) and len(shown) == int(m.group(2)), line[:80]
+        shown = json.loads(m.group(2))
+        assert isinstance(shown, str) and len(shown) == V13_EXCERPT < int(m.group(1)), line[:80]
         return shown, int(m.group(1)), True
     assert line.startswith("query: "), line[:80]
     rest = line[len("query: "):]
@@ -249,9 +250,17 @@ def v13_index(text: str) -> dict[str, dict]:
         m = _V12_HEAD.match(lines[head])
         assert m
         scope = json.loads(m.group(4)) if m.group(4).startswith('"') else m.group(4)
+        fields, cut_fields = {}, {}
+        for key, value in v12_fields(m.group(6)).items():
+            name, tilde, length = key.partition("~")  # `key~N="…"`: a text of N characters, its first 160
+            if tilde:
+                assert isinstance(value, str) and len(value) == V13_EXCERPT < int(length), key
+                cut_fields[name] = int(length)
+            assert name not in fields, f"{name} written twice"
+            fields[name] = value
         row = {"id": m.group(1), "collector": m.group(2), "iteration": int(m.group(3)), "scope": scope,
-               "captured_at": m.group(5), "fields": v12_fields(m.group(6)), "query": None, "query_chars": None,
-               "cut": False, "text": "\n".join(lines[head:after])}  # fmt: skip
+               "captured_at": m.group(5), "fields": fields, "cut_fields": cut_fields, "query": None,
+               "query_chars": None, "cut": False, "text": "\n".join(lines[head:after])}  # fmt: skip
         if after == head + 2:
             row["query"], row["query_chars"], row["cut"] = v13_query(lines[head + 1])
         assert row["id"] not in out, f"{row['id']} indexed twice"
