@@ -366,7 +366,7 @@ def test_v13s_index_is_smaller_than_v12s_on_the_kept_167_step_run(long_run):
 @pytest.mark.parametrize("name", BUDGETS)
 def test_the_case_and_the_journal_entries_are_v12s(name):
     """v13 changes the index, the preamble and the tail; the case and the entries are v12's, byte for byte."""
-    v12name = name.replace("v13", "v12")
+    v12name = name.replace("v13", "v12") if ":" in name else "v12:budget=100000"  # v13's default budget is v12's 100,000
     for ctx in BUG17:
         v12, v13 = (get_encoder(n).render(ctx.state, ctx.hypothesis) for n in (v12name, name))
         assert v13.indexed == v12.indexed
@@ -376,7 +376,16 @@ def test_the_case_and_the_journal_entries_are_v12s(name):
 
 
 def test_v13s_tail_is_smaller_than_v12s_on_every_bug17_context():
-    """The tail, billed uncached every turn: v13 leaves out the lines that would say "none"."""
+    """The tail, billed uncached every turn: v13 leaves out the lines that would say "none" (same budget as v12's)."""
     for ctx in BUG17:
-        v12, v13 = (get_encoder(v).render(ctx.state, ctx.hypothesis) for v in ("v12", "v13"))
+        v12, v13 = (get_encoder(v).render(ctx.state, ctx.hypothesis) for v in ("v12", "v13:budget=120000"))
         assert sum(n for c, n in v13.chunks if c == "tail") < sum(n for c, n in v12.chunks if c == "tail")
+
+
+def test_the_plain_name_is_a_budget_of_100000_characters():
+    """v13 chose its own default budget; v11's and v12's stay 120,000, and a name keeps its budget when re-rendered."""
+    assert (get_encoder("v13").budget, get_encoder("v12").budget, get_encoder("v11").budget) == (100_000, 120_000, 120_000)
+    assert get_encoder("v13:budget=100000").name == "investigation_project_v13"
+    assert get_encoder("v13:budget=120000").name == "investigation_project_v13:budget=120000"
+    assert get_encoder("v12:budget=100000").name == "investigation_project_v12:budget=100000"
+    assert "\ncontext budget: 100000 characters\n" in get_encoder("v13").render(BUG17[0].state, BUG17[0].hypothesis).text

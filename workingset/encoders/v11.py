@@ -76,14 +76,15 @@ class V11(V10):
     stable_sections = ("preamble", "case", "journal")
     journal_format: Format = V11_FORMAT
     protocol = PROTOCOL
+    default_budget = DEFAULT_BUDGET  # the budget of the plain name; a later version may choose its own
 
-    def __init__(self, budget: int = DEFAULT_BUDGET):
-        self.budget = budget
+    def __init__(self, budget: int | None = None):
+        self.budget = self.default_budget if budget is None else budget
 
     @property
     def name(self) -> str:
         base = f"investigation_project_v{self.version}"
-        return base if self.budget == DEFAULT_BUDGET else f"{base}:budget={self.budget}"
+        return base if self.budget == self.default_budget else f"{base}:budget={self.budget}"
 
     def with_options(self, options: str) -> V11:
         """The encoder for `budget=N` (characters, from MIN_BUDGET to MAX_BUDGET)."""
