@@ -193,6 +193,8 @@ def readme_claims() -> list[str]:
     # v11's constants, as the README states them.
     claims.append(f"`v11:budget=60000` (characters; the plain name is {v11.DEFAULT_BUDGET:,})")
     claims.append(f"an eighth of the budget (at least {v11.TAIL_RESERVE_MIN:,} characters)")
+    claims.append(f"**Its default budget is {ENCODERS[13].default_budget:,} characters** (v11 and v12 keep "
+                  f"{v11.DEFAULT_BUDGET:,})")  # fmt: skip
     # The error a decision over the default size limit gets, as the README quotes it.
     with pytest.raises(WorkingsetError) as err:
         read_bounded(io.BytesIO(b" " * (Limits().max_decision_bytes + 1)), "decision", "<stdin>", Limits())
