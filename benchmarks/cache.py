@@ -95,7 +95,7 @@ def targets(results: dict[str, Comparison], version: str) -> str:
         lowest = availability_data(cmp, version)["min_reachable_share"]
         rows.append([
             name,
-            f"{cost / cmp.cache_total('anthropic', TRANSCRIPT).cost:.2f}x",
+            f"{cost / cmp.cache_total('anthropic', TRANSCRIPT).cost:.3f}x",
             f"{cost / cmp.cache_total('anthropic', 'v7').cost:.2f}x",
             f"{largest[version]:,}", "yes" if largest[version] <= budget else "no",
             f"{largest['masking-10']:,}" if over else "(transcript within the budget)",

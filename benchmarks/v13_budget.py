@@ -8,7 +8,8 @@ imported as the cache section imports them, are billed under the `anthropic` mod
 defaults (as `compare --cache anthropic` bills them) for v13 at each budget of `BUDGETS`
 and for the full transcript. A cell is v13's cost over the transcript's, then its largest
 context in thousands of characters. This is what v13's default budget was chosen from: the
-middle of the range where the costs level off (see the README, "v13"). Writes the
+largest budget measured at which every run stays within 1.1 times the transcript's cost (see
+the README, "v13"). Writes the
 `v13_budget` section of RESULTS.md (deterministic).
 """
 
@@ -57,11 +58,11 @@ def main() -> None:
             runs.append((path.name, Path(tmp) / path.name))
         for name, directory in runs:
             results[name] = measure([ctx for _, ctx in read_run(directory)])
-    rows = [[name, *(f"{r[b][0]:.2f}x / {r[b][1] / 1000:.0f}k" for b in BUDGETS)] for name, r in results.items()]
+    rows = [[name, *(f"{r[b][0]:.3f}x / {r[b][1] / 1000:.0f}k" for b in BUDGETS)] for name, r in results.items()]
     over = [sum(r[b][0] > TARGET for r in results.values()) for b in BUDGETS]
     worst = [max(r[b][0] for r in results.values()) for b in BUDGETS]
     rows.append(["runs over 1.10x", *(str(n) for n in over)])
-    rows.append(["highest", *(f"{w:.2f}x" for w in worst)])
+    rows.append(["highest", *(f"{w:.3f}x" for w in worst)])
     default = get_encoder("v13").budget
     headers = ["run", *(f"{b:,}" + (" (default)" if b == default else "") for b in BUDGETS)]
     table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * len(BUDGETS),
@@ -71,8 +72,8 @@ def main() -> None:
         "167-step run kept in `benchmarks/data/`, billed under the `anthropic` model with its defaults, as in the "
         "cache section. Each cell: v13's cost over the transcript's / v13's largest context in thousands of "
         "characters, at the budget of its column (characters, `v13:budget=N`). The cost depends on when "
-        "compactions fall, so it does not fall steadily with the budget; v13's default is the middle of the "
-        "range where it levels off.\n\n" + table + "\n"
+        "compactions fall, so it does not fall steadily with the budget; v13's default is the largest budget "
+        "here at which no run passes 1.1 times the transcript's cost.\n\n" + table + "\n"
     )
     write_section("v13_budget", "v13's cost at each context budget", body)
 

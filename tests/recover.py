@@ -187,8 +187,8 @@ def v12_evidence(text: str) -> dict[str, dict]:
 _V13_CAPTION = re.compile(r"^evidence_index \(archived evidence\): ([0-9]+) rows?$")
 _V13_CUT = re.compile(r"^query~([0-9]+): (\".*)$")
 V13_EXCERPT = 160  # what a cut text shows: its first 160 characters
-_V13_ITERATION = re.compile(r"^iteration ([0-9]+) of ([0-9]+) · cost used (\S+)(?: of (\S+)| \(no cost limit\))$")
-_V13_HYPOTHESIS = re.compile(r"^(\*?)(H[0-9]+) (\S+) (\S+) ([0-9]+)/([0-9]+) (\S+) (\S+)$")
+_V13_ITERATION = re.compile(r"^iteration ([0-9]+)/([0-9]+)(?: · cost ([^/ ]+)(?:/(\S+))?)?$")
+_V13_HYPOTHESIS = re.compile(r"^(\*?)(H[0-9]+) (\S+) (\S+) ([0-9]+)/([0-9]+) (\S+)(?: (\S+))?$")
 
 
 def _headings(text: str) -> dict[str, int]:
@@ -281,10 +281,12 @@ def v13_evidence(text: str) -> dict[str, dict]:
 def v13_tail(text: str) -> dict:
     """v13: every field "This turn" states.
 
-    Lines, empty ones left out: the iteration and cost; one line per hypothesis (`*` before the
-    selected one's): ID, confidence, disposition, used/limit, previous result, recalled (`-`:
-    none); then `plan: <JSON>`, `next checks: <JSON>`, `budget status: ID status, …`, `note
-    status: status ID, ID; …` when set; the archived items shown in full; `assess: E… | none …`.
+    Lines, empty ones left out: `iteration i/max`, then ` · cost used/limit` (` · cost used`
+    without a limit, nothing when nothing was spent and there is none); one line per hypothesis
+    (`*` before the selected one's): ID, confidence, disposition, used/limit, previous result
+    (`-`: none), the recalled IDs if any; then `plan: <JSON>`, `next checks: <JSON>`, `budget
+    status: ID status, …` (the result to assess, unsettled by definition, left out), `note
+    status: status ID, ID; …` when set; the archived items shown in full; `assess: E… | none`.
     """
     lines = text.split("\n")
     start = _headings(text)["## This turn"]
@@ -294,7 +296,8 @@ def v13_tail(text: str) -> dict:
     assert all(line or n in inside for n, line in enumerate(tail)), "no empty line outside a code block"
     m = _V13_ITERATION.match(tail[0])
     assert m, tail[0]
-    out: dict = {"iteration": int(m.group(1)), "max_iterations": int(m.group(2)), "cost_used": json.loads(m.group(3)),
+    out: dict = {"iteration": int(m.group(1)), "max_iterations": int(m.group(2)),
+                 "cost_used": json.loads(m.group(3)) if m.group(3) else 0.0,
                  "max_cost": json.loads(m.group(4)) if m.group(4) else None, "hypotheses": [], "selected": None,
                  "plan": None, "next_checks": [], "budget_status": {}, "note_status": {}, "shown": [], "assess": None}  # fmt: skip
     n = 1
@@ -307,7 +310,7 @@ def v13_tail(text: str) -> dict:
             "id": hid, "confidence": json.loads(confidence), "disposition": _word(disposition),
             "iterations_used": int(used), "iteration_limit": int(limit),
             "previous_result": None if previous == "-" else previous,
-            "recalled": None if recalled == "-" else recalled.split(","),
+            "recalled": None if recalled is None else recalled.split(","),
         })  # fmt: skip
         n += 1
     for key, prefix, read in (("plan", "plan: ", json.loads), ("next_checks", "next checks: ", json.loads),
@@ -323,7 +326,10 @@ def v13_tail(text: str) -> dict:
         assert n == len(tail) - 1, f"no line between the statuses and the task: {tail[n][:80]!r}"
     last = tail[-1]
     assert last.startswith("assess: "), last
-    out["assess"] = None if last == "assess: none (leave assessment out)" else last[len("assess: "):]
+    out["assess"] = None if last == "assess: none" else last[len("assess: "):]
+    if out["assess"] is not None:  # the result to assess is unsettled: the budget status line leaves it out
+        assert out["assess"] not in out["budget_status"], out["assess"]
+        out["budget_status"][out["assess"]] = "unsettled"
     return out
 
 

@@ -14,13 +14,18 @@ what `benchmarks/v11_cost.py` showed v12 still paying for beyond a transcript:
   stand for: on the 167-step OpenHands run the index alone outgrew the budget. The row still
   names the item, how and when it was captured and the identifiers of its payload; recall
   shows the whole item, every field in full.
-- The preamble's protocol is reworded and says how to read an index row.
+- The preamble is shorter: the protocol is reworded and says how to read an index row, and
+  the output schema is written as an outline generated from the JSON Schema (`schema_outline`:
+  every key, type, pattern, enum, range and count of it, in a third of the tokens); the JSON
+  Schema itself is what a provider request carries as its tool or response format, and
+  `workingset schema decision --encoder v13` prints it.
 - "This turn" leaves out the lines that would list nothing (the preamble says so), and marks
   the selected hypothesis with `*` on its own line instead of a line of its own.
 """
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any
 
 from msgspec.structs import astuple
@@ -29,24 +34,65 @@ from ..harvest import harvest
 from ..model import Evidence
 from ._render import compact, heading, rows_caption
 from .v06 import CAPTURE_COLUMNS
-from .v11 import JournalView, cost_limit, notes_by_status, status_exceptions
+from .v11 import JournalView, notes_by_status, status_exceptions
 from .v12 import V12, V12Format, _value
 
 # An index row writes a text field whole up to WHOLE characters, else its first EXCERPT.
 WHOLE, EXCERPT = 200, 160
 
 PROTOCOL = """\
-You investigate a production problem by testing hypotheses with queries. Answer for the selected hypothesis with one JSON object that matches the output schema below, and nothing else.
+You investigate a production problem by testing hypotheses with queries. Answer for the selected hypothesis with one JSON object matching the output schema, nothing else.
 
-The journal only grows; "This turn" is what changes. Journal entries, oldest first:
-- Evidence: `ID collector #iteration scope captured_at`, then key=value for each set field of its capture, action, cost, language or rows (count), same_as (an earlier item with the same payload); unset is null, cost 0; quoted values are JSON. Then `query:` (inline or fenced) and the payload: text fenced, rows as jsonl, column names first. payload=unknown: not retained, not an empty result.
+Journal, oldest first:
+- Evidence: `ID collector #iteration scope captured_at`, then key=value for each set field of capture, action, cost, language or rows (count), same_as (earlier item, same payload); unset: null, cost 0; quoted values are JSON. Then `query:` (inline or fenced) and the payload: text fenced, rows as jsonl, column names first. payload=unknown: not retained, not an empty result.
 - Note or question: `ID hypothesis #iteration kind`, text fenced.
 - Decision: `hypothesis #iteration kind`, evidence IDs, verdict=, confidence=, text fenced.
-Past the budget, the oldest evidence becomes evidence_index rows: its head with payload=archived or unknown and ids= (identifiers from the payload), then `query:` on one line, raw when one plain line not starting with `"`, else a JSON string. A text longer than 200 characters shows its first 160: `query~N:`, `key~N=` (N: its length). A row proves no content: recall up to 4 IDs to see them in full in the next "This turn".
+Past the budget, the oldest evidence becomes evidence_index rows: the head with payload=archived or unknown and ids= (from the payload), then `query:` on one line, raw if plain and not starting with `"`, else JSON. A text over 200 characters shows its first 160: `query~N:`, `key~N=` (N: its length). A row proves nothing: recall up to 4 IDs to see them in full next turn.
 
-"This turn": iteration, cost; per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result, recalled (- none); plan, next checks; budget statuses other than settled (action set) or none; note statuses; archived items of this turn (previous, unsettled, recalled) in full; the result to assess. Lines with nothing to list are left out.
+"This turn": iteration/limit, cost used/limit (no /limit: none; no cost: 0, none); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled if any; plan, next checks; budget statuses other than settled (action set), none (no action) or unsettled for the result to assess; note statuses; this turn's archived items (previous, unsettled, recalled) in full; the result to assess. Lines with nothing to list are left out.
 
-Rules: give "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Up to 8 notes. next: "query", "recall" or "conclude". Cite only evidence shown in full. A decision that breaks a rule is rejected with a code and changes nothing: answer again."""
+Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown in full. A decision breaking a rule is rejected and changes nothing: answer again."""
+
+
+# The JSON Schema keywords an outline writes; a schema using any other is refused, never shortened.
+_OUTLINED = {"$schema", "title", "type", "additionalProperties", "required", "properties", "items", "minItems",
+             "maxItems", "uniqueItems", "enum", "const", "oneOf", "pattern", "minimum", "maximum"}  # fmt: skip
+
+
+def schema_outline(schema: dict[str, Any]) -> str:
+    """A decision schema as a one-line outline: `{"key": type, "optional"?: …}`, `a|b` for an enum, `X | Y` for
+    oneOf, `[item] 1 to 4, distinct` for an array, a string's pattern and a number's range after its type.
+
+    Every object of a decision schema forbids other keys (the outline's caption says so);
+    a keyword the outline cannot write raises ValueError, so nothing of a schema is dropped.
+    """
+    unknown = set(schema) - _OUTLINED
+    if unknown or schema.get("additionalProperties", False) is not False:
+        raise ValueError(f"no outline for the schema keywords {sorted(unknown) or ['additionalProperties']}")
+    if "oneOf" in schema:
+        return " | ".join(schema_outline(part) for part in schema["oneOf"])
+    if "const" in schema:
+        return compact(schema["const"])
+    if "enum" in schema:
+        if len(schema["enum"]) < 2:  # one value would read as a const
+            raise ValueError("no outline for an enum of fewer than two values")
+        return "|".join(compact(value) for value in schema["enum"])
+    kind = schema.get("type")
+    if kind == "object":
+        required = set(schema.get("required", ()))
+        keys = (f"{compact(k)}{'' if k in required else '?'}: {schema_outline(v)}" for k, v in schema["properties"].items())
+        return "{" + ", ".join(keys) + "}"
+    if kind == "array":
+        low, high = schema.get("minItems"), schema.get("maxItems")
+        count = f"{low} to {high}" if low and high else f"at least {low}" if low else f"at most {high}" if high else ""
+        count += ", distinct" if schema.get("uniqueItems") else ""
+        return f"[{schema_outline(schema['items'])}]" + (f" {count.lstrip(', ')}" if count else "")
+    if kind == "string":
+        return "string" + (f" {schema['pattern']}" if "pattern" in schema else "")
+    if kind == "number":
+        low, high = schema.get("minimum"), schema.get("maximum")
+        return "number" + (f" {compact(low)}..{compact(high)}" if low is not None and high is not None else "")
+    raise ValueError(f"no outline for the schema type {kind!r}")
 
 
 def _cut(name: str, value: str, sep: str) -> str:
@@ -99,10 +145,19 @@ class V13(V12):
     version = 13
     journal_format = V13_FORMAT
     protocol = PROTOCOL
-    # Rows of a bounded size make a compaction cheap to write, so a smaller journal pays: on the
-    # runs measured (README, "v13"), budgets from 90,000 to 110,000 cost about the same and less
-    # than 120,000; the default is the middle of that range.
+    # Rows of a bounded size make a compaction cheap to write, so a smaller journal pays: the
+    # default lies in the range of budgets where v13 stayed within 1.1 times the transcript's
+    # cost on every run measured (benchmarks/v13_budget.py; README, "v13").
     default_budget = 100_000
+
+    @cached_property
+    def preamble(self) -> str:
+        return "\n\n".join([
+            f"# Investigation context\nencoder: investigation_project_v{self.version}",
+            self.protocol,
+            heading(2, "Output schema") + "\n`?`: optional key; no other keys.\n"
+            + schema_outline(self.decision_schema),
+        ])
 
     def tail_section(self, view: JournalView) -> str:
         state, h = view.state, view.selected
@@ -110,20 +165,29 @@ class V13(V12):
         recall = {hid: sel.evidence_refs for hid, sel in state.recall.items()}
         lines = [
             heading(2, "This turn"),
-            f"iteration {state.iteration} of {budget.max_iterations} · cost used {compact(budget.cost_used)}{cost_limit(budget)}",
-            *(("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id)) for x in state.hypotheses),
+            f"iteration {state.iteration}/{budget.max_iterations}" + self.cost_part(budget),
+            *(("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id)).removesuffix(" -")
+              for x in state.hypotheses),  # the last field, what is recalled, is left out when nothing is
         ]
         if h.control.plan is not None:
             lines.append(f"plan: {compact(h.control.plan)}")
         if h.control.next_checks:
             lines.append(f"next checks: {compact(h.control.next_checks)}")
-        if exceptions := status_exceptions(state):
+        pending = state.pending_result(h.id)
+        # The result to assess is unsettled by definition: the line below names it, this one does not.
+        if exceptions := [e for e in status_exceptions(state) if e != f"{pending} unsettled"]:
             lines.append("budget status: " + ", ".join(exceptions))
         if notes := notes_by_status(state):
             lines.append("note status: " + "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in notes))
         if view.tail_items:
             lines.append("archived, shown in full this turn:")
             lines.extend(self.journal_format.evidence_text(ev) for ev in view.tail_items)
-        pending = state.pending_result(h.id)
-        lines.append(f"assess: {pending}" if pending is not None else "assess: none (leave assessment out)")
+        lines.append(f"assess: {pending or 'none'}")
         return "\n".join(lines)
+
+    @staticmethod
+    def cost_part(budget: Any) -> str:
+        """` · cost used/limit`, ` · cost used` without a limit, nothing when nothing was spent and there is no limit."""
+        if budget.max_cost is not None:
+            return f" · cost {compact(budget.cost_used)}/{compact(budget.max_cost)}"
+        return f" · cost {compact(budget.cost_used)}" if budget.cost_used else ""
