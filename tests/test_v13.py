@@ -473,6 +473,9 @@ def test_an_outline_refuses_what_it_cannot_write():
     from workingset.encoders.v13 import schema_outline
 
     for schema in ({"type": "string", "format": "date"}, {"type": "object", "properties": {}, "additionalProperties": True},
-                   {"enum": ["only"]}, {"type": "integer"}):  # fmt: skip
+                   {"type": "object", "properties": {}}, {"enum": ["only"]}, {"type": "integer"},
+                   {"type": "number", "minimum": 0}, {"type": "number", "pattern": "^x$"},
+                   {"type": "string", "pattern": "^a b$"}, {"type": "string", "pattern": "^a$|^b$"},
+                   {"type": "object", "properties": {}, "additionalProperties": False, "required": ["x"]}):  # fmt: skip
         with pytest.raises(ValueError):
             schema_outline(schema)

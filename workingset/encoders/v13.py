@@ -16,9 +16,9 @@ what `benchmarks/v11_cost.py` showed v12 still paying for beyond a transcript:
   shows the whole item, every field in full.
 - The preamble is shorter: the protocol is reworded and says how to read an index row, and
   the output schema is written as an outline generated from the JSON Schema (`schema_outline`:
-  every key, type, pattern, enum, range and count of it, in a third of the tokens); the JSON
-  Schema itself is what a provider request carries as its tool or response format, and
-  `workingset schema decision --encoder v13` prints it.
+  every key, type, pattern, enum, range and count of it, in half the tokens); the JSON Schema
+  itself (`decision_schema`) is what a provider request carries as its tool or response
+  format.
 - "This turn" leaves out the lines that would list nothing (the preamble says so), and marks
   the selected hypothesis with `*` on its own line instead of a line of its own.
 """
@@ -49,50 +49,56 @@ Journal, oldest first:
 - Decision: `hypothesis #iteration kind`, evidence IDs, verdict=, confidence=, text fenced.
 Past the budget, the oldest evidence becomes evidence_index rows: the head with payload=archived or unknown and ids= (from the payload), then `query:` on one line, raw if plain and not starting with `"`, else JSON. A text over 200 characters shows its first 160: `query~N:`, `key~N=` (N: its length). A row proves nothing: recall up to 4 IDs to see them in full next turn.
 
-"This turn": iteration/limit, cost used/limit (no /limit: none; no cost: 0, none); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled if any; plan, next checks; budget statuses other than settled (action set), none (no action) or unsettled for the result to assess; note statuses; this turn's archived items (previous, unsettled, recalled) in full; the result to assess. Lines with nothing to list are left out.
+"This turn": iteration/limit, cost used/limit (no /limit: no cost limit; no cost: nothing spent, no limit); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled if any; plan, next checks; budget statuses other than settled (action set), none (no action) or unsettled for the result to assess; note statuses; this turn's archived items (previous, unsettled, recalled) in full; the result to assess. Lines with nothing to list are left out.
 
 Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown in full. A decision breaking a rule is rejected and changes nothing: answer again."""
 
 
-# The JSON Schema keywords an outline writes; a schema using any other is refused, never shortened.
-_OUTLINED = {"$schema", "title", "type", "additionalProperties", "required", "properties", "items", "minItems",
-             "maxItems", "uniqueItems", "enum", "const", "oneOf", "pattern", "minimum", "maximum"}  # fmt: skip
+
+
+def _outlined_pattern(pattern: str) -> bool:
+    """A pattern an outline can hold: anchored (`^…$`, `$` last only), with no space or comma to end it early."""
+    return pattern.startswith("^") and pattern.endswith("$") and "$" not in pattern[:-1] and not {" ", ","} & set(pattern)
 
 
 def schema_outline(schema: dict[str, Any]) -> str:
     """A decision schema as a one-line outline: `{"key": type, "optional"?: …}`, `a|b` for an enum, `X | Y` for
     oneOf, `[item] 1 to 4, distinct` for an array, a string's pattern and a number's range after its type.
 
-    Every object of a decision schema forbids other keys (the outline's caption says so);
-    a keyword the outline cannot write raises ValueError, so nothing of a schema is dropped.
+    Every object must forbid other keys (the outline's caption says so). A keyword the outline
+    cannot write, or one that does not belong to the node's type, raises ValueError, so nothing
+    of a schema is dropped (tests/test_v13.py reads the outline back to the schema).
     """
-    unknown = set(schema) - _OUTLINED
-    if unknown or schema.get("additionalProperties", False) is not False:
-        raise ValueError(f"no outline for the schema keywords {sorted(unknown) or ['additionalProperties']}")
-    if "oneOf" in schema:
-        return " | ".join(schema_outline(part) for part in schema["oneOf"])
-    if "const" in schema:
-        return compact(schema["const"])
-    if "enum" in schema:
-        if len(schema["enum"]) < 2:  # one value would read as a const
-            raise ValueError("no outline for an enum of fewer than two values")
-        return "|".join(compact(value) for value in schema["enum"])
-    kind = schema.get("type")
-    if kind == "object":
-        required = set(schema.get("required", ()))
-        keys = (f"{compact(k)}{'' if k in required else '?'}: {schema_outline(v)}" for k, v in schema["properties"].items())
-        return "{" + ", ".join(keys) + "}"
-    if kind == "array":
-        low, high = schema.get("minItems"), schema.get("maxItems")
-        count = f"{low} to {high}" if low and high else f"at least {low}" if low else f"at most {high}" if high else ""
-        count += ", distinct" if schema.get("uniqueItems") else ""
-        return f"[{schema_outline(schema['items'])}]" + (f" {count.lstrip(', ')}" if count else "")
-    if kind == "string":
-        return "string" + (f" {schema['pattern']}" if "pattern" in schema else "")
-    if kind == "number":
-        low, high = schema.get("minimum"), schema.get("maximum")
-        return "number" + (f" {compact(low)}..{compact(high)}" if low is not None and high is not None else "")
-    raise ValueError(f"no outline for the schema type {kind!r}")
+    node = {k: v for k, v in schema.items() if k not in ("$schema", "title")}  # metadata, not constraints
+    kind = node.get("type")
+    if "oneOf" in node:
+        used, text = {"oneOf"}, " | ".join(schema_outline(part) for part in node["oneOf"])
+    elif "const" in node:
+        used, text = {"const"}, compact(node["const"])
+    elif "enum" in node and len(node["enum"]) >= 2:  # one value would read as a const
+        used, text = {"enum"}, "|".join(compact(value) for value in node["enum"])
+    elif kind == "object" and node.get("additionalProperties") is False and set(node.get("required", ())) <= set(node["properties"]):
+        required = set(node.get("required", ()))
+        keys = (f"{compact(k)}{'' if k in required else '?'}: {schema_outline(v)}" for k, v in node["properties"].items())
+        used, text = {"type", "additionalProperties", "required", "properties"}, "{" + ", ".join(keys) + "}"
+    elif kind == "array":
+        low, high = node.get("minItems"), node.get("maxItems")
+        count = (f"{low} to {high}" if low is not None and high is not None else
+                 f"at least {low}" if low is not None else f"at most {high}" if high is not None else "")  # fmt: skip
+        if node.get("uniqueItems") is True:
+            count = f"{count}, distinct" if count else "distinct"
+        used = {"type", "items", "minItems", "maxItems", "uniqueItems"}
+        text = f"[{schema_outline(node['items'])}]" + (f" {count}" if count else "")
+    elif kind == "string" and ("pattern" not in node or _outlined_pattern(node["pattern"])):
+        used, text = {"type", "pattern"}, "string" + (f" {node['pattern']}" if "pattern" in node else "")
+    elif kind == "number" and ("minimum" in node) == ("maximum" in node):
+        used = {"type", "minimum", "maximum"}
+        text = "number" + (f" {compact(node['minimum'])}..{compact(node['maximum'])}" if "minimum" in node else "")
+    else:
+        raise ValueError(f"no outline for the schema {compact(schema)[:120]}")
+    if set(node) - used:
+        raise ValueError(f"no outline for the schema keywords {sorted(set(node) - used)}")
+    return text
 
 
 def _cut(name: str, value: str, sep: str) -> str:
@@ -146,8 +152,8 @@ class V13(V12):
     journal_format = V13_FORMAT
     protocol = PROTOCOL
     # Rows of a bounded size make a compaction cheap to write, so a smaller journal pays: the
-    # default lies in the range of budgets where v13 stayed within 1.1 times the transcript's
-    # cost on every run measured (benchmarks/v13_budget.py; README, "v13").
+    # default is the largest budget measured at which v13 stayed within 1.1 times the
+    # transcript's cost on every run (benchmarks/v13_budget.py; README, "v13").
     default_budget = 100_000
 
     @cached_property
