@@ -233,9 +233,11 @@ class _Walk:
     def __init__(self, fmt: Format) -> None:
         self.fmt = fmt
         self.entries: list[Entry] = []
+        self.texts: list[str] = []  # each entry's text as it stands (an evidence item's changes with its reference)
         self.sizes: list[int] = []
         self.same_as: list[str | None] = []
         self.archived: list[Evidence] = []
+        self.index_rows: list[str] = []  # the archived items' index rows, in order
         self.archived_at: set[int] = set()  # positions in `entries`
         self.cursor = 0  # no evidence before this position is still shown
         self.size = 0
@@ -258,7 +260,9 @@ class _Walk:
         if entry.kind == "evidence" and entry.item.content_hash is not None:
             self.groups.setdefault(entry.item.content_hash, deque()).append(pos)
             same_as = self.target(pos)
-        size = len(self.fmt.entry_text(entry, same_as)) + 2
+        text = self.fmt.entry_text(entry, same_as)
+        size = len(text) + 2
+        self.texts.append(text)
         self.sizes.append(size)
         self.same_as.append(same_as)
         self.size += size
@@ -277,21 +281,24 @@ class _Walk:
         if group and group[0] == pos:
             group.popleft()
             if group:  # the next equal payload is shown in full (the rest point at it: same length)
-                heir = group[0]
-                new = len(self.fmt.entry_text(self.entries[heir])) + 2
-                self.size += new - self.sizes[heir]
-                self.sizes[heir], self.same_as[heir] = new, None
+                self.refer(group[0], None)
         elif group and pos in group:
             group.remove(pos)
         if not self.archived:
             self.index_size = self.INDEX_OVERHEAD
+        row = self.fmt.index_row_text(ev)
         self.archived.append(ev)
+        self.index_rows.append(row)
         self.archived_at.add(pos)
-        self.index_size += len(self.fmt.index_row_text(ev)) + 1
+        self.index_size += len(row) + 1
         return True
 
-    def text_of(self, pos: int) -> str:
-        return self.fmt.entry_text(self.entries[pos], self.same_as[pos])
+    def refer(self, pos: int, same_as: str | None) -> None:
+        """Point the evidence entry at `pos` at another equal payload (None: show it in full)."""
+        text = self.fmt.entry_text(self.entries[pos], same_as)
+        new = len(text) + 2
+        self.size += new - self.sizes[pos]
+        self.texts[pos], self.sizes[pos], self.same_as[pos] = text, new, same_as
 
 
 class Journal:
@@ -356,18 +363,28 @@ class Journal:
     def _result(self, new: list[Entry], rebuild: bool) -> Plan:
         walk = self.walk
         if rebuild:
-            kept = [pos for pos in range(len(walk.entries)) if pos not in walk.archived_at]
-            for pos in kept:  # after a compaction, references point at the new first equal payload
-                if walk.entries[pos].kind == "evidence":
-                    walk.same_as[pos] = walk.target(pos)
-            body = "\n\n".join(walk.text_of(pos) for pos in kept)
-            shown = [walk.entries[pos].item for pos in kept if walk.entries[pos].kind == "evidence"]
-            same_as = {walk.entries[pos].item.id: walk.same_as[pos] for pos in kept if walk.same_as[pos]}
+            texts: list[str] = []
+            shown: list[Evidence] = []
+            same_as: dict[str, str] = {}
+            for pos, entry in enumerate(walk.entries):
+                if pos in walk.archived_at:
+                    continue
+                if entry.kind == "evidence":
+                    # After a compaction, references point at the new first equal payload (an
+                    # ID of the same length: the sizes the walk counted still hold).
+                    ref = walk.target(pos)
+                    if ref != walk.same_as[pos]:
+                        walk.same_as[pos], walk.texts[pos] = ref, self.fmt.entry_text(entry, ref)
+                    if ref:
+                        same_as[entry.item.id] = ref
+                    shown.append(entry.item)
+                texts.append(walk.texts[pos])
+            body = "\n\n".join(texts)
         else:
             previous = self.plan_
             assert previous is not None
             first = len(walk.entries) - len(new)
-            added = [walk.text_of(pos) for pos in range(first, len(walk.entries))]
+            added = walk.texts[first:]
             body = "\n\n".join([previous.body, *added]) if previous.body else "\n\n".join(added)
             shown = previous.shown + [e.item for e in new if e.kind == "evidence"]
             same_as = dict(previous.same_as)
@@ -377,7 +394,7 @@ class Journal:
         if previous is not None and not rebuild:  # the archive changes only at a compaction
             index_text, archived_ids = previous.index_text, previous.archived_ids
         else:
-            rows = "\n".join(self.fmt.index_row_text(ev) for ev in walk.archived)
+            rows = "\n".join(walk.index_rows)
             index_text = self.fmt.index_block(len(walk.archived), rows) if walk.archived else ""
             archived_ids = frozenset(ev.id for ev in walk.archived)
         return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
