@@ -248,15 +248,18 @@ class _Walk:
         self.cursor = 0  # no evidence before this position is still shown
         self.size = 0
         self.index_size = 0
-        self.groups: dict[str, deque[int]] = {}  # content hash -> positions of shown items with it, in order
+        # The shown items of each content hash, in order: the position of the first, and a queue
+        # of the others where there are any (most payloads are unique: no queue each).
+        self.first: dict[str, int] = {}
+        self.later: dict[str, deque[int]] = {}
 
     def target(self, pos: int) -> str | None:
         ev = self.entries[pos].item
-        group = self.groups.get(ev.content_hash or "")
-        if group and group[0] != pos:
-            first = self.entries[group[0]].item
-            if first.payload == ev.payload:
-                return first.id
+        first = self.first.get(ev.content_hash)
+        if first is not None and first != pos:
+            shown = self.entries[first].item
+            if shown.payload == ev.payload:
+                return shown.id
         return None
 
     def add(self, entry: Entry) -> None:
@@ -264,8 +267,12 @@ class _Walk:
         self.entries.append(entry)
         same_as = None
         if entry.kind == "evidence" and entry.item.content_hash is not None:
-            self.groups.setdefault(entry.item.content_hash, deque()).append(pos)
-            same_as = self.target(pos)
+            content = entry.item.content_hash
+            if content in self.first:
+                self.later.setdefault(content, deque()).append(pos)
+                same_as = self.target(pos)
+            else:
+                self.first[content] = pos
         text = self.fmt.entry_text(entry, same_as)
         size = len(text) + 2
         self.texts.append(text)
@@ -283,13 +290,16 @@ class _Walk:
         pos, ev = self.cursor, self.entries[self.cursor].item
         self.cursor += 1
         self.size -= self.sizes[pos]
-        group = self.groups.get(ev.content_hash or "")
-        if group and group[0] == pos:
-            group.popleft()
-            if group:  # the next equal payload is shown in full (the rest point at it: same length)
-                self.refer(group[0], None)
-        elif group and pos in group:
-            group.remove(pos)
+        content = ev.content_hash
+        if content is not None:  # the oldest item shown is the first of its content hash
+            later = self.later.get(content)
+            if later:  # the next equal payload is shown in full (the rest point at it: same length)
+                heir = self.first[content] = later.popleft()
+                if not later:
+                    del self.later[content]
+                self.refer(heir, None)
+            else:
+                del self.first[content]
         if not self.archived:
             self.index_size = self.INDEX_OVERHEAD
         row = self.fmt.index_row_text(ev)
