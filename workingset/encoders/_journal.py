@@ -152,14 +152,15 @@ def _evidence_key(ev: Evidence) -> tuple:
             ev.budget.action, ev.budget.cost, ev.content_hash)  # fmt: skip
 
 
-def _cached(key: tuple, make: Any) -> str:
+def _cached(key: tuple, make: Any, *args: Any) -> str:
+    """The text under `key`, made by `make(*args)` the first time."""
     global _TEXT_CHARS
     text = _TEXTS.get(key)
     if text is None:
         if _TEXT_CHARS > _TEXT_CHARS_KEPT:
             _TEXTS.clear()
             _TEXT_CHARS = 0
-        text = _TEXTS[key] = make()
+        text = _TEXTS[key] = make(*args)
         _TEXT_CHARS += len(text)
     return text
 
@@ -203,10 +204,10 @@ class Format:
         return index_block(count, rows)
 
     def evidence_text(self, ev: Evidence, same_as: str | None = None) -> str:
-        return _cached((self.key, "evidence", _evidence_key(ev), same_as), lambda: self.evidence(ev, same_as))
+        return _cached((self.key, "evidence", _evidence_key(ev), same_as), self.evidence, ev, same_as)
 
     def index_row_text(self, ev: Evidence) -> str:
-        return _cached((self.key, "index", _evidence_key(ev)), lambda: self.index_row(ev))
+        return _cached((self.key, "index", _evidence_key(ev)), self.index_row, ev)
 
     def entry_text(self, kind: str, item: Any, hypothesis: str | None, same_as: str | None = None) -> str:
         """An entry's text, rendered once per process for each distinct content."""
@@ -214,10 +215,10 @@ class Format:
             return self.evidence_text(item, same_as)
         if kind == "note":
             key = (self.key, "note", item.id, item.hypothesis, item.kind, item.iteration, item.text)
-            return _cached(key, lambda: self.note(item))
+            return _cached(key, self.note, item)
         key = (self.key, "history", hypothesis, item.iteration, item.kind, tuple(item.evidence_refs),
                item.verdict, item.confidence, item.text)  # fmt: skip
-        return _cached(key, lambda: self.history(item, hypothesis or ""))
+        return _cached(key, self.history, item, hypothesis or "")
 
 
 V11_FORMAT = Format()
