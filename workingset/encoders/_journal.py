@@ -256,8 +256,7 @@ class _Walk:
         self.same_as: list[str | None] = []
         self.archived: list[Evidence] = []
         self.index_rows: list[str] = []  # the archived items' index rows, in order
-        self.archived_at: set[int] = set()  # positions in `entries`
-        self.cursor = 0  # no evidence before this position is still shown
+        self.cursor = 0  # the evidence before this position is archived, the rest is shown
         self.size = 0
         self.index_size = 0
         # The shown items of each content hash, in order: the position of the first, and a queue
@@ -318,7 +317,6 @@ class _Walk:
         row = self.fmt.index_row_text(ev)
         self.archived.append(ev)
         self.index_rows.append(row)
-        self.archived_at.add(pos)
         self.index_size += len(row) + 1
         return True
 
@@ -396,9 +394,9 @@ class Journal:
             shown: list[Evidence] = []
             same_as: dict[str, str] = {}
             for pos, (kind, item) in enumerate(zip(walk.kinds, walk.items)):
-                if pos in walk.archived_at:
-                    continue
                 if kind == "evidence":
+                    if pos < walk.cursor:  # archived
+                        continue
                     # After a compaction, references point at the new first equal payload (an
                     # ID of the same length: the sizes the walk counted still hold).
                     ref = walk.target(pos)
