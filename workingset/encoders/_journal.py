@@ -55,8 +55,9 @@ def _order(iteration: int, kind: str, pos: int) -> int:
 class Entries:
     """Journal entries in order, as columns: entry i is `kinds[i]`, `items[i]`, `hypotheses[i]`.
 
-    Columns, not an object per entry: the entries live through the whole walk, and 25,000
-    more objects that live make the garbage collector scan the whole state again and again.
+    Columns, not an object per entry: entries live through the whole walk, and the objects
+    that live through a walk of 25,000 entries make the garbage collector scan the whole
+    state again and again.
     """
 
     kinds: list[str] = field(default_factory=list)  # "history", "note" or "evidence"
@@ -302,6 +303,7 @@ class _Walk:
         pos, ev = self.cursor, self.items[self.cursor]
         self.cursor += 1
         self.size -= self.sizes[pos]
+        self.texts[pos] = ""  # never shown again: a kept walk need not hold the payload's text
         content = ev.content_hash
         if content is not None:  # the oldest item shown is the first of its content hash
             later = self.later.get(content)
