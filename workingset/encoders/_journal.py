@@ -21,7 +21,7 @@ from __future__ import annotations
 import operator
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 from msgspec.structs import astuple
 
@@ -38,42 +38,60 @@ INDEX_COLUMNS = (
 # Order of entries within one iteration: a decision's history rows, then its notes, then the
 # evidence it produced (a query's result carries the iteration of the query).
 _RANK = {"history": 0, "note": 1, "evidence": 2}
+# An entry's order is one integer, (iteration, rank, position) read as the digits of a number
+# in this base: it sorts like that tuple, with no tuple to allocate for each entry.
+_POSITIONS = 2**48  # > any position: a history row's is its hypothesis's index * 1,000,000 + its own
 
-_ORDER = operator.itemgetter(1)  # an entry's `order`
 _TEXTS: dict[tuple, str] = {}
 _TEXT_CHARS = 0
 _TEXT_CHARS_KEPT = 256_000_000  # a long-lived process must not grow without bound
 
 
-class Entry(NamedTuple):
-    """One journal entry: a history row (with its hypothesis), a note or an evidence item."""
-
-    kind: str
-    order: tuple[int, int, int]
-    item: Any
-    hypothesis: str | None = None
+def _order(iteration: int, kind: str, pos: int) -> int:
+    return (iteration * len(_RANK) + _RANK[kind]) * _POSITIONS + pos
 
 
-def entries(state: State, skip: list[int] | None = None) -> list[Entry]:
+@dataclass
+class Entries:
+    """Journal entries in order, as columns: entry i is `kinds[i]`, `items[i]`, `hypotheses[i]`.
+
+    Columns, not an object per entry: entries live through the whole walk, and the objects
+    that live through a walk of 25,000 entries make the garbage collector scan the whole
+    state again and again.
+    """
+
+    kinds: list[str] = field(default_factory=list)  # "history", "note" or "evidence"
+    items: list[Any] = field(default_factory=list)  # a history row, a note or an evidence item
+    hypotheses: list[str | None] = field(default_factory=list)  # a history row's hypothesis
+    orders: list[int] = field(default_factory=list)  # where each entry goes (`_order`)
+
+    def extend(self, kind: str, source: list[Any], skip: int, hypothesis: str | None = None, offset: int = 0) -> None:
+        """Add the items of one source but its first `skip`; `offset` + an item's position in the source orders it."""
+        items = source[skip:]
+        self.kinds += [kind] * len(items)
+        self.items += items
+        self.hypotheses += [hypothesis] * len(items)
+        self.orders += [_order(item.iteration, kind, offset + pos) for pos, item in enumerate(items, skip)]
+
+    def sorted(self) -> Entries:
+        """The entries by order (each source is added in its own order; a sort merges them)."""
+        ranked = sorted(range(len(self.orders)), key=self.orders.__getitem__)
+        return Entries(*([column[i] for i in ranked] for column in (self.kinds, self.items, self.hypotheses, self.orders)))
+
+
+def entries(state: State, skip: list[int] | None = None) -> Entries:
     """The state's entries in the order they happened (iteration, then decision, notes, evidence).
 
     `skip` gives, per source (evidence, notes, each hypothesis's history), how many leading
     items to leave out: the entries a resumed walk has already seen.
     """
     ev_skip, note_skip, *history_skip = skip or [0] * (2 + len(state.hypotheses))
-    out: list[Entry] = []
+    out = Entries()
     for h_pos, h in enumerate(state.hypotheses):
-        for pos in range(history_skip[h_pos], len(h.history)):
-            row = h.history[pos]
-            out.append(Entry("history", (row.iteration, _RANK["history"], h_pos * 1_000_000 + pos), row, h.id))
-    for pos in range(note_skip, len(state.notes)):
-        note = state.notes[pos]
-        out.append(Entry("note", (note.iteration, _RANK["note"], pos), note))
-    for pos in range(ev_skip, len(state.evidence)):
-        ev = state.evidence[pos]
-        out.append(Entry("evidence", (ev.iteration, _RANK["evidence"], pos), ev))
-    out.sort(key=_ORDER)
-    return out
+        out.extend("history", h.history, history_skip[h_pos], h.id, offset=h_pos * 1_000_000)
+    out.extend("note", state.notes, note_skip)
+    out.extend("evidence", state.evidence, ev_skip)
+    return out.sorted()
 
 
 def _without_nulls(record: dict[str, Any]) -> dict[str, Any]:
@@ -135,14 +153,15 @@ def _evidence_key(ev: Evidence) -> tuple:
             ev.budget.action, ev.budget.cost, ev.content_hash)  # fmt: skip
 
 
-def _cached(key: tuple, make: Any) -> str:
+def _cached(key: tuple, make: Any, *args: Any) -> str:
+    """The text under `key`, made by `make(*args)` the first time."""
     global _TEXT_CHARS
     text = _TEXTS.get(key)
     if text is None:
         if _TEXT_CHARS > _TEXT_CHARS_KEPT:
             _TEXTS.clear()
             _TEXT_CHARS = 0
-        text = _TEXTS[key] = make()
+        text = _TEXTS[key] = make(*args)
         _TEXT_CHARS += len(text)
     return text
 
@@ -186,22 +205,21 @@ class Format:
         return index_block(count, rows)
 
     def evidence_text(self, ev: Evidence, same_as: str | None = None) -> str:
-        return _cached((self.key, "evidence", _evidence_key(ev), same_as), lambda: self.evidence(ev, same_as))
+        return _cached((self.key, "evidence", _evidence_key(ev), same_as), self.evidence, ev, same_as)
 
     def index_row_text(self, ev: Evidence) -> str:
-        return _cached((self.key, "index", _evidence_key(ev)), lambda: self.index_row(ev))
+        return _cached((self.key, "index", _evidence_key(ev)), self.index_row, ev)
 
-    def entry_text(self, entry: Entry, same_as: str | None = None) -> str:
+    def entry_text(self, kind: str, item: Any, hypothesis: str | None, same_as: str | None = None) -> str:
         """An entry's text, rendered once per process for each distinct content."""
-        item = entry.item
-        if entry.kind == "evidence":
+        if kind == "evidence":
             return self.evidence_text(item, same_as)
-        if entry.kind == "note":
+        if kind == "note":
             key = (self.key, "note", item.id, item.hypothesis, item.kind, item.iteration, item.text)
-            return _cached(key, lambda: self.note(item))
-        key = (self.key, "history", entry.hypothesis, item.iteration, item.kind, tuple(item.evidence_refs),
+            return _cached(key, self.note, item)
+        key = (self.key, "history", hypothesis, item.iteration, item.kind, tuple(item.evidence_refs),
                item.verdict, item.confidence, item.text)  # fmt: skip
-        return _cached(key, lambda: self.history(item, entry.hypothesis or ""))
+        return _cached(key, self.history, item, hypothesis or "")
 
 
 V11_FORMAT = Format()
@@ -232,66 +250,84 @@ class _Walk:
 
     def __init__(self, fmt: Format) -> None:
         self.fmt = fmt
-        self.entries: list[Entry] = []
+        self.kinds: list[str] = []  # the entries walked (see `Entries`)
+        self.items: list[Any] = []
+        self.texts: list[str] = []  # each entry's text as it stands (an evidence item's changes with its reference)
         self.sizes: list[int] = []
         self.same_as: list[str | None] = []
         self.archived: list[Evidence] = []
-        self.archived_at: set[int] = set()  # positions in `entries`
-        self.cursor = 0  # no evidence before this position is still shown
+        self.index_rows: list[str] = []  # the archived items' index rows, in order
+        self.cursor = 0  # the evidence before this position is archived, the rest is shown
         self.size = 0
         self.index_size = 0
-        self.groups: dict[str, deque[int]] = {}  # content hash -> positions of shown items with it, in order
+        # The shown items of each content hash, in order: the position of the first, and a queue
+        # of the others where there are any (most payloads are unique: no queue each).
+        self.first: dict[str, int] = {}
+        self.later: dict[str, deque[int]] = {}
 
     def target(self, pos: int) -> str | None:
-        ev = self.entries[pos].item
-        group = self.groups.get(ev.content_hash or "")
-        if group and group[0] != pos:
-            first = self.entries[group[0]].item
-            if first.payload == ev.payload:
-                return first.id
+        ev = self.items[pos]
+        first = self.first.get(ev.content_hash)
+        if first is not None and first != pos:
+            shown = self.items[first]
+            if shown.payload == ev.payload:
+                return shown.id
         return None
 
-    def add(self, entry: Entry) -> None:
-        pos = len(self.entries)
-        self.entries.append(entry)
+    def add(self, kind: str, item: Any, hypothesis: str | None) -> None:
+        pos = len(self.items)
+        self.kinds.append(kind)
+        self.items.append(item)
         same_as = None
-        if entry.kind == "evidence" and entry.item.content_hash is not None:
-            self.groups.setdefault(entry.item.content_hash, deque()).append(pos)
-            same_as = self.target(pos)
-        size = len(self.fmt.entry_text(entry, same_as)) + 2
+        if kind == "evidence" and item.content_hash is not None:
+            content = item.content_hash
+            if content in self.first:
+                self.later.setdefault(content, deque()).append(pos)
+                same_as = self.target(pos)
+            else:
+                self.first[content] = pos
+        text = self.fmt.entry_text(kind, item, hypothesis, same_as)
+        size = len(text) + 2
+        self.texts.append(text)
         self.sizes.append(size)
         self.same_as.append(same_as)
         self.size += size
 
     def archive_oldest(self) -> bool:
         """Archive the oldest evidence item still shown (never the newest entry); False if none."""
-        last = len(self.entries) - 1
-        while self.cursor < last and self.entries[self.cursor].kind != "evidence":
+        last = len(self.items) - 1
+        while self.cursor < last and self.kinds[self.cursor] != "evidence":
             self.cursor += 1
         if self.cursor >= last:
             return False
-        pos, ev = self.cursor, self.entries[self.cursor].item
+        pos, ev = self.cursor, self.items[self.cursor]
         self.cursor += 1
         self.size -= self.sizes[pos]
-        group = self.groups.get(ev.content_hash or "")
-        if group and group[0] == pos:
-            group.popleft()
-            if group:  # the next equal payload is shown in full (the rest point at it: same length)
-                heir = group[0]
-                new = len(self.fmt.entry_text(self.entries[heir])) + 2
-                self.size += new - self.sizes[heir]
-                self.sizes[heir], self.same_as[heir] = new, None
-        elif group and pos in group:
-            group.remove(pos)
+        self.texts[pos] = ""  # never shown again: a kept walk need not hold the payload's text
+        content = ev.content_hash
+        if content is not None:  # the oldest item shown is the first of its content hash
+            later = self.later.get(content)
+            if later:  # the next equal payload is shown in full (the rest point at it: same length)
+                heir = self.first[content] = later.popleft()
+                if not later:
+                    del self.later[content]
+                self.refer(heir, None)
+            else:
+                del self.first[content]
         if not self.archived:
             self.index_size = self.INDEX_OVERHEAD
+        row = self.fmt.index_row_text(ev)
         self.archived.append(ev)
-        self.archived_at.add(pos)
-        self.index_size += len(self.fmt.index_row_text(ev)) + 1
+        self.index_rows.append(row)
+        self.index_size += len(row) + 1
         return True
 
-    def text_of(self, pos: int) -> str:
-        return self.fmt.entry_text(self.entries[pos], self.same_as[pos])
+    def refer(self, pos: int, same_as: str | None) -> None:
+        """Point the evidence entry at `pos` at another equal payload (None: show it in full)."""
+        text = self.fmt.evidence_text(self.items[pos], same_as)
+        new = len(text) + 2
+        self.size += new - self.sizes[pos]
+        self.texts[pos], self.sizes[pos], self.same_as[pos] = text, new, same_as
 
 
 class Journal:
@@ -310,14 +346,14 @@ class Journal:
         self.walk = _Walk(fmt)
         self.threshold, self.compactions = limit, 0
         self.sources: tuple[list, ...] = ()
-        self.last: tuple[int, int, int] | None = None
+        self.last: int | None = None
         self.plan_: Plan | None = None
 
     @staticmethod
     def _sources(state: State) -> tuple[list, ...]:
         return (state.evidence, state.notes, *(h.history for h in state.hypotheses))
 
-    def _new_entries(self, state: State) -> list[Entry] | None:
+    def _new_entries(self, state: State) -> Entries | None:
         """The entries the last walk has not seen, if the state only appended to it; else None."""
         sources = self._sources(state)
         if self.plan_ is None or len(sources) != len(self.sources):
@@ -326,7 +362,7 @@ class Journal:
             if len(now) < len(then) or not all(map(operator.is_, now, then)):
                 return None
         new = entries(state, skip=[len(then) for then in self.sources])
-        if new and self.last is not None and new[0].order <= self.last:
+        if new.orders and self.last is not None and new.orders[0] <= self.last:
             return None
         return new
 
@@ -337,8 +373,8 @@ class Journal:
             new = entries(state)
         before = self.compactions
         walk, limit = self.walk, self.limit
-        for entry in new:
-            walk.add(entry)
+        for kind, item, hypothesis in zip(new.kinds, new.items, new.hypotheses):
+            walk.add(kind, item, hypothesis)
             if walk.size + walk.index_size > self.threshold:
                 self.compactions += 1
                 while walk.size + walk.index_size > limit // self.fmt.compact_to and walk.archive_oldest():
@@ -348,36 +384,46 @@ class Journal:
                 # appended, so the journal is not rewritten every turn.
                 self.threshold = max(limit, walk.size + walk.index_size + limit // 2)
         self.sources = tuple(list(source) for source in self._sources(state))
-        if new:
-            self.last = new[-1].order
+        if new.orders:
+            self.last = new.orders[-1]
         self.plan_ = self._result(new, rebuild=self.plan_ is None or self.compactions != before)
         return self.plan_
 
-    def _result(self, new: list[Entry], rebuild: bool) -> Plan:
+    def _result(self, new: Entries, rebuild: bool) -> Plan:
         walk = self.walk
         if rebuild:
-            kept = [pos for pos in range(len(walk.entries)) if pos not in walk.archived_at]
-            for pos in kept:  # after a compaction, references point at the new first equal payload
-                if walk.entries[pos].kind == "evidence":
-                    walk.same_as[pos] = walk.target(pos)
-            body = "\n\n".join(walk.text_of(pos) for pos in kept)
-            shown = [walk.entries[pos].item for pos in kept if walk.entries[pos].kind == "evidence"]
-            same_as = {walk.entries[pos].item.id: walk.same_as[pos] for pos in kept if walk.same_as[pos]}
+            texts: list[str] = []
+            shown: list[Evidence] = []
+            same_as: dict[str, str] = {}
+            for pos, (kind, item) in enumerate(zip(walk.kinds, walk.items)):
+                if kind == "evidence":
+                    if pos < walk.cursor:  # archived
+                        continue
+                    # After a compaction, references point at the new first equal payload (an
+                    # ID of the same length: the sizes the walk counted still hold).
+                    ref = walk.target(pos)
+                    if ref != walk.same_as[pos]:
+                        walk.same_as[pos], walk.texts[pos] = ref, self.fmt.evidence_text(item, ref)
+                    if ref:
+                        same_as[item.id] = ref
+                    shown.append(item)
+                texts.append(walk.texts[pos])
+            body = "\n\n".join(texts)
         else:
             previous = self.plan_
             assert previous is not None
-            first = len(walk.entries) - len(new)
-            added = [walk.text_of(pos) for pos in range(first, len(walk.entries))]
+            first = len(walk.items) - len(new.items)
+            added = walk.texts[first:]
             body = "\n\n".join([previous.body, *added]) if previous.body else "\n\n".join(added)
-            shown = previous.shown + [e.item for e in new if e.kind == "evidence"]
+            shown = previous.shown + [item for kind, item in zip(new.kinds, new.items) if kind == "evidence"]
             same_as = dict(previous.same_as)
-            same_as.update({walk.entries[pos].item.id: walk.same_as[pos] for pos in range(first, len(walk.entries))
+            same_as.update({walk.items[pos].id: walk.same_as[pos] for pos in range(first, len(walk.items))
                             if walk.same_as[pos]})  # fmt: skip
         previous = self.plan_
         if previous is not None and not rebuild:  # the archive changes only at a compaction
             index_text, archived_ids = previous.index_text, previous.archived_ids
         else:
-            rows = "\n".join(self.fmt.index_row_text(ev) for ev in walk.archived)
+            rows = "\n".join(walk.index_rows)
             index_text = self.fmt.index_block(len(walk.archived), rows) if walk.archived else ""
             archived_ids = frozenset(ev.id for ev in walk.archived)
         return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
