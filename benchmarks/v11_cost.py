@@ -38,18 +38,16 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _data import long_runs  # noqa: E402
-from _results import ROOT, write_section  # noqa: E402
-from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
+from _data import cost_runs  # noqa: E402
+from _results import write_section  # noqa: E402
+from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
 from workingset.bench import Rendering, baseline_renderers, compare_contexts, prompt, version_renderer  # noqa: E402
 from workingset.cache import CacheOptions, Meter, state_time  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.importers import import_trajectory, write_import  # noqa: E402
 from workingset.model import StoredContext  # noqa: E402
 from workingset.runs import read_run  # noqa: E402
 
-BUG17 = ROOT / "fixtures" / "bug17"
 UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")
 VERSIONS = ("v11", "v12", "v13")
@@ -124,11 +122,7 @@ def main() -> None:
     corpus, entries = corpus_entries(__doc__.splitlines()[0])
     results: dict[tuple[str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [("fixtures/bug17", BUG17)]
-        for path in entries + long_runs(Path(tmp) / "kept"):
-            write_import(import_trajectory(detect(path), path), Path(tmp) / path.name)
-            runs.append((path.name, Path(tmp) / path.name))
-        for name, directory in runs:
+        for name, directory in cost_runs(entries, Path(tmp)):
             contexts = [ctx for _, ctx in read_run(directory)]
             for version in VERSIONS:
                 results[(name, version)] = decompose(contexts, version)

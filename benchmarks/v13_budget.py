@@ -23,17 +23,15 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _data import long_runs  # noqa: E402
-from _results import ROOT, write_section  # noqa: E402
-from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
+from _data import cost_runs  # noqa: E402
+from _results import write_section  # noqa: E402
+from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
 from workingset.bench import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
 from workingset.cache import CacheOptions  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.importers import import_trajectory, write_import  # noqa: E402
 from workingset.runs import read_run  # noqa: E402
 
-BUG17 = ROOT / "fixtures" / "bug17"
 BUDGETS = (40_000, 48_000, 64_000, 80_000, 90_000, 100_000, 110_000, 120_000)
 TARGET = 1.1  # issue 9: at most 1.1 times the transcript's cost
 
@@ -56,11 +54,7 @@ def main() -> None:
     corpus, entries = corpus_entries(__doc__.splitlines()[0])
     results: dict[str, dict[int | str, tuple[float, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        runs = [("fixtures/bug17", BUG17)]
-        for path in entries + long_runs(Path(tmp) / "kept"):
-            write_import(import_trajectory(detect(path), path), Path(tmp) / path.name)
-            runs.append((path.name, Path(tmp) / path.name))
-        for name, directory in runs:
+        for name, directory in cost_runs(entries, Path(tmp)):
             results[name] = measure([ctx for _, ctx in read_run(directory)])
     rows = [[name, *(f"{r[b][0]:.3f}x / {r[b][1] / 1000:.0f}k" for b in BUDGETS), f"{r['masking-10'][1] / 1000:.0f}k"]
             for name, r in results.items()]  # fmt: skip

@@ -27,7 +27,8 @@ from workingset.runs import read_run
 
 from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
 from factory import evidence, sample_state
-from recover import _V12_HEAD, _spans, v12_pairs, v13_evidence, v13_index, v13_tail
+from journal_checks import check_entries
+from recover import _V12_HEAD, v12_pairs, v13_evidence, v13_index, v13_tail
 from test_importers_excerpts import EXCERPTS
 from test_render_properties import pieces, texts
 
@@ -35,8 +36,6 @@ BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
 # The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md): editor calls whose queries hold files.
 LONG_RUN = ROOT / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
 BUDGETS = ["v13", "v13:budget=60000", f"v13:budget={MIN_BUDGET}"]
-NOTE_HEAD = re.compile(r"^(N[0-9]{6}) (\S+) #([0-9]+) (\S+)$")
-DECISION_HEAD = re.compile(r"^(H\S*) #([0-9]+) (query|recall|assessment|conclude)((?: E[0-9]{6})*)( verdict=\S.*?)?( confidence=\S+)?$")
 # The documented cut: a query longer than WHOLE characters shows its first EXCERPT.
 WHOLE, EXCERPT = 200, 160
 # A query line at most: `query~N: ` and a JSON string of 160 characters, each escaped in 6 at most.
@@ -45,51 +44,6 @@ QUERY_LINE_MAX = len("query~100000000: ") + 2 + 6 * EXCERPT
 PAIR_MAX = len("next_cursor~100000000=") + 2 + 6 * EXCERPT
 # An index row of a cut text is at most ROW_MAX characters beyond its identifiers (bounded by harvest's caps).
 ROW_MAX = 1_500
-
-
-def _word(value: str):
-    return json.loads(value) if value.startswith('"') or value == "null" else value
-
-
-def _journal(text: str) -> str:
-    return text.split("\n## Journal\n", 1)[1].split("\n## This turn\n", 1)[0]
-
-
-def check_entries(state: State, out, shown: dict[str, dict]) -> None:
-    """Every evidence item shown in full (journal or tail), note and decision reads back (as in v12)."""
-    by_id = {ev.id: ev for ev in state.evidence}
-    assert sorted(shown) == sorted(out.shown)
-    for eid, entry in shown.items():
-        ev = by_id[eid]
-        fields = dict(entry["fields"])
-        same_as = fields.pop("same_as", None)
-        assert same_as is None or same_as in shown
-        assert (entry["collector"], entry["iteration"], entry["scope"], entry["captured_at"]) == (
-            ev.collector, ev.iteration, ev.scope, ev.captured_at)  # fmt: skip
-        capture = {k: v for k, v in msgspec.to_builtins(ev.capture).items() if k != "query"}
-        assert {k: fields.get(k) for k in capture} == capture, eid
-        assert entry["query"] == ev.capture.query, eid
-        assert (fields.get("action"), fields.get("cost", 0)) == (ev.budget.action, ev.budget.cost)
-        assert entry["payload"] == msgspec.to_builtins(ev.payload), eid
-    journal = _journal(out.text)
-    inside = {n for start, end, _, _ in _spans(journal) for n in range(start, end + 1)}
-    lines = journal.split("\n")
-    body_at = {start: body for start, _end, _info, body in _spans(journal)}
-    notes, rows = [], []
-    for n, line in enumerate(lines):
-        if n in inside:
-            continue
-        if m := NOTE_HEAD.match(line):
-            notes.append((m.group(1), _word(m.group(2)), int(m.group(3)), _word(m.group(4)), body_at[n + 1]))
-        elif m := DECISION_HEAD.match(line):
-            verdict = _word(m.group(5)[len(" verdict="):]) if m.group(5) else None
-            confidence = json.loads(m.group(6)[len(" confidence="):]) if m.group(6) else None
-            text = body_at.get(n + 1) if n + 1 < len(lines) and lines[n + 1].startswith("```") else None
-            rows.append((m.group(1), int(m.group(2)), m.group(3), m.group(4).split(), verdict, confidence, text))
-    assert sorted(notes) == sorted((x.id, x.hypothesis, x.iteration, x.kind, x.text) for x in state.notes)
-    expected = [(h.id, r.iteration, r.kind, r.evidence_refs, r.verdict, r.confidence, r.text)
-                for h in state.hypotheses for r in h.history]  # fmt: skip
-    assert sorted(rows, key=repr) == sorted(expected, key=repr)
 
 
 def check_index_row(row: dict, ev: Evidence) -> None:
