@@ -144,11 +144,16 @@ class V12(V11):
                      else "assessment: none (leave it out)")  # fmt: skip
         return "\n".join(lines)
 
+    @classmethod
+    def hypothesis_line(cls, x: Any, recalled: list[str] | None) -> str:
+        return f"{cls.hypothesis_head(x)} {','.join(recalled) if recalled else '-'}"
+
     @staticmethod
-    def hypothesis_line(x: Any, recalled: list[str] | None) -> str:
+    def hypothesis_head(x: Any) -> str:
+        """A hypothesis line but its last field: ID, confidence, disposition, iterations used/limit, previous result."""
         c = x.control
         return (f"{x.id} {compact(x.confidence)} {_value(x.disposition)} {c.iterations_used}/{c.iteration_limit}"
-                f" {c.previous_result or '-'} {','.join(recalled) if recalled else '-'}")  # fmt: skip
+                f" {c.previous_result or '-'}")  # fmt: skip
 
     @staticmethod
     def selected_line(h: Any) -> str:

@@ -1,4 +1,4 @@
-"""v13: v12, with index rows of a bounded size and a tail without lines that say none.
+"""v13: v12, with index rows of a bounded size, a smaller preamble and tail, and a budget of its own.
 
 The layout, the sections, the cache breakpoints, the budget (characters, `:budget=N`), the
 journal entries, the compaction walk (to a third) and recall are v12's. What changes is
@@ -9,7 +9,7 @@ what `benchmarks/v11_cost.py` showed v12 still paying for beyond a transcript:
   ids=[…]`) instead of a jsonl row with every null spelled out, and its query follows on one
   line: raw when it is one plain line, else a JSON string. A text field longer than 200
   characters (the query, a predicate, a cursor…) is cut to its first 160, its length beside
-  its name: `query~1372: "…"`, `predicate~734="…"`. Agents whose actions carry whole files
+  its name: `query~1372: "…"`, `predicate~231="…"`. Agents whose actions carry whole files
   (an editor call with the new text) made v12's index rows as long as the entries they
   stand for: on the 167-step OpenHands run the index alone outgrew the budget. The row still
   names the item, how and when it was captured and the identifiers of its payload; recall
@@ -19,8 +19,11 @@ what `benchmarks/v11_cost.py` showed v12 still paying for beyond a transcript:
   every key, type, pattern, enum, range and count of it, in half the tokens); the JSON Schema
   itself (`decision_schema`) is what a provider request carries as its tool or response
   format.
-- "This turn" leaves out the lines that would list nothing (the preamble says so), and marks
-  the selected hypothesis with `*` on its own line instead of a line of its own.
+- "This turn" leaves out what it can say by convention (the preamble states each one): a
+  line with nothing to list, the cost when nothing was spent and there is no limit, a
+  hypothesis's recalled IDs when there are none, the result to assess among the budget
+  statuses; the selected hypothesis is marked with `*` on its own line.
+- The default budget is 100,000 characters (v11 and v12: 120,000), see `default_budget`.
 """
 
 from __future__ import annotations
@@ -52,8 +55,6 @@ Past the budget, the oldest evidence becomes evidence_index rows: the head with 
 "This turn": iteration/limit, cost used/limit (no /limit: no cost limit; no cost: nothing spent, no limit); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled if any; plan, next checks; budget statuses other than settled (action set), none (no action) or unsettled for the result to assess; note statuses; this turn's archived items (previous, unsettled, recalled) in full; the result to assess. Lines with nothing to list are left out.
 
 Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown in full. A decision breaking a rule is rejected and changes nothing: answer again."""
-
-
 
 
 def _outlined_pattern(pattern: str) -> bool:
@@ -172,8 +173,7 @@ class V13(V12):
         lines = [
             heading(2, "This turn"),
             f"iteration {state.iteration}/{budget.max_iterations}" + self.cost_part(budget),
-            *(("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id)).removesuffix(" -")
-              for x in state.hypotheses),  # the last field, what is recalled, is left out when nothing is
+            *(("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id)) for x in state.hypotheses),
         ]
         if h.control.plan is not None:
             lines.append(f"plan: {compact(h.control.plan)}")
@@ -190,6 +190,11 @@ class V13(V12):
             lines.extend(self.journal_format.evidence_text(ev) for ev in view.tail_items)
         lines.append(f"assess: {pending or 'none'}")
         return "\n".join(lines)
+
+    @classmethod
+    def hypothesis_line(cls, x: Any, recalled: list[str] | None) -> str:
+        """v12's line, its last field (the recalled IDs) left out when nothing is recalled."""
+        return f"{cls.hypothesis_head(x)} {','.join(recalled)}" if recalled else cls.hypothesis_head(x)
 
     @staticmethod
     def cost_part(budget: Any) -> str:
