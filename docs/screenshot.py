@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from browser import chromium  # noqa: E402
 
-TURN, STRATEGY = 11, "v11"
+TURN, STRATEGY = 11, "v13"
 
 
 def main() -> None:

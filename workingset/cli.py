@@ -249,7 +249,7 @@ def compare(
 def report(
     directory: Annotated[str, typer.Argument(metavar="RUN", help="A run: a directory of stored-context files, or a run file.")],
     out: Annotated[str, typer.Option("--out", help="The HTML file to write.")],
-    strategies: Annotated[Optional[list[str]], typer.Option(help="Strategies, the base first (repeatable or a comma list; default v7,v10,v11,v12,full-transcript,masking-10,last-5).")] = None,
+    strategies: Annotated[Optional[list[str]], typer.Option(help="Strategies, the base first (repeatable or a comma list; default v7,v10,v11,v12,v13,full-transcript,masking-10,last-5).")] = None,
     cache: CacheOpt = None,
     ttl: CacheTtlOpt = "5m",
     cache_min: CacheMinOpt = 1024,

@@ -20,7 +20,7 @@ from ..files import os_error
 from ..runs import read_run
 from ..tokens import DEFAULT_ENCODING, get_encoding
 
-DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "full-transcript", "masking-10", "last-5")
+DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")
 DEFAULT_CACHE = ("anthropic", "openai", "ideal")  # the first is the one the page opens with
 
 
@@ -67,7 +67,7 @@ def cache_series(data: dict[str, Any]) -> dict[str, dict[str, dict[str, list]]]:
 
 
 def budgets(encoders: dict[str, str | None]) -> dict[str, int]:
-    """The context budget (characters) of each strategy that has one (v11)."""
+    """The context budget (characters) of each strategy that has one (v11 and later)."""
     from ..encoders import get_encoder
 
     out = {}
