@@ -403,7 +403,7 @@ class Journal:
                     # ID of the same length: the sizes the walk counted still hold).
                     ref = walk.target(pos)
                     if ref != walk.same_as[pos]:
-                        walk.same_as[pos], walk.texts[pos] = ref, self.fmt.evidence_text(item, ref)
+                        walk.refer(pos, ref)
                     if ref:
                         same_as[item.id] = ref
                     shown.append(item)
