@@ -23,7 +23,7 @@ v12 writes each of them shorter:
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Callable
 
 from msgspec.structs import astuple
 
@@ -69,6 +69,23 @@ def _query_lines(query: str) -> str:
     return "query:\n" + fence(query)
 
 
+def descriptor(ev: Evidence) -> dict[str, Any]:
+    """An item's capture fields (query included), then its action and cost: what its head line names."""
+    fields: dict[str, Any] = dict(zip(CAPTURE_COLUMNS, astuple(ev.capture)))
+    fields.update(action=ev.budget.action, cost=ev.budget.cost)
+    return fields
+
+
+def _pair(key: str, value: Any) -> str:
+    return f"{key}={_value(value)}"
+
+
+def head_line(ev: Evidence, fields: dict[str, Any], pair: Callable[[str, Any], str] = _pair) -> str:
+    """`ID collector #iteration scope captured_at`, then `pair(key, value)` of each set field (unset: None, a cost of 0)."""
+    pairs = " ".join(pair(k, v) for k, v in fields.items() if v is not None and not (k == "cost" and v == 0))
+    return f"{ev.id} {ev.collector} #{ev.iteration} {_value(ev.scope)} {ev.captured_at} {pairs}"
+
+
 class V12Format(Format):
     """v12's journal entries: positional head lines, raw query and text."""
 
@@ -76,9 +93,8 @@ class V12Format(Format):
     compact_to = 3
 
     def evidence(self, ev: Evidence, same_as: str | None) -> str:
-        fields: dict[str, Any] = dict(zip(CAPTURE_COLUMNS, astuple(ev.capture)))
+        fields = descriptor(ev)
         query = fields.pop("query")
-        fields.update(action=ev.budget.action, cost=ev.budget.cost)
         payload = ev.payload
         if payload is None:
             fields["payload"] = "unknown"
@@ -87,9 +103,7 @@ class V12Format(Format):
         else:
             fields["rows"] = len(payload.rows)
         fields["same_as"] = same_as
-        set_ = {k: v for k, v in fields.items() if v is not None and not (k == "cost" and v == 0)}
-        pairs = " ".join(f"{k}={_value(v)}" for k, v in set_.items())
-        lines = [f"{ev.id} {ev.collector} #{ev.iteration} {_value(ev.scope)} {ev.captured_at} {pairs}"]
+        lines = [head_line(ev, fields)]
         if query is not None:
             lines.append(_query_lines(query))
         return "\n".join(lines + payload_lines(ev, same_as))

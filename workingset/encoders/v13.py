@@ -31,14 +31,11 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from msgspec.structs import astuple
-
 from ..harvest import harvest
 from ..model import Evidence
 from ._render import compact, heading, rows_caption
-from .v06 import CAPTURE_COLUMNS
 from .v11 import JournalView, notes_by_status, status_exceptions
-from .v12 import V12, V12Format, _value
+from .v12 import V12, V12Format, _value, descriptor, head_line
 
 # An index row writes a text field whole up to WHOLE characters, else its first EXCERPT.
 WHOLE, EXCERPT = 200, 160
@@ -129,14 +126,11 @@ class V13Format(V12Format):
     key = "v13"
 
     def index_row(self, ev: Evidence) -> str:
-        fields: dict[str, Any] = dict(zip(CAPTURE_COLUMNS, astuple(ev.capture)))
+        fields = descriptor(ev)
         query = fields.pop("query")
-        fields.update(action=ev.budget.action, cost=ev.budget.cost, payload="unknown" if ev.payload is None else "archived")
-        identifiers = harvest(ev.payload)
-        if identifiers:
-            fields["ids"] = identifiers
-        pairs = " ".join(index_pair(k, v) for k, v in fields.items() if v is not None and not (k == "cost" and v == 0))
-        head = f"{ev.id} {ev.collector} #{ev.iteration} {_value(ev.scope)} {ev.captured_at} {pairs}"
+        fields["payload"] = "unknown" if ev.payload is None else "archived"
+        fields["ids"] = harvest(ev.payload) or None  # left out when the payload has none
+        head = head_line(ev, fields, index_pair)
         return head if query is None else head + "\n" + index_query(query)
 
     def index_block(self, count: int, rows: str) -> str:
