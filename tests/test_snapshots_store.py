@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 import workingset.journal as journal
@@ -10,6 +11,7 @@ from test_session_cache import Reads
 from test_store import _execute, _query
 from workingset.errors import WorkingsetError
 from workingset.session import Investigation
+from workingset.store import SCHEMA_VERSION
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
@@ -82,5 +84,43 @@ def test_a_version_2_store_gains_the_snapshots_table_on_open(store):
     _execute(store, "DROP TABLE snapshots")
     _execute(store, "UPDATE schema_version SET version = 2")
     show, req = fresh(store)
-    assert req.request_id == "demo-r0001" and _query(store, "SELECT version FROM schema_version") == [(3,)]
+    assert req.request_id == "demo-r0001" and _query(store, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
     assert _query(store, "SELECT count(*) FROM snapshots") == [(0,)]
+
+
+def test_a_snapshot_whose_bytes_changed_is_store_corrupt_by_its_checksum(store, monkeypatch):
+    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 1_000)
+    inv = Investigation.create(store, state_bytes(), encoder="v8", clock=CLOCK)
+    turns(inv, 10)
+    inv.close()
+    good = bytes(_query(store, "SELECT data FROM snapshots")[0][0])
+    assert good.startswith(journal.SNAPSHOT_MAGIC)
+    # An evidence ID made malformed, which the unchecked decoder would accept: the checksum sees it.
+    at = good.index(b"E000003") + 6
+    _execute(store, "UPDATE snapshots SET data = ?", (good[:at] + b"X" + good[at + 1 :],))
+    with pytest.raises(WorkingsetError, match="checksum") as info:
+        fresh(store)
+    assert info.value.code == "store_corrupt"
+
+
+def test_a_version_3_store_and_its_snapshot_are_read_as_they_are_and_upgraded_on_write(store, monkeypatch):
+    """A version 3 snapshot (plain MessagePack, no checksum) is still read, checked in full."""
+    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 1_000)
+    inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
+    turns(inv, 10)
+    expected = inv.show()
+    inv.close()
+    data = bytes(_query(store, "SELECT data FROM snapshots")[0][0])
+    old = msgspec.msgpack.encode(journal._SNAPSHOT_CODEC.decode(data[len(journal.SNAPSHOT_MAGIC) + 16 :]))
+    _execute(store, "UPDATE snapshots SET data = ?", (old,))
+    _execute(store, "UPDATE schema_version SET version = 3")
+    with Investigation.open(store, ANALYSIS, clock=CLOCK, read_only=True) as reader:
+        assert reader.show() == expected
+    assert _query(store, "SELECT version FROM schema_version") == [(3,)]  # a reader changes nothing
+    _execute(store, "UPDATE snapshots SET data = ?", (old[:-1] + b"\xff",))
+    with pytest.raises(WorkingsetError) as info:  # an old snapshot is still checked value by value
+        fresh(store)
+    assert info.value.code == "store_corrupt"
+    _execute(store, "UPDATE snapshots SET data = ?", (old,))
+    show, _ = fresh(store)  # a writer upgrades the store; the version 3 snapshot stays until the next one
+    assert show == expected and _query(store, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
+import xxhash
 
 from . import controller as ctl
 from .decisions import Query, StoredDecision
@@ -35,6 +36,7 @@ from .model import (
     validate_state,
 )  # fmt: skip
 from .limits import Limits
+from .trusted import TrustedCodec
 from .store import EventRow, Manifest, Status, Tx
 
 
@@ -372,6 +374,13 @@ class Snapshot(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
 
 
 _SNAPSHOT_DECODER = msgspec.msgpack.Decoder(Snapshot)
+# Since schema 4 a snapshot is this mark, the xxh3-128 digest of the body, and the body: the
+# compact MessagePack of `trusted.TrustedCodec`. The digest vouches for every value, checked
+# when the state was accepted, so the body is decoded without checking them again (that was
+# over half the time of a fresh process's first call at 10,000 items).
+SNAPSHOT_MAGIC = b"WSS4"
+_SNAPSHOT_BODY = len(SNAPSHOT_MAGIC) + 16
+_SNAPSHOT_CODEC = TrustedCodec(Snapshot)
 
 
 def snapshot_due(view: Replayed) -> bool:
@@ -384,9 +393,10 @@ def take_snapshot(view: Replayed) -> bytes:
     evidence = [msgspec.structs.replace(ev, payload=None) if ev.content_hash is not None else ev
                 for ev in view.state.evidence]  # fmt: skip
     n = view.numbers
-    data = msgspec.msgpack.encode(Snapshot(seq=view.seq, changed=view.changed, numbers=(n.evidence, n.notes, n.actions),
+    body = _SNAPSHOT_CODEC.encode(Snapshot(seq=view.seq, changed=view.changed, numbers=(n.evidence, n.notes, n.actions),
                                            requests_before=view.requests_before,
                                            state=msgspec.structs.replace(view.state, evidence=evidence)))  # fmt: skip
+    data = SNAPSHOT_MAGIC + xxhash.xxh3_128_digest(body) + body
     view.logged, view.base_bytes = 0, len(data)
     return data
 
@@ -397,16 +407,26 @@ def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> Replayed
     if found is None or (upto is not None and found[0] > upto):
         return None
     seq, data = found
-    try:
-        snap = _SNAPSHOT_DECODER.decode(data)
-    except msgspec.DecodeError as exc:
-        raise StoreCorrupt(f"the snapshot of {analysis_id} is damaged ({exc})") from None
+    snap = _decode_snapshot(analysis_id, data)
     if snap.seq != seq or not 0 <= snap.changed <= seq:
         raise StoreCorrupt(f"the snapshot of {analysis_id} says event {snap.seq}, its row {seq}")
     view = Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
                     requests_before=snap.requests_before, base_bytes=len(data))  # fmt: skip
     view.unfilled.extend(ev for ev in snap.state.evidence if _stored_elsewhere(ev))
     return view
+
+
+def _decode_snapshot(analysis_id: str, data: bytes) -> Snapshot:
+    """A checksummed snapshot decoded without re-checking its values; an older one (schema 3) checked in full."""
+    try:
+        if not data.startswith(SNAPSHOT_MAGIC):
+            return _SNAPSHOT_DECODER.decode(data)
+        digest, body = data[len(SNAPSHOT_MAGIC) : _SNAPSHOT_BODY], data[_SNAPSHOT_BODY:]
+        if xxhash.xxh3_128_digest(body) != digest:
+            raise StoreCorrupt(f"the snapshot of {analysis_id} does not match its checksum")
+        return _SNAPSHOT_CODEC.decode(body)
+    except msgspec.DecodeError as exc:
+        raise StoreCorrupt(f"the snapshot of {analysis_id} is damaged ({exc})") from None
 
 
 def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -> Replayed:

@@ -12,7 +12,7 @@ import math
 import re
 import sys
 from datetime import datetime
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal, Union
 
 import msgspec
 import msgspec.inspect
@@ -51,7 +51,7 @@ Disposition = Literal["open", "supported", "refuted", "inconclusive", "parked"]
 Scope = Literal["query_result", "log", "code", "metric", "document", "feedback"]
 
 
-class _Strict(Struct, forbid_unknown_fields=True, kw_only=True):
+class _Strict(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
     """Base for every record: unknown keys are an error, never silently dropped."""
 
 
@@ -118,11 +118,13 @@ class Capture(_Strict, kw_only=True):
 
 
 class RowsPayload(Struct, tag_field="kind", tag="rows", forbid_unknown_fields=True, kw_only=True):
+    kind: ClassVar[str] = "rows"  # the tag, readable as an attribute (and by `trusted.TrustedCodec`)
     columns: list[str]
     rows: list[list[Scalar]]
 
 
 class TextPayload(Struct, tag_field="kind", tag="text", forbid_unknown_fields=True, kw_only=True):
+    kind: ClassVar[str] = "text"
     language: str | None
     text: str
 

@@ -89,10 +89,10 @@ class SqliteStore(StoreBase):
             c.execute("PRAGMA foreign_keys = ON")
             c.execute("PRAGMA synchronous = FULL")
         row = c.execute("SELECT version FROM schema_version").fetchall()
-        if row == [(UPGRADABLE,)] and self.read_only:
-            self.snapshots = False  # readable as it is; the first writer adds the table
-            return
-        if row == [(UPGRADABLE,)]:
+        if len(row) == 1 and row[0][0] in UPGRADABLE:
+            if self.read_only:  # readable as it is; the first writer upgrades it
+                self.snapshots = row[0][0] >= 3
+                return
             self._upgrade()
             row = c.execute("SELECT version FROM schema_version").fetchall()
         if len(row) != 1 or row[0][0] != SCHEMA_VERSION:
@@ -124,12 +124,14 @@ class SqliteStore(StoreBase):
             raise
 
     def _upgrade(self) -> None:
-        """Version 2 to 3: add the (empty) snapshots table; nothing else changes."""
+        """To the current version: a version 2 store gains the (empty) snapshots table; nothing else changes."""
         c = self._conn
         c.execute("BEGIN IMMEDIATE")
         try:
-            if c.execute("SELECT version FROM schema_version").fetchall() == [(UPGRADABLE,)]:
-                c.execute(statements(SNAPSHOTS_TABLE.format(**_DIALECT))[0])
+            row = c.execute("SELECT version FROM schema_version").fetchall()
+            if len(row) == 1 and row[0][0] in UPGRADABLE:  # not upgraded meanwhile by another process
+                if row[0][0] == 2:
+                    c.execute(statements(SNAPSHOTS_TABLE.format(**_DIALECT))[0])
                 c.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             c.execute("COMMIT")
         except BaseException:
