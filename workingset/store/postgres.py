@@ -41,7 +41,10 @@ CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
   FOR EACH STATEMENT EXECUTE FUNCTION workingset_append_only();
 """
 _DIALECT = {"blob": "BYTEA", "without_rowid": ""}
-_SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _TRIGGERS
+# A snapshot is read whole by every new process: stored out of line as it is, it is not
+# decompressed on each read (pglz gains little on MessagePack of mostly distinct strings).
+_SNAPSHOT_STORAGE = "ALTER TABLE snapshots ALTER COLUMN data SET STORAGE EXTERNAL;"
+_SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _SNAPSHOT_STORAGE + _TRIGGERS
 
 
 def is_url(store: str) -> bool:
@@ -74,6 +77,16 @@ def _translate(exc: Exception, where: str) -> WorkingsetError:
     return StoreCorrupt(f"store {where} is damaged or not a workingset store ({exc})", details=details)
 
 
+def _upgradable(c: Any, tables: set[str]) -> int | None:
+    """The version of an older store this one upgrades on open (`interface.UPGRADABLE`), else None."""
+    if tables not in (TABLE_NAMES - {"snapshots"}, TABLE_NAMES):
+        return None
+    rows = c.execute("SELECT version FROM schema_version").fetchall()
+    found = rows[0][0] if len(rows) == 1 else None
+    has_snapshots = "snapshots" in tables
+    return found if found in base.UPGRADABLE and has_snapshots == (found >= 3) else None
+
+
 class PostgresStore(StoreBase):
     """A workingset store in a PostgreSQL database (the tables in its default schema)."""
 
@@ -85,21 +98,24 @@ class PostgresStore(StoreBase):
 
     def _setup(self) -> None:
         c = self._conn
+        if self._current(c):
+            return
         c.execute("BEGIN")
         try:
             c.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
             tables = {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
-            upgradable = tables == TABLE_NAMES - {"snapshots"} and c.execute(
-                "SELECT version FROM schema_version").fetchall() == [(base.UPGRADABLE,)]  # fmt: skip
-            if self.read_only and (not tables or upgradable):
-                self.empty, self.snapshots = not tables, False
+            old = _upgradable(c, tables)
+            if self.read_only and (not tables or old):
+                self.empty, self.snapshots = not tables, old is not None and old >= 3
                 c.execute("COMMIT")
                 return
             if not tables:
                 c.execute(_SCHEMA)
                 c.execute("INSERT INTO schema_version (version) VALUES (%s)", (base.SCHEMA_VERSION,))
-            elif upgradable:  # a version 2 store gains the (empty) snapshots table
-                c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
+            elif old:  # a version 2 store gains the (empty) snapshots table; nothing else changes
+                if old == 2:
+                    c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
+                c.execute(_SNAPSHOT_STORAGE)
                 c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
             elif not TABLE_NAMES <= tables:
                 raise StoreCorrupt(f"{self.path} is a PostgreSQL database but not a workingset store "
@@ -113,6 +129,15 @@ class PostgresStore(StoreBase):
             found = rows[0][0] if len(rows) == 1 else None
             raise StoreCorrupt(f"{self.path}: store schema version {found} is not {base.SCHEMA_VERSION}",
                                details={"store": self.path, "schema_version": found})  # fmt: skip
+
+    @staticmethod
+    def _current(c: Any) -> bool:
+        """Whether the database holds a store of the current version (one round trip, where it does)."""
+        psycopg = _psycopg()
+        try:
+            return c.execute("SELECT version FROM schema_version").fetchall() == [(base.SCHEMA_VERSION,)]
+        except psycopg.Error:  # no such table (yet): the full check below says what the database is
+            return False
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -173,4 +198,6 @@ class _PgTx(SqlTx):
         if pg is None:
             # No statement of ours has a literal `?` or `%`: the placeholders are all there is to change.
             pg = self._converted[sql] = sql.replace("?", "%s")
-        return self._c.execute(pg, args)
+        # Binary results: a bytea (a payload, a snapshot) arrives as its bytes rather than as hex
+        # text twice its size to parse; every other column type reads back the same.
+        return self._c.execute(pg, args, binary=True)
