@@ -41,10 +41,7 @@ CREATE TRIGGER events_no_truncate BEFORE TRUNCATE ON events
   FOR EACH STATEMENT EXECUTE FUNCTION workingset_append_only();
 """
 _DIALECT = {"blob": "BYTEA", "without_rowid": ""}
-# A snapshot is read whole by every new process: stored out of line as it is, it is not
-# decompressed on each read (pglz gains little on MessagePack of mostly distinct strings).
-_SNAPSHOT_STORAGE = "ALTER TABLE snapshots ALTER COLUMN data SET STORAGE EXTERNAL;"
-_SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _SNAPSHOT_STORAGE + _TRIGGERS
+_SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _TRIGGERS
 
 
 def is_url(store: str) -> bool:
@@ -115,7 +112,6 @@ class PostgresStore(StoreBase):
             elif old:  # a version 2 store gains the (empty) snapshots table; nothing else changes
                 if old == 2:
                     c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
-                c.execute(_SNAPSHOT_STORAGE)
                 c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
             elif not TABLE_NAMES <= tables:
                 raise StoreCorrupt(f"{self.path} is a PostgreSQL database but not a workingset store "
