@@ -7,7 +7,8 @@ made, and then each sample is a new Python process that opens the store and make
 call. Three first calls are timed, each in its own processes:
 
 - `state`: reaching the current state, what `submit`, `record`, `pause`… do before their
-  own work (a read transaction that restores the analysis's state; payloads are not read);
+  own work (a read transaction that restores the analysis's state and keeps it in the
+  handle for the calls after it, as each of those calls does; payloads are not read);
 - `state, from a snapshot`: the same after a snapshot was written (the latest replayed
   state, stored; the log has only the turns after it);
 - `next`: a v10 request, which renders every payload and so must read them all.
@@ -38,7 +39,6 @@ from _results import median, write_section  # noqa: E402
 CHILD = r"""
 import json, sys, time
 store, aid, what = sys.argv[1:4]
-from workingset.journal import catch_up
 from workingset.session import Investigation
 import workingset.encoders  # imports are not the call
 if "://" in store:
@@ -48,8 +48,8 @@ inv = Investigation.open(store, aid)
 if what == "next":
     inv.next_request()
 else:
-    with inv.store.read() as tx:
-        catch_up(tx, aid, None)
+    with inv._call(write=False) as call:  # a read call that reaches the state and keeps it, as every call does
+        call.sync()
 print(json.dumps({"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0}))
 """
 

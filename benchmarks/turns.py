@@ -29,7 +29,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
@@ -55,6 +55,9 @@ class TurnStats:
     replay: list[float]  # time to rebuild the current state from the whole log (a new handle's first call)
     render: list[float]  # time spent in the encoder's render during each turn's next
     store: list[float]  # each turn's submit + next without that render
+    # Joining each turn's request text from its sections as rendered (not part of the turn):
+    # the least any render that returns the whole text as one string pays, however incremental.
+    join: list[float] = field(default_factory=list)
 
 
 def _wchar() -> int | None:
@@ -117,10 +120,14 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
     renderer = get_encoder(encoder)
     rendering: list[float] = []
 
+    rendered: list = []
+
     def timed_render(*args, **kw):
         start = time.perf_counter()
         try:
-            return type(renderer).render(renderer, *args, **kw)
+            out = type(renderer).render(renderer, *args, **kw)
+            rendered.append(out)
+            return out
         finally:
             rendering.append(time.perf_counter() - start)
 
@@ -148,6 +155,7 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
                 recorded = inv.record(applied.action, result)
                 t2 = time.perf_counter()
                 rendering.clear()
+                rendered.clear()
                 request = inv.next_request()
                 t3 = time.perf_counter()
                 after_io = _wchar()
@@ -158,6 +166,12 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
                 stats.render.append(sum(rendering))
                 stats.store.append(stats.submit_next[-1] - stats.render[-1])
                 stats.record.append(t2 - t1)
+                pieces = [text for _, text in rendered[-1].blocks()]
+                start = time.perf_counter()
+                joined = "".join(pieces)
+                stats.join.append(time.perf_counter() - start)
+                assert joined == rendered[-1].text
+                del joined, pieces
                 after_bytes = _stored_bytes(path)
                 for kind in after_bytes:
                     grown = after_bytes[kind] - before_bytes.get(kind, 0)
