@@ -84,6 +84,30 @@ def _snapshot(store: str, aid: str) -> None:
         tx.put_snapshot(aid, view.seq, take_snapshot(view))
 
 
+def _snapshot_size(store: str) -> str:
+    """The snapshot's size in bytes, and as stored where the backend compresses it."""
+    if "://" in store:
+        import psycopg
+
+        with psycopg.connect(store) as conn:
+            size, stored = conn.execute("SELECT length(data), pg_column_size(data) FROM snapshots").fetchone()
+        return f"{size:,} bytes, stored compressed in {stored:,}"
+    import sqlite3
+
+    conn = sqlite3.connect(store)
+    try:
+        return f"{conn.execute('SELECT length(data) FROM snapshots').fetchone()[0]:,} bytes"
+    finally:
+        conn.close()
+
+
+def _verdict(backend: str, cells: dict, size: str) -> str:
+    wall, cpu = cells["wall"] * 1000, cells["cpu"] * 1000
+    met = "met" if wall <= 50 else f"missed by {wall / 50:.2f}x"
+    return (f"{backend} {wall:.1f} ms, {met} (the process's own CPU time {cpu:.1f} ms, waiting on the store "
+            f"{max(wall - cpu, 0):.1f} ms; the snapshot {size})")
+
+
 def _sample(store: str, aid: str, what: str, n: int) -> dict:
     runs = [json.loads(subprocess.run([sys.executable, "-c", CHILD, store, aid, what], check=True,
                                       capture_output=True, text=True).stdout) for _ in range(n)]  # fmt: skip
@@ -101,6 +125,7 @@ def main() -> None:
     why = pg_server.missing()
     server = None if why else pg_server.Server(durable=True)
     rows = []
+    verdicts = []
     try:
         with tempfile.TemporaryDirectory(dir=HERE) as tmp:
             stores = {"SQLite": os.path.join(tmp, "cold.sqlite3")}
@@ -112,6 +137,7 @@ def main() -> None:
                 cells["next"] = _sample(store, aid, "next", args.samples)
                 _snapshot(store, aid)
                 cells["snap"] = _sample(store, aid, "state", args.samples)
+                verdicts.append(_verdict(backend, cells["snap"], _snapshot_size(store)))
                 rows.append([backend, *(f"{cells[k]['wall'] * 1000:.1f} ({cells[k]['cpu'] * 1000:.1f})"
                                         for k in ("state", "snap", "next"))])  # fmt: skip
                 print(rows[-1], flush=True)
@@ -125,6 +151,8 @@ def main() -> None:
         f"plus 5 turns; medians of {args.samples} processes each (see the script's docstring). "
         + ("" if server else f"PostgreSQL was not measured: {why}. ") + "Target: 50 ms.\n",
         table,
+        "",
+        "From a snapshot, against the target: " + "; ".join(verdicts) + ".",
     ])  # fmt: skip
     if args.no_write:
         print(body)
