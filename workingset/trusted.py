@@ -163,9 +163,11 @@ class TrustedCodec:
         for value in values:
             value.__class__ = original
         for get, how, inner in self._walks[twin]:
-            held = list(map(get, values))
+            held = [v for v in map(get, values) if v is not None]  # an optional field's None holds nothing
+            if not held:
+                continue
             if how == "one":
-                self._reclass_same(inner, [v for v in held if v is not None])
+                self._reclass_same(inner, held)
             elif how == "list":
                 self._reclass_same(inner, [item for items in held for item in items])
             elif how == "dict":
