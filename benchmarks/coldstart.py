@@ -8,9 +8,10 @@ call. Three first calls are timed, each in its own processes:
 
 - `state`: reaching the current state, what `submit`, `record`, `pause`… do before their
   own work (a read transaction that restores the analysis's state and keeps it in the
-  handle for the calls after it, as each of those calls does; payloads are not read);
-- `state, from a snapshot`: the same after a snapshot was written (the latest replayed
-  state, stored; the log has only the turns after it);
+  handle for the calls after it, as each of those calls does; payloads are not read), from
+  the log alone: the snapshot `create` stored with the large initial state is removed first;
+- `state, from a snapshot`: the same after a snapshot of the current state was written
+  (the log has nothing after it);
 - `next`: a v10 request, which renders every payload and so must read them all.
 
 Times are wall clock inside the child, from before opening the store to the call's return
@@ -76,12 +77,31 @@ def _prepare(store: str, items: int, turns: int) -> str:
 
 def _snapshot(store: str, aid: str) -> None:
     """Write a snapshot of the current state now (as a write call does when one is due)."""
-    from workingset.journal import catch_up, take_snapshot
+    from workingset.journal import catch_up
+    from workingset.snapshots import take_snapshot
     from workingset.store import open_store
 
     with open_store(store) as db, db.write() as tx:
         view = catch_up(tx, aid, None)
         tx.put_snapshot(aid, view.seq, take_snapshot(view))
+
+
+def _drop_snapshot(store: str) -> None:
+    """Remove the snapshots (derived data: the log holds everything), so the first call replays the log."""
+    if "://" in store:
+        import psycopg
+
+        with psycopg.connect(store) as conn:
+            conn.execute("DELETE FROM snapshots")
+        return
+    import sqlite3
+
+    conn = sqlite3.connect(store)
+    try:
+        conn.execute("DELETE FROM snapshots")
+        conn.commit()
+    finally:
+        conn.close()
 
 
 def _snapshot_size(store: str) -> str:
@@ -133,6 +153,7 @@ def main() -> None:
                 stores["PostgreSQL"] = server.database()
             for backend, store in stores.items():
                 aid = _prepare(store, args.items, turns=5)
+                _drop_snapshot(store)
                 cells = {"state": _sample(store, aid, "state", args.samples)}
                 cells["next"] = _sample(store, aid, "next", args.samples)
                 _snapshot(store, aid)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-import workingset.journal as journal
+import workingset.snapshots as snapshots
 from session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
 from test_session_cache import Reads
 from test_store import _execute, _query
@@ -31,7 +31,7 @@ def fresh(store):
 
 
 def test_a_new_process_starts_from_the_snapshot_and_reaches_the_same_state(store, monkeypatch):
-    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 4_000)
+    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 4_000)
     inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
     turns(inv, 12)
     (seq,), = _query(store, "SELECT seq FROM snapshots")
@@ -50,9 +50,9 @@ def test_a_new_process_starts_from_the_snapshot_and_reaches_the_same_state(store
 
 
 def test_snapshots_cost_at_most_what_the_log_does(store, monkeypatch):
-    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 2_000)
+    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 2_000)
     written = []
-    original = journal.take_snapshot
+    original = snapshots.take_snapshot
     monkeypatch.setattr("workingset.session.take_snapshot", lambda view: written.append(original(view)) or written[-1])
     inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
     turns(inv, 15)
@@ -63,7 +63,7 @@ def test_snapshots_cost_at_most_what_the_log_does(store, monkeypatch):
 
 
 def test_a_damaged_snapshot_is_store_corrupt(store, monkeypatch):
-    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 1_000)
+    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 1_000)
     inv = Investigation.create(store, state_bytes(), encoder="v8", clock=CLOCK)
     turns(inv, 10)
     inv.close()
@@ -89,12 +89,12 @@ def test_a_version_2_store_gains_the_snapshots_table_on_open(store):
 
 
 def test_a_snapshot_whose_bytes_changed_is_store_corrupt_by_its_checksum(store, monkeypatch):
-    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 1_000)
+    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 1_000)
     inv = Investigation.create(store, state_bytes(), encoder="v8", clock=CLOCK)
     turns(inv, 10)
     inv.close()
     good = bytes(_query(store, "SELECT data FROM snapshots")[0][0])
-    assert good.startswith(journal.SNAPSHOT_MAGIC)
+    assert good.startswith(snapshots.SNAPSHOT_MAGIC)
     # An evidence ID made malformed, which the unchecked decoder would accept: the checksum sees it.
     at = good.index(b"E000003") + 6
     _execute(store, "UPDATE snapshots SET data = ?", (good[:at] + b"X" + good[at + 1 :],))
@@ -105,13 +105,13 @@ def test_a_snapshot_whose_bytes_changed_is_store_corrupt_by_its_checksum(store, 
 
 def test_a_version_3_store_and_its_snapshot_are_read_as_they_are_and_upgraded_on_write(store, monkeypatch):
     """A version 3 snapshot (plain MessagePack, no checksum) is still read, checked in full."""
-    monkeypatch.setattr(journal, "SNAPSHOT_MIN_BYTES", 1_000)
+    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 1_000)
     inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
     turns(inv, 10)
     expected = inv.show()
     inv.close()
     data = bytes(_query(store, "SELECT data FROM snapshots")[0][0])
-    old = msgspec.msgpack.encode(journal._SNAPSHOT_CODEC.decode(data[len(journal.SNAPSHOT_MAGIC) + 16 :]))
+    old = msgspec.msgpack.encode(snapshots._SNAPSHOT_CODEC.decode(data[len(snapshots.SNAPSHOT_MAGIC) + 16 :]))
     _execute(store, "UPDATE snapshots SET data = ?", (old,))
     _execute(store, "UPDATE schema_version SET version = 3")
     with Investigation.open(store, ANALYSIS, clock=CLOCK, read_only=True) as reader:
@@ -124,3 +124,20 @@ def test_a_version_3_store_and_its_snapshot_are_read_as_they_are_and_upgraded_on
     _execute(store, "UPDATE snapshots SET data = ?", (old,))
     show, _ = fresh(store)  # a writer upgrades the store; the version 3 snapshot stays until the next one
     assert show == expected and _query(store, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+
+
+def test_an_analysis_created_from_a_large_state_has_a_snapshot_from_the_start(store, monkeypatch):
+    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 2_000)
+    small = state_bytes()
+    with Investigation.create(store, small, encoder="v8", clock=CLOCK) as inv:
+        created = _query(store, "SELECT length(data) FROM events WHERE kind = 'created'")[0][0]
+        expected = inv.show()
+    assert created >= 2_000 and _query(store, "SELECT seq FROM snapshots") == [(1,)]
+    reads = Reads(monkeypatch)
+    show, _ = fresh(store)
+    assert show == expected and reads.events == 0  # the created event is not replayed
+    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", created + 100)  # a state below the threshold: none
+    _execute(store, "DELETE FROM snapshots")
+    with Investigation.create(store, small.replace(b'"demo"', b'"demo2"', 1), encoder="v8", clock=CLOCK):
+        pass
+    assert _query(store, "SELECT count(*) FROM snapshots") == [(0,)]

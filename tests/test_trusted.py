@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 
 from factory import sample_state
 from test_render_properties import states
-from workingset.journal import Snapshot
+from workingset.snapshots import Snapshot
 from workingset.model import Capture, Evidence, Hypothesis, State
 from workingset.trusted import TrustedCodec
 

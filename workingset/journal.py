@@ -10,7 +10,7 @@ A `Replayed` is such a state together with the last event it reflects. The sessi
 one per analysis and store connection, and at each call, inside the call's transaction,
 `catch_up` applies only the events appended since (by this process or any other), so a call
 costs what is new, not the whole history. A new process starts from the analysis's latest
-snapshot (see below). Payloads are read only when the state must be complete (`fill`, before
+snapshot (`snapshots`). Payloads are read only when the state must be complete (`fill`, before
 rendering or showing it, or checking a recall or a span against it; no other check or change
 looks at them), in batches, never one SELECT per item. The session applies its own changes to a `Replayed` through `as_replayed` and
 `stored_payload`, which give exactly the objects a replay decodes from the stored event, so a
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
-import xxhash
 
 from . import controller as ctl
+from . import snapshots
 from .decisions import Query, StoredDecision
 from .errors import StoreCorrupt, UsageError, WorkingsetError
 from .hashing import canonical_json
@@ -36,7 +36,6 @@ from .model import (
     validate_state,
 )  # fmt: skip
 from .limits import Limits
-from .trusted import TrustedCodec
 from .store import EventRow, Manifest, Status, Tx
 
 
@@ -187,7 +186,7 @@ class Replayed:
     # only when something needs them (`fill`: rendering, showing, a recall or span check).
     unfilled: list[Evidence] = field(default_factory=list)
     # Bytes of events since the latest snapshot (or the `created` event), and that one's size:
-    # a new snapshot is due when the first reaches the second (see `snapshot_due`).
+    # a new snapshot is due when the first reaches the second (see `snapshots.snapshot_due`).
     logged: int = 0
     base_bytes: int = 0
     # What an encoder keeps between the renders of this state as it grows (v11's journal
@@ -345,89 +344,13 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
     (see `fill`).
     """
     if view is None:
-        view = from_snapshot(tx, analysis_id, upto)
+        view = snapshots.from_snapshot(tx, analysis_id, upto)
     decoded = _decode(analysis_id, tx.events(analysis_id, upto=upto, after=view.seq if view is not None else 0))
     for row, event in decoded:
         view = _apply(analysis_id, view, row, event)
     if view is None:
         raise damaged(analysis_id, None, "it has no events")
     return view
-
-
-# -- snapshots: a new process starts from the latest one and reads only the events after it ---------
-
-# A snapshot is due when the events logged since the latest one (or since `created`) hold as
-# many bytes as it does, and at least this many: writing snapshots then costs at most as much
-# as writing the log (plus the latest snapshot), and a new process reads at most about twice a
-# snapshot's size.
-SNAPSHOT_MIN_BYTES = 1_000_000
-
-
-class Snapshot(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
-    """A `Replayed` as stored (MessagePack): its state with payloads left in the payload table."""
-
-    seq: int
-    changed: int
-    numbers: tuple[int, int, int]  # evidence, notes, actions
-    requests_before: int
-    state: State
-
-
-_SNAPSHOT_DECODER = msgspec.msgpack.Decoder(Snapshot)
-# Since schema 4 a snapshot is this mark, the xxh3-128 digest of the body, and the body: the
-# compact MessagePack of `trusted.TrustedCodec`. The digest vouches for every value, checked
-# when the state was accepted, so the body is decoded without checking them again (that was
-# over half the time of a fresh process's first call at 10,000 items).
-SNAPSHOT_MAGIC = b"WSS4"
-_SNAPSHOT_BODY = len(SNAPSHOT_MAGIC) + 16
-_SNAPSHOT_CODEC = TrustedCodec(Snapshot)
-
-
-def snapshot_due(view: Replayed) -> bool:
-    """Whether the events since the latest snapshot call for a new one (see `SNAPSHOT_MIN_BYTES`)."""
-    return view.logged >= max(SNAPSHOT_MIN_BYTES, view.base_bytes)
-
-
-def take_snapshot(view: Replayed) -> bytes:
-    """The stored form of `view`; the view then counts the events logged from here."""
-    evidence = [msgspec.structs.replace(ev, payload=None) if ev.content_hash is not None else ev
-                for ev in view.state.evidence]  # fmt: skip
-    n = view.numbers
-    body = _SNAPSHOT_CODEC.encode(Snapshot(seq=view.seq, changed=view.changed, numbers=(n.evidence, n.notes, n.actions),
-                                           requests_before=view.requests_before,
-                                           state=msgspec.structs.replace(view.state, evidence=evidence)))  # fmt: skip
-    data = SNAPSHOT_MAGIC + xxhash.xxh3_128_digest(body) + body
-    view.logged, view.base_bytes = 0, len(data)
-    return data
-
-
-def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> Replayed | None:
-    """The view the analysis's latest snapshot holds, if it has one at or before `upto`."""
-    found = tx.snapshot(analysis_id)
-    if found is None or (upto is not None and found[0] > upto):
-        return None
-    seq, data = found
-    snap = _decode_snapshot(analysis_id, data)
-    if snap.seq != seq or not 0 <= snap.changed <= seq:
-        raise StoreCorrupt(f"the snapshot of {analysis_id} says event {snap.seq}, its row {seq}")
-    view = Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
-                    requests_before=snap.requests_before, base_bytes=len(data))  # fmt: skip
-    # One pass without a call per item: a snapshot holds no payloads, so this is every hashed item.
-    view.unfilled.extend([ev for ev in snap.state.evidence if ev.content_hash is not None and ev.payload is None])
-    return view
-
-
-def _decode_snapshot(analysis_id: str, data: bytes) -> Snapshot:
-    """A checksummed snapshot decoded without re-checking its values; an older one (schema 3) checked in full."""
-    try:
-        if not data.startswith(SNAPSHOT_MAGIC):
-            return _SNAPSHOT_DECODER.decode(data)
-        digest, body = data[len(SNAPSHOT_MAGIC) : _SNAPSHOT_BODY], data[_SNAPSHOT_BODY:]
-        if xxhash.xxh3_128_digest(body) != digest:
-            raise StoreCorrupt(f"the snapshot of {analysis_id} does not match its checksum")
-        return _SNAPSHOT_CODEC.decode(body)
-    except msgspec.DecodeError as exc:
-        raise StoreCorrupt(f"the snapshot of {analysis_id} is damaged ({exc})") from None
 
 
 def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -> Replayed:

@@ -30,7 +30,8 @@ from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
 from .exports import journal_lines, state_hash, write_journal
 from .files import check_new_run_dir
-from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed, snapshot_due, take_snapshot
+from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed
+from .snapshots import snapshot_at_creation, snapshot_due, take_snapshot
 from .limits import Limits
 from .model import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, Summary
@@ -126,6 +127,8 @@ class Investigation(Turns):
             data = encode_event(event)
             seq = tx.append_event(aid, "created", at, data)
             view = seed(aid, EventRow(seq, "created", at, data), payloads)
+            if snapshot_at_creation(len(data)):
+                tx.put_snapshot(aid, seq, take_snapshot(view))
         self.store.views[aid] = view
 
     @classmethod

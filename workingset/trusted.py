@@ -5,7 +5,7 @@ matched against its pattern. That is what input from outside needs, and it was m
 cost of decoding a large state: at 10,000 evidence items, three quarters of the time of
 decoding a snapshot went to pattern matches of values that were checked when the state was
 first accepted, and that a checksum over the stored bytes now vouches for (see
-`journal.take_snapshot`).
+`snapshots.take_snapshot`).
 
 `TrustedCodec(T)` works through a twin of `T`: the same Structs, field by field and in the
 same order, with every `Meta` constraint dropped (types, literals and tags stay), each

@@ -27,7 +27,7 @@ from ..model import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId,
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 # 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).
-# 4: a snapshot carries a checksum of its bytes (see `journal.take_snapshot`); the tables are
+# 4: a snapshot carries a checksum of its bytes (see `snapshots.take_snapshot`); the tables are
 #    those of 3, and the snapshots a version 3 store holds are still read (checked in full).
 SCHEMA_VERSION = 4
 UPGRADABLE = (2, 3)  # opened for writing, a store of one of these versions becomes the current one
