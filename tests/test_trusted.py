@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import gc
-
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from factory import sample_state
 from test_render_properties import states
-from workingset.snapshots import Snapshot
 from workingset.model import Capture, Evidence, Hypothesis, State
+from workingset.snapshots import Snapshot
 from workingset.trusted import TrustedCodec
 
 CODEC = TrustedCodec(Snapshot)
@@ -78,21 +76,6 @@ def test_a_python_that_refuses_the_reclass_gets_every_value_checked(monkeypatch)
     bad = msgspec.structs.replace(snap.state.evidence[0], id="E1")
     with pytest.raises(msgspec.ValidationError, match="evidence"):
         CODEC.decode(CODEC.encode(snapshot(msgspec.structs.replace(snap.state, evidence=[bad]))))
-
-
-@pytest.mark.parametrize("enabled", [True, False])
-def test_the_collector_is_left_as_it_was(enabled):
-    data = CODEC.encode(snapshot(sample_state()))
-    was = gc.isenabled()
-    try:
-        (gc.enable if enabled else gc.disable)()
-        CODEC.decode(data)
-        assert gc.isenabled() is enabled
-        with pytest.raises(msgspec.DecodeError):
-            CODEC.decode(data[:-3])
-        assert gc.isenabled() is enabled
-    finally:
-        (gc.enable if was else gc.disable)()
 
 
 def test_types_it_cannot_twin_are_refused_when_the_codec_is_made():

@@ -52,7 +52,13 @@ Scope = Literal["query_result", "log", "code", "metric", "document", "feedback"]
 
 
 class _Strict(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
-    """Base for every record: unknown keys are an error, never silently dropped."""
+    """Base for every record: unknown keys are an error, never silently dropped.
+
+    Records are not tracked by the cyclic garbage collector (`gc=False`): a state is a tree,
+    and tracking its tens of thousands of records made the collector scan them again and
+    again while a large state was decoded (a fresh process decoded a 10,000-item snapshot in
+    about 50 ms with them tracked, about 30 ms without collections).
+    """
 
 
 class Budget(_Strict, kw_only=True):
