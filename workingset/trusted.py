@@ -104,8 +104,8 @@ class TrustedCodec:
             raise TypeError(f"{tp.__name__}: its trusted twin orders its fields differently")
         self._twins[tp] = twin
         self._originals[twin] = tp
-        self._walks[twin] = tuple((attrgetter(f.name), *self._plan(f.type)) for f in fields(tp)
-                                  if self._holds_struct(f.type))  # fmt: skip
+        plans = ((f.name, self._plan(f.type)) for f in fields(tp))
+        self._walks[twin] = tuple((attrgetter(name), *plan) for name, plan in plans if plan is not None)
         return twin
 
     def _holds_struct(self, tp: Any) -> bool:
@@ -113,8 +113,12 @@ class TrustedCodec:
             return issubclass(tp, _Struct)
         return any(self._holds_struct(a) for a in typing.get_args(tp) if not isinstance(a, (str, int, msgspec.Meta)))
 
-    def _plan(self, tp: Any) -> tuple[str, type | None]:
-        """How to reach the Structs in a field of (model) type `tp`: ("one"|"list"|"dict", their one twin) or ("any", None)."""
+    def _plan(self, tp: Any) -> tuple[str, type | None] | None:
+        """How to reach the Structs in a field of (model) type `tp`, or None if it holds none.
+
+        ("one" | "list" | "dict", their one twin) for a Struct, a list or a dict of one, optional
+        or not; ("any", None) for any other mix, which `_reclass_any` sorts out by type.
+        """
         origin, args = typing.get_origin(tp), typing.get_args(tp)
         if origin is Annotated:
             return self._plan(args[0])
@@ -128,7 +132,7 @@ class TrustedCodec:
             return "list", self._twins[args[0]]
         if origin is dict and isinstance(args[1], type) and issubclass(args[1], _Struct):
             return "dict", self._twins[args[1]]
-        return "any", None
+        return ("any", None) if self._holds_struct(tp) else None
 
     # -- giving the decoded objects their model classes back ------------------------------
 
