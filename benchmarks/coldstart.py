@@ -37,7 +37,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 from _results import median, write_section  # noqa: E402
 
-from workingset.snapshots import SNAPSHOT_MAGIC  # noqa: E402
+from workingset.snapshots import SNAPSHOT_BODY_AT  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
@@ -186,7 +186,7 @@ def main() -> None:
                 _snapshot(store, aid)
                 data, size = _stored_snapshot(store)
                 body = os.path.join(tmp, "snapshot.msgpack")
-                Path(body).write_bytes(data[len(SNAPSHOT_MAGIC) + 16 :])  # the MessagePack after mark and digest
+                Path(body).write_bytes(data[SNAPSHOT_BODY_AT:])  # the MessagePack after mark and digest
                 cells["snap"], base = _sample_with_baseline(store, aid, body, args.samples)
                 verdicts.append(_verdict(backend, cells["snap"], base, size))
                 rows.append([backend, *(f"{cells[k]['wall'] * 1000:.1f} ({cells[k]['cpu'] * 1000:.1f})"

@@ -111,7 +111,7 @@ def test_a_version_3_store_and_its_snapshot_are_read_as_they_are_and_upgraded_on
     expected = inv.show()
     inv.close()
     data = bytes(_query(store, "SELECT data FROM snapshots")[0][0])
-    old = msgspec.msgpack.encode(snapshots._SNAPSHOT_CODEC.decode(data[len(snapshots.SNAPSHOT_MAGIC) + 16 :]))
+    old = msgspec.msgpack.encode(snapshots._SNAPSHOT_CODEC.decode(data[snapshots.SNAPSHOT_BODY_AT :]))
     _execute(store, "UPDATE snapshots SET data = ?", (old,))
     _execute(store, "UPDATE schema_version SET version = 3")
     with Investigation.open(store, ANALYSIS, clock=CLOCK, read_only=True) as reader:

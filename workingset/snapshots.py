@@ -43,7 +43,7 @@ _SNAPSHOT_DECODER = msgspec.msgpack.Decoder(Snapshot)
 # when the state was accepted, so the body is decoded without checking them again (that was
 # over half the time of a fresh process's first call at 10,000 items).
 SNAPSHOT_MAGIC = b"WSS4"
-_SNAPSHOT_BODY = len(SNAPSHOT_MAGIC) + 16
+SNAPSHOT_BODY_AT = len(SNAPSHOT_MAGIC) + 16  # where the body starts, after the mark and digest
 _SNAPSHOT_CODEC = TrustedCodec(Snapshot)
 
 
@@ -97,7 +97,7 @@ def _decode_snapshot(analysis_id: str, data: bytes) -> Snapshot:
     try:
         if not data.startswith(SNAPSHOT_MAGIC):
             return _SNAPSHOT_DECODER.decode(data)
-        digest, body = data[len(SNAPSHOT_MAGIC) : _SNAPSHOT_BODY], data[_SNAPSHOT_BODY:]
+        digest, body = data[len(SNAPSHOT_MAGIC) : SNAPSHOT_BODY_AT], data[SNAPSHOT_BODY_AT:]
         if xxhash.xxh3_128_digest(body) != digest:
             raise StoreCorrupt(f"the snapshot of {analysis_id} does not match its checksum")
         return _SNAPSHOT_CODEC.decode(body)
