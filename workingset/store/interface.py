@@ -31,6 +31,12 @@ from ..model import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId,
 #    those of 3, and the snapshots a version 3 store holds are still read (checked in full).
 SCHEMA_VERSION = 4
 UPGRADABLE = (2, 3)  # opened for writing, a store of one of these versions becomes the current one
+
+
+def older_version(rows: list[tuple]) -> int | None:
+    """The version in `schema_version`'s rows if it is one the store upgrades from (`UPGRADABLE`), else None."""
+    found = rows[0][0] if len(rows) == 1 else None
+    return found if found in UPGRADABLE else None
 REQUEST_COLUMNS = "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
 ACTION_COLUMNS = "analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
 

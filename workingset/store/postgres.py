@@ -78,10 +78,8 @@ def _upgradable(c: Any, tables: set[str]) -> int | None:
     """The version of an older store this one upgrades on open (`interface.UPGRADABLE`), else None."""
     if tables not in (TABLE_NAMES - {"snapshots"}, TABLE_NAMES):
         return None
-    rows = c.execute("SELECT version FROM schema_version").fetchall()
-    found = rows[0][0] if len(rows) == 1 else None
-    has_snapshots = "snapshots" in tables
-    return found if found in base.UPGRADABLE and has_snapshots == (found >= 3) else None
+    old = base.older_version(c.execute("SELECT version FROM schema_version").fetchall())
+    return old if old is not None and ("snapshots" in tables) == (old >= 3) else None
 
 
 class PostgresStore(StoreBase):

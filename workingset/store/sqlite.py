@@ -19,7 +19,7 @@ from ..storepath import (
     store_scheme,
 )  # fmt: skip
 from . import interface as base
-from .interface import SCHEMA_VERSION, UPGRADABLE, StoreBase, Tx
+from .interface import SCHEMA_VERSION, StoreBase, Tx, older_version
 from .sqltx import SNAPSHOTS_TABLE, TABLES, SqlTx, statements
 
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
@@ -89,9 +89,10 @@ class SqliteStore(StoreBase):
             c.execute("PRAGMA foreign_keys = ON")
             c.execute("PRAGMA synchronous = FULL")
         row = c.execute("SELECT version FROM schema_version").fetchall()
-        if len(row) == 1 and row[0][0] in UPGRADABLE:
+        old = older_version(row)
+        if old is not None:
             if self.read_only:  # readable as it is; the first writer upgrades it
-                self.snapshots = row[0][0] >= 3
+                self.snapshots = old >= 3
                 return
             self._upgrade()
             row = c.execute("SELECT version FROM schema_version").fetchall()
@@ -128,9 +129,9 @@ class SqliteStore(StoreBase):
         c = self._conn
         c.execute("BEGIN IMMEDIATE")
         try:
-            row = c.execute("SELECT version FROM schema_version").fetchall()
-            if len(row) == 1 and row[0][0] in UPGRADABLE:  # not upgraded meanwhile by another process
-                if row[0][0] == 2:
+            old = older_version(c.execute("SELECT version FROM schema_version").fetchall())
+            if old is not None:  # not upgraded meanwhile by another process
+                if old == 2:
                     c.execute(statements(SNAPSHOTS_TABLE.format(**_DIALECT))[0])
                 c.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
             c.execute("COMMIT")
