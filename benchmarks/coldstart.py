@@ -36,6 +36,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from _results import median, write_section  # noqa: E402
+from store_sql import execute, query  # noqa: E402
 
 from workingset.snapshots import SNAPSHOT_BODY_AT  # noqa: E402
 
@@ -99,39 +100,12 @@ def _snapshot(store: str, aid: str) -> None:
         tx.put_snapshot(aid, view.seq, take_snapshot(view))
 
 
-def _drop_snapshot(store: str) -> None:
-    """Remove the snapshots (derived data: the log holds everything), so the first call replays the log."""
-    if "://" in store:
-        import psycopg
-
-        with psycopg.connect(store) as conn:
-            conn.execute("DELETE FROM snapshots")
-        return
-    import sqlite3
-
-    conn = sqlite3.connect(store)
-    try:
-        conn.execute("DELETE FROM snapshots")
-        conn.commit()
-    finally:
-        conn.close()
-
-
 def _stored_snapshot(store: str) -> tuple[bytes, str]:
     """The snapshot's bytes, and its size (as stored, where the backend compresses it)."""
     if "://" in store:
-        import psycopg
-
-        with psycopg.connect(store) as conn:
-            data, stored = conn.execute("SELECT data, pg_column_size(data) FROM snapshots").fetchone()
+        ((data, stored),) = query(store, "SELECT data, pg_column_size(data) FROM snapshots")
         return bytes(data), f"{len(data):,} bytes, stored compressed in {stored:,}"
-    import sqlite3
-
-    conn = sqlite3.connect(store)
-    try:
-        data = conn.execute("SELECT data FROM snapshots").fetchone()[0]
-    finally:
-        conn.close()
+    ((data,),) = query(store, "SELECT data FROM snapshots")
     return data, f"{len(data):,} bytes"
 
 
@@ -180,7 +154,7 @@ def main() -> None:
                 stores["PostgreSQL"] = server.database()
             for backend, store in stores.items():
                 aid = _prepare(store, args.items, turns=5)
-                _drop_snapshot(store)
+                execute(store, "DELETE FROM snapshots")  # derived data: the log holds everything
                 cells = {"state": _sample(store, aid, "state", args.samples)}
                 cells["next"] = _sample(store, aid, "next", args.samples)
                 _snapshot(store, aid)

@@ -7,8 +7,9 @@ import pytest
 
 import workingset.snapshots as snapshots
 from session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
+from store_sql import execute as _execute
+from store_sql import query as _query
 from test_session_cache import Reads
-from test_store import _execute, _query
 from workingset.errors import WorkingsetError
 from workingset.session import Investigation
 from workingset.store import SCHEMA_VERSION

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from session_helpers import ANALYSIS, assess, conclude, db_dump, decision, query, result, state_bytes
+from store_sql import execute as _execute
+from store_sql import query as _query
 from workingset.errors import WorkingsetError
 from workingset.session import Investigation
 from workingset.store import APPLICATION_ID, SCHEMA_VERSION, PostgresStore, SqliteStore
@@ -88,35 +90,6 @@ def test_an_unreachable_postgresql_server_is_store_unavailable(tmp_path):
     with pytest.raises(WorkingsetError) as info:
         make(url)
     assert info.value.code == "store_unavailable" and "nobody" in info.value.message
-
-
-def _query(store, sql: str) -> list[tuple]:
-    """Rows of a query on either backend (its SQL common to both)."""
-    if str(store).startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(store) as conn:
-            return conn.execute(sql).fetchall()
-    conn = sqlite3.connect(store)
-    try:
-        return conn.execute(sql).fetchall()
-    finally:
-        conn.close()
-
-
-def _execute(store, sql: str, args: tuple = ()) -> None:
-    if str(store).startswith("postgresql://"):
-        import psycopg
-
-        with psycopg.connect(store) as conn:
-            conn.execute(sql.replace("?", "%s"), args)
-        return
-    conn = sqlite3.connect(store)
-    try:
-        conn.execute(sql, args)
-        conn.commit()
-    finally:
-        conn.close()
 
 
 def _counts(path) -> dict[str, int]:
