@@ -48,6 +48,7 @@ class Prompt:
     tokens: array  # array("I") of token ids
     breakpoints: tuple[int, ...] = ()  # ascending token offsets of the cache breakpoints
     time: float | None = None  # Unix seconds; None: no later than the previous prompt
+    blocks: tuple[int, ...] = ()  # ascending token offsets of every content block's end; () = unknown
 
     def __post_init__(self) -> None:
         if not isinstance(self.tokens, array) or self.tokens.typecode != "I":
@@ -58,6 +59,12 @@ class Prompt:
         if list(points) != sorted(set(points)) or any(not 0 < b <= len(self.tokens) for b in points):
             raise UsageError(f"cache breakpoints {points} must ascend within 1..{len(self.tokens)}")
         object.__setattr__(self, "breakpoints", points)
+        ends = tuple(self.blocks)
+        if list(ends) != sorted(set(ends)) or any(not 0 < b <= len(self.tokens) for b in ends):
+            raise UsageError(f"block ends must ascend within 1..{len(self.tokens)}")
+        if ends and not set(points) <= set(ends):
+            raise UsageError("every cache breakpoint must be at a block's end")
+        object.__setattr__(self, "blocks", ends)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,102 @@
+"""A provider request body as its prompt cache sees it: the content blocks, in prompt order.
+
+Providers bill what they receive, so every cost model bills a request from its body (the
+JSON the API is sent), never from our own idea of it. `body_blocks` walks a body the way
+the provider lays out its prompt — Anthropic: tools, then system, then messages; OpenAI:
+tools, then messages — and yields one `Block` per tool definition, system block and message
+content block, marking the blocks that carry a cache breakpoint (Anthropic's
+`cache_control`, OpenAI's `prompt_cache_breakpoint`). `to_prompt` tokenizes each block on
+its own and returns the `cache.Prompt` the cache models bill, with every block's end and
+every breakpoint as exact token offsets.
+
+A tool definition, a tool call and any non-text block count as the canonical JSON of their
+content (sorted keys, no spaces): the provider's own rendering of them is not published, so
+this is an estimate of their size, and the same estimate for every strategy.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import msgspec
+
+from .cache import Prompt
+from .errors import UsageError
+from .tokens import DEFAULT_ENCODING, encode_at
+
+PARTS = ("tools", "system", "messages")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One content block of a request: its text as billed, where it sits, and its cache mark."""
+
+    text: str
+    part: str = "messages"  # tools | system | messages
+    message: int = -1  # the index of its message within `messages`; -1 for tools and system
+    role: str = ""  # the message's role; "" for tools and system
+    cache: bool = False  # a cache breakpoint at this block's end
+
+
+def _json(value: Any) -> str:
+    return msgspec.json.encode(value, order="sorted").decode()
+
+
+def _marked(block: Mapping[str, Any]) -> bool:
+    return bool(block.get("cache_control")) or bool(block.get("prompt_cache_breakpoint"))
+
+
+def _content_text(block: Mapping[str, Any]) -> str:
+    """The billed text of one content block: its text, else the canonical JSON of the rest."""
+    if block.get("type") in ("text", "input_text", "output_text") and isinstance(block.get("text"), str):
+        return block["text"]
+    rest = {k: v for k, v in block.items() if k not in ("cache_control", "prompt_cache_breakpoint")}
+    return _json(rest)
+
+
+def _message_blocks(index: int, message: Mapping[str, Any]) -> Iterator[Block]:
+    role = str(message.get("role", ""))
+    content = message.get("content")
+    if isinstance(content, str):
+        yield Block(content, "messages", index, role, _marked(message))
+    elif isinstance(content, list):
+        for part in content:
+            if not isinstance(part, Mapping):
+                raise UsageError(f"messages[{index}]: a content block must be an object")
+            yield Block(_content_text(part), "messages", index, role, _marked(part))
+    elif content is not None:
+        raise UsageError(f"messages[{index}]: content must be a string or a list of blocks")
+    for call in message.get("tool_calls") or ():  # OpenAI Chat Completions: calls beside the content
+        yield Block(_json(call), "messages", index, role, False)
+
+
+def body_blocks(body: Mapping[str, Any], provider: str) -> list[Block]:
+    """The content blocks of a request body, in the order the provider builds its prompt."""
+    if provider not in ("anthropic", "openai"):
+        raise UsageError(f"no provider {provider!r}; available: anthropic, openai", details={"valid": ["anthropic", "openai"]})
+    out: list[Block] = []
+    for tool in body.get("tools") or ():
+        out.append(Block(_json({k: v for k, v in tool.items() if k != "cache_control"}), "tools", cache=_marked(tool)))
+    system = body.get("system")
+    if isinstance(system, str):
+        out.append(Block(system, "system"))
+    elif isinstance(system, list):
+        out.extend(Block(_content_text(b), "system", cache=_marked(b)) for b in system)
+    key = "messages" if "messages" in body or provider == "anthropic" else "input"
+    for index, message in enumerate(body.get(key) or ()):
+        out.extend(_message_blocks(index, message))
+    return out
+
+
+def to_prompt(blocks: list[Block], time: float | None = None, encoding: str = DEFAULT_ENCODING) -> Prompt:
+    """Tokenize each block on its own; block ends and breakpoints become exact token offsets."""
+    text = "".join(b.text for b in blocks)
+    cuts, at = [], 0
+    for block in blocks:
+        at += len(block.text)
+        cuts.append(at)
+    tokens, ends = encode_at(text, cuts, encoding) if blocks else (array("I"), ())
+    points = sorted({end for end, block in zip(ends, blocks) if block.cache and end > 0})
+    return Prompt(tokens=tokens, breakpoints=tuple(points), time=time, blocks=tuple(sorted(set(e for e in ends if e > 0))))
