@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import corpus  # noqa: E402
+import corpus
 
 EXCERPT = ROOT / "tests" / "data" / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json"
 
