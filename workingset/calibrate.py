@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from . import cache, wire
 from .errors import InvalidFile
@@ -102,7 +103,7 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         """The `calibrate --json` document."""
-        calls = [{"call": r.call, "recorded": _recorded(r.recorded), "predicted": _predicted(r.predicted)} for r in self.rows]
+        calls: list[dict[str, Any]] = [{"call": r.call, "recorded": _recorded(r.recorded), "predicted": _predicted(r.predicted)} for r in self.rows]
         return {
             "run": self.run, "model": "anthropic", "tokenizer_ratio": round(self.tokenizer_ratio, 4), "calls": calls,
             "totals": {
@@ -187,7 +188,7 @@ def _observation(obs: Mapping[str, Any]) -> list[str]:
     """The text an observation shows the model (each tool's `agent_observation`)."""
     kind = obs.get("kind")
     if kind == "ExecuteBashObservation":
-        meta = obs.get("metadata") or {}
+        meta: Mapping[str, Any] = obs.get("metadata") or {}
         text = f"{meta.get('prefix') or ''}{obs.get('output') or ''}{meta.get('suffix') or ''}"
         if meta.get("working_dir"):
             text += f"\n[Current working directory: {meta['working_dir']}]"
@@ -214,15 +215,15 @@ def _tool_result(event: Mapping[str, Any]) -> list[str]:
     return _observation(event.get("observation") or {})
 
 
-def view(events: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def view(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The events the model sees: condensations applied, the latest summary inserted (`View.from_events`)."""
     forgotten: set[str] = set()
     for e in events:
         if e.get("kind") == "Condensation":
             forgotten.update(e.get("forgotten_event_ids") or ())
-            forgotten.add(e.get("id"))
+            forgotten.add(str(e.get("id")))
         elif e.get("kind") == "CondensationRequest":
-            forgotten.add(e.get("id"))
+            forgotten.add(str(e.get("id")))
     kept: list[Mapping[str, Any]] = [e for e in events if e.get("id") not in forgotten and e.get("kind") in CONVERTIBLE]
     for e in reversed(events):
         if e.get("kind") == "Condensation" and e.get("summary") is not None and e.get("summary_offset") is not None:
@@ -240,12 +241,12 @@ def view(events: list[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def _tool_call(event: Mapping[str, Any]) -> dict[str, Any]:
     call = event.get("tool_call") or {}
-    function = call.get("function") if isinstance(call.get("function"), Mapping) else call
+    function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else call
     return {"id": call.get("id", event.get("tool_call_id")), "name": function.get("name", event.get("tool_name", "")),
             "arguments": function.get("arguments") or "{}"}  # fmt: skip
 
 
-def messages(events: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def messages(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """The SDK's messages for a view (`events_to_messages`), each {role, texts, tool_calls?, tool_call_id?}."""
     out: list[dict[str, Any]] = []
     i = 0
@@ -331,7 +332,7 @@ def anthropic_body(tools: list[Mapping[str, Any]], msgs: list[dict[str, Any]]) -
             turns.append({"role": role, "content": content})
     anthropic_tools = []
     for tool in tools:
-        fn = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        fn: Mapping[str, Any] = tool["function"] if isinstance(tool.get("function"), Mapping) else tool
         anthropic_tools.append({"name": fn.get("name"), "description": fn.get("description", ""),
                                 "input_schema": fn.get("parameters") or {"type": "object", "properties": {}}})  # fmt: skip
     return {"tools": anthropic_tools, "system": system, "messages": turns}
@@ -341,7 +342,7 @@ def anthropic_body(tools: list[Mapping[str, Any]], msgs: list[dict[str, Any]]) -
 # The run
 
 
-def _placed(events: list[Mapping[str, Any]], response_ids: list[str], file: Path) -> list[int]:
+def _placed(events: Sequence[Mapping[str, Any]], response_ids: list[str], file: Path) -> list[int]:
     """For each call, the index of the first event it produced (its action, else an agent message)."""
     first: dict[str, int] = {}
     for i, e in enumerate(events):
@@ -370,9 +371,9 @@ def read_calls(source: Path) -> tuple[str, str, list[Call]]:
     base = _load(base_file, dict[str, Any])
     usages = _usages(base, base_file)
     events = [e for _, _, e in loaded]
-    for (path, at, e) in loaded:
+    for path, where_in, e in loaded:
         if not isinstance(e.get("kind"), str):
-            raise fail(path, f"{at}.kind", "an event must name its kind")
+            raise fail(path, f"{where_in}.kind", "an event must name its kind")
     system = next((e for e in events if e["kind"] == "SystemPromptEvent"), None)
     if system is None or not isinstance(system.get("tools"), list):
         raise fail(where, "$", "no SystemPromptEvent with tools: the system prompt and tool definitions are unknown")
