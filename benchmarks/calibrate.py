@@ -64,11 +64,13 @@ def bill_check(path: Path) -> str:
     )  # fmt: skip
     inside = sum(u["prompt_tokens"] - u["cache_read_tokens"] - u["cache_write_tokens"] < 0 for u in usages)
     chained = sum(u["cache_read_tokens"] == p["cache_read_tokens"] + p["cache_write_tokens"] for p, u in zip(usages, usages[1:]))
+    rest = [u["prompt_tokens"] - u["cache_read_tokens"] for u in usages]
     sonnet = "claude-sonnet-4-2" in str(usages[0].get("model"))
     cost = (f"every recorded cost equals the Sonnet 4 price of (prompt_tokens − reads) uncached + writes + reads + "
             f"output to ${worst:.2g}" if sonnet else "not Claude Sonnet 4: cost identity not checked")  # fmt: skip
     return (f"{cost}; were writes inside prompt_tokens, {inside} of {len(usages)} calls would have a negative "
-            f"uncached count; {chained} of {len(usages) - 1} calls read exactly the previous call's reads + writes")  # fmt: skip
+            f"uncached count; {chained} of {len(usages) - 1} calls read exactly the previous call's reads + writes; "
+            f"{min(rest)} to {max(rest)} tokens a call are uncached")  # fmt: skip
 
 
 def _why(row: Row) -> str:
