@@ -585,6 +585,24 @@ def replay(
         raise typer.Exit(2)
 
 
+@app.command()
+@guarded
+def calibrate(
+    trajectory: Annotated[str, typer.Argument(help="An OpenHands V1 conversation directory (base_state.json and events/).")],
+    warm: Annotated[bool, typer.Option(
+        "--warm", help="Take the tools and system prompt as cached by another conversation before the first call.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Bill each recorded LLM call with the anthropic cache model and set it beside what Anthropic billed."""
+    from .calibrate import calibrate as run_calibration, lines
+
+    result = run_calibration(trajectory, warm=warm)
+    if as_json:
+        emit_json(result.to_json())
+    else:
+        sys.stdout.write("".join(line + "\n" for line in lines(result)))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
     from .process import broken_pipe, prepare_streams
