@@ -202,7 +202,8 @@ def test_wrong_format_for_the_file_is_named():
 def test_write_import_refuses_a_directory_with_stored_contexts(imported, tmp_path: Path):
     im = imported["sweagent-gpt4-pydicom-1458.traj"]
     paths = write_import(im, tmp_path / "run", layout="contexts")
-    assert [p.name for p in paths] == [f"sweagent-gpt4-pydicom-1458-r{k:04d}.json" for k in range(1, 13)]
+    expected = [f"sweagent-gpt4-pydicom-1458-r{k:04d}.json" for k in range(1, 13)]
+    assert [p.name for p in paths] == ["fixed-prompt.json", *expected]  # the agent's fixed prompt goes with the run
     with pytest.raises(UsageError, match="already holds .json files"):
         write_import(im, tmp_path / "run")
     assert [p.name for p in write_import(im, tmp_path / "packed")] == ["run.json"]
