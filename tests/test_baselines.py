@@ -50,8 +50,9 @@ def transcript_state(steps: int = 12) -> State:
     return state
 
 
-def test_registry_names_the_three_baselines():
-    assert list(BASELINES) == ["full-transcript", "masking-10", "last-5"]
+def test_registry_names_the_baselines():
+    assert list(BASELINES) == ["full-transcript", "masking-10", "last-5", "last-5-polling-5", "clear-tool-uses",
+                               "gemini-masking", "openhands-condenser"]  # fmt: skip
 
 
 def test_full_transcript_of_two_steps_exactly():
