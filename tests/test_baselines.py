@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-
 from conftest import CORPUS, needs_corpus
+
 from workingset.baselines import BASELINES, MASKED, Baseline, unrecoverable
 from workingset.errors import SessionError, UsageError
 from workingset.hashing import content_hash
 from workingset.model import (
-    Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, Note, RowsPayload,
-    State, TextPayload, validate_state,
+    Budget,
+    Capture,
+    Case,
+    Control,
+    Evidence,
+    EvidenceBudget,
+    Hypothesis,
+    Note,
+    RowsPayload,
+    State,
+    TextPayload,
+    validate_state,
 )  # fmt: skip
 
 
@@ -171,10 +181,16 @@ def test_compare_picks_the_baselines_up():
 
 # --- the strategies users would pick instead (anchors) ------------------------------------------------
 
-from workingset.baselines import ClearToolUses, LastNObservations, SummarizingCondenser, ToolOutputMasking, for_run  # noqa: E402
-from workingset.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet  # noqa: E402
-from workingset.fixed_prompt import FixedPrompt, PrefixMessage, Tool  # noqa: E402
-from workingset.tokens import count_tokens  # noqa: E402
+from workingset.baselines import (
+    ClearToolUses,
+    LastNObservations,
+    SummarizingCondenser,
+    ToolOutputMasking,
+    for_run,
+)
+from workingset.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
+from workingset.fixed_prompt import FixedPrompt, PrefixMessage, Tool
+from workingset.tokens import count_tokens
 
 
 def _ids(*steps: int) -> set[str]:
@@ -258,11 +274,10 @@ def test_openhands_condenser_forgets_the_older_half_at_its_event_limit():
 
 @needs_corpus
 def test_summary_size_is_the_median_of_the_recorded_summaries():
+    import json
     import statistics
     import tarfile
     from pathlib import Path
-
-    import json
 
     sizes = []
     for path in sorted(CORPUS.glob("openhands-*/events/*.json")):

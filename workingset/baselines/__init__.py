@@ -26,7 +26,12 @@ from __future__ import annotations
 from ..errors import UsageError
 from ..fixed_prompt import FixedPrompt
 from ..model import State
-from .anchors import ClearToolUses, LastNObservations, SummarizingCondenser, ToolOutputMasking
+from .anchors import (
+    ClearToolUses,
+    LastNObservations,
+    SummarizingCondenser,
+    ToolOutputMasking,
+)
 from .transcript import MASKED, Baseline, Plan
 
 _ALL: tuple[Baseline, ...] = (

@@ -22,7 +22,8 @@ older models (they cache automatically). Model, max_tokens and the like are the 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..fixed_prompt import FixedPrompt
@@ -66,7 +67,7 @@ def _messages(parts: list[Part]) -> Messages:
     return out
 
 
-def transcript_parts(baseline: "Baseline", state: State, hypothesis: str) -> list[Part]:
+def transcript_parts(baseline: Baseline, state: State, hypothesis: str) -> list[Part]:
     """The blocks sent after the system prompt: the agent's pre-step messages (else the task), then the steps."""
     fixed = baseline.fixed
     if fixed is None or not fixed.prefix:
@@ -74,7 +75,7 @@ def transcript_parts(baseline: "Baseline", state: State, hypothesis: str) -> lis
     return [Part(m.role, m.text) for m in fixed.prefix] + baseline.parts(state, hypothesis, task=False)
 
 
-def body(baseline: "Baseline", state: State, hypothesis: str, provider: str = "anthropic", model: str | None = None) -> dict[str, Any]:
+def body(baseline: Baseline, state: State, hypothesis: str, provider: str = "anthropic", model: str | None = None) -> dict[str, Any]:
     """The provider request body the source agent would send for this context (pure, deterministic)."""
     if provider not in PROVIDERS:
         raise UsageError(f"no provider {provider!r}; available: {', '.join(PROVIDERS)}", code="unknown_provider",

@@ -16,8 +16,9 @@ is dropped.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import msgspec
 
@@ -91,7 +92,7 @@ class Baseline:
         older = steps(state)[: max(0, len(steps(state)) - self.keep)]
         return Plan({ev.id: self.placeholder(text) for ev in older if (text := output_text(ev)) is not None})
 
-    def with_fixed_prompt(self, fixed: FixedPrompt | None) -> "Baseline":
+    def with_fixed_prompt(self, fixed: FixedPrompt | None) -> Baseline:
         """This strategy, sending `fixed` (the run's agent's fixed prompt) with every request."""
         from dataclasses import replace
 
