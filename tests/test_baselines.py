@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from conftest import CORPUS, needs_corpus
 
 from workingset.baselines import BASELINES, MASKED, Baseline, unrecoverable
 from workingset.errors import SessionError, UsageError
 from workingset.hashing import content_hash
 from workingset.model import (
-    Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, Note, RowsPayload,
-    State, TextPayload, validate_state,
+    Budget,
+    Capture,
+    Case,
+    Control,
+    Evidence,
+    EvidenceBudget,
+    Hypothesis,
+    Note,
+    RowsPayload,
+    State,
+    TextPayload,
+    validate_state,
 )  # fmt: skip
 
 
@@ -50,8 +61,9 @@ def transcript_state(steps: int = 12) -> State:
     return state
 
 
-def test_registry_names_the_three_baselines():
-    assert list(BASELINES) == ["full-transcript", "masking-10", "last-5"]
+def test_registry_names_the_baselines():
+    assert list(BASELINES) == ["full-transcript", "masking-10", "last-5", "last-5-polling-5", "clear-tool-uses",
+                               "gemini-masking", "openhands-condenser"]  # fmt: skip
 
 
 def test_full_transcript_of_two_steps_exactly():
@@ -165,3 +177,206 @@ def test_compare_picks_the_baselines_up():
     # one rolling breakpoint: the end of the last message, before the closing newline
     assert breakpoints == (len(text) - 1,) and cuts[-1] == len(text) - 1
     assert [text[c : c + 2] for c in cuts[:-1]] == ["\n\n"] * (len(cuts) - 1)
+
+
+# --- the strategies users would pick instead (anchors) ------------------------------------------------
+
+from workingset.baselines import (
+    ClearToolUses,
+    LastNObservations,
+    SummarizingCondenser,
+    ToolOutputMasking,
+    for_run,
+)
+from workingset.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
+from workingset.fixed_prompt import FixedPrompt, PrefixMessage, Tool
+from workingset.tokens import count_tokens
+
+
+def _ids(*steps: int) -> set[str]:
+    return {f"E{i:06d}" for i in steps}
+
+
+@pytest.mark.parametrize(("n_steps", "masked"), [(5, ()), (6, ()), (8, ()), (9, range(1, 5)), (13, range(1, 5)),
+                                                 (14, range(1, 10))])  # fmt: skip
+def test_last_n_polling_moves_the_window_every_polling_steps(n_steps: int, masked: range):
+    # SWE-agent: L = ((steps + 1) // 5) * 5 - 5 observations counted with the instance; 1 … L-1 elided.
+    state = transcript_state(n_steps)
+    assert BASELINES["last-5-polling-5"].masked(state) == _ids(*masked)
+
+
+def test_last_n_polling_1_is_last_5():
+    for n in (3, 6, 12):
+        state = transcript_state(n)
+        assert LastNObservations("x", n=5, polling=1).masked(state) == BASELINES["last-5"].masked(state)
+
+
+def _big_state(steps: int, lines: int) -> State:
+    """Like `transcript_state`, each output `lines` lines of about 8 tokens each."""
+    state = transcript_state(steps)
+    evidence = [msgspec.structs.replace(ev, payload=(p := TextPayload(language=None, text=f"step {k} row {{}}\n" * lines)),
+                                        content_hash=content_hash(p))
+                for k, ev in enumerate(state.evidence, start=1)]  # fmt: skip
+    return msgspec.structs.replace(state, evidence=evidence)
+
+
+def test_clear_tool_uses_clears_all_but_the_3_latest_past_the_trigger():
+    small = transcript_state(8)
+    assert BASELINES["clear-tool-uses"].masked(small) == set()  # far below 100,000 tokens
+    rule = ClearToolUses("c", trigger=200)
+    assert rule.masked(small) == _ids(1, 2, 3, 4, 5)
+    assert rule.messages(small, "H1")[-1] == f"OUTPUT:\n{_output(8)}"
+    assert f"OUTPUT:\n{CLEARED}" in rule.messages(small, "H1")
+    # clear_at_least: nothing is cleared unless the older outputs free that many tokens
+    freed = sum(count_tokens(_output(i)) - count_tokens(CLEARED) for i in range(1, 6))
+    assert ClearToolUses("c", trigger=200, clear_at_least=freed).masked(small) == _ids(1, 2, 3, 4, 5)
+    assert ClearToolUses("c", trigger=200, clear_at_least=freed + 1).masked(small) == set()
+
+
+def test_gemini_masking_protects_the_newest_tokens_and_masks_in_batches():
+    state = _big_state(8, 100)
+    size = count_tokens(state.evidence[0].payload.text)
+    # protect 2.5 outputs: the newest (latest turn) is skipped, the next two are protected, the
+    # one crossing the boundary and all older are prunable: steps 1-5, masked once they add up
+    rule = ToolOutputMasking("g", protect=int(2.5 * size), min_prunable=5 * size)
+    assert rule.masked(state) == _ids(1, 2, 3, 4, 5)
+    higher = ToolOutputMasking("g", protect=int(2.5 * size), min_prunable=5 * size + 1)
+    assert higher.masked(state) == set()  # five prunable outputs are one token short of the batch
+    assert higher.masked(_big_state(9, 100)) == _ids(1, 2, 3, 4, 5, 6)  # a turn later six are enough
+    ev = state.evidence[0]
+    assert rule.plan(state, "H1").replaced[ev.id] == gemini_snippet(ev, ev.payload.text)
+    assert BASELINES["gemini-masking"].masked(state) == set()  # 8 × ~800 tokens is far below 50k + 30k
+
+
+def test_gemini_masked_outputs_stay_masked_on_later_turns():
+    rule = ToolOutputMasking("g", protect=1, min_prunable=1)
+    earlier = rule.masked(_big_state(6, 50))
+    assert earlier and earlier <= rule.masked(_big_state(9, 50))
+
+
+def test_openhands_condenser_forgets_the_older_half_at_its_event_limit():
+    rule = SummarizingCondenser("o", max_size=12, keep_first=2)
+    # 2 head events + 2 per step: 5 steps make 12 events, 6 make 14 > 12. OpenHands keeps a tail of
+    # 12 // 2 - 2 - 1 = 3 events, its forgetting end rounded up to a step boundary (index 12 of 14):
+    # steps 1-5 become one summary event and step 6 stays.
+    assert rule.masked(transcript_state(5)) == set()
+    state = transcript_state(6)
+    plan = rule.plan(state, "H1")
+    assert plan.dropped == _ids(1, 2, 3, 4, 5) | {f"N{i:06d}" for i in range(1, 6)}
+    assert rule.unrecoverable(state, "H1") == 5
+    messages = rule.messages(state, "H1")
+    assert messages[1] == plan.summary and count_tokens(plan.summary) == SUMMARY_TOKENS
+    assert messages[2:] == ["NOTE:\nthinking 6", "ACTION (sh:bash):\ncmd 6", f"OUTPUT:\n{_output(6)}"]
+    # the view is head + summary + step 6 (5 events); it condenses again past 12, summary included
+    assert rule.masked(transcript_state(9)) == _ids(1, 2, 3, 4, 5)
+    assert rule.masked(transcript_state(10)) == _ids(*range(1, 10))
+
+
+@needs_corpus
+def test_summary_size_is_the_median_of_the_recorded_summaries():
+    import json
+    import statistics
+    import tarfile
+    from pathlib import Path
+
+    sizes = []
+    for path in sorted(CORPUS.glob("openhands-*/events/*.json")):
+        event = json.loads(path.read_bytes())
+        sizes += [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
+    archive = Path(__file__).parent.parent / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
+    with tarfile.open(archive) as tar:
+        for member in tar:
+            if "/events/" in member.name and member.isfile():
+                event = json.loads(tar.extractfile(member).read())
+                sizes += [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
+    assert len(sizes) == 9 and statistics.median(sizes) == SUMMARY_TOKENS
+
+
+@pytest.mark.parametrize("name", ["last-5-polling-5", "clear-tool-uses", "gemini-masking", "openhands-condenser"])
+def test_anchors_are_pure_and_deterministic(name: str):
+    state = _big_state(30, 40)
+    before = msgspec.json.encode(state)
+    b = BASELINES[name]
+    assert b(state, "H1") == b(state, "H1") and b.body(state, "H1") == b.body(state, "H1")
+    assert msgspec.json.encode(state) == before
+
+
+# --- request bodies -----------------------------------------------------------------------------
+
+FIXED = {
+    agent: FixedPrompt(agent=agent, system="You are an agent.",
+                       prefix=(PrefixMessage(role="user", text="Demo."), PrefixMessage(role="assistant", text="ok"),
+                               PrefixMessage(role="user", text="Fix the leases.")),
+                       tools=(Tool(name="bash", description="Run a command.",
+                                   parameters={"type": "object", "properties": {"command": {"type": "string"}}}),))
+    for agent in ("openhands", "swe-agent", "mini-swe-agent")
+}  # fmt: skip
+
+
+def _marks(body: dict, key: str = "cache_control") -> list[tuple[str, int, int]]:
+    out = [("system", 0, k) for k, b in enumerate(body.get("system") or []) if key in b]
+    for i, m in enumerate(body["messages"]):
+        content = m["content"] if isinstance(m["content"], list) else []
+        out += [(m["role"], i, k) for k, b in enumerate(content) if key in b]
+    return out
+
+
+def test_body_without_a_fixed_prompt_marks_the_last_message():
+    body = BASELINES["last-5"].body(transcript_state(3), "H1")
+    assert set(body) == {"messages"}
+    assert body["messages"][0] == {"role": "user", "content": [{"type": "text", "text": "TASK: Tiny\nWorkers lose leases.\n"}]}
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert _marks(body) == [("user", 6, 0)]
+    texts = [b["text"] for m in body["messages"] for b in m["content"]]
+    assert texts == BASELINES["last-5"].messages(transcript_state(3), "H1")  # the same blocks, in order
+
+
+def test_each_agent_places_its_own_breakpoints():
+    state = transcript_state(3)
+    bodies = {a: BASELINES["full-transcript"].with_fixed_prompt(f).body(state, "H1") for a, f in FIXED.items()}
+    # prefix: user, assistant, user (the instance); then assistant (note, action), user (output) × 3
+    n = len(bodies["openhands"]["messages"])
+    assert n == 9 and bodies["openhands"]["messages"][2]["content"] == [{"type": "text", "text": "Fix the leases."}]
+    assert _marks(bodies["openhands"]) == [("system", 0, 0), ("user", 8, 0)]
+    assert _marks(bodies["swe-agent"]) == [("user", 6, 0), ("user", 8, 0)]
+    assert _marks(bodies["mini-swe-agent"]) == [("user", 8, 0)]
+    for body in bodies.values():
+        assert body["tools"] == [{"name": "bash", "description": "Run a command.", "input_schema": FIXED["openhands"].tools[0].parameters}]
+        assert body["system"][0]["text"] == "You are an agent."
+
+
+def test_openai_bodies_mark_only_the_gpt_5_6_family():
+    b = BASELINES["last-5"].with_fixed_prompt(FIXED["openhands"])
+    state = transcript_state(3)
+    old = b.body(state, "H1", "openai", "gpt-4o")
+    new = b.body(state, "H1", "openai", "gpt-5.6")
+    assert old["messages"][0] == {"role": "system", "content": [{"type": "text", "text": "You are an agent."}]}
+    assert _marks(old, "prompt_cache_breakpoint") == []
+    assert _marks(new, "prompt_cache_breakpoint") == [("system", 0, 0), ("user", 9, 0)]
+    assert new["tools"][0]["function"]["name"] == "bash"
+    with pytest.raises(UsageError, match="no provider"):
+        b.body(state, "H1", "gemini")
+
+
+@pytest.mark.parametrize("agent", [None, "openhands", "swe-agent", "mini-swe-agent"])
+@pytest.mark.parametrize("name", list(BASELINES))
+def test_bodies_validate_against_the_sdk_request_types(agent: str | None, name: str):
+    import anthropic.types
+    import openai.types.chat
+    import pydantic
+
+    b = for_run(None if agent is None else FIXED[agent])[name]
+    state = _big_state(12, 3)
+    a_body = b.body(state, "H1", "anthropic")
+    pydantic.TypeAdapter(anthropic.types.message_create_params.MessageCreateParamsNonStreaming).validate_python({**a_body, "model": "claude-sonnet-4-5", "max_tokens": 1024})
+    o_body = b.body(state, "H1", "openai", "gpt-5.6")
+    pydantic.TypeAdapter(openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming).validate_python({**o_body, "model": "gpt-5.6"})
+    # TypedDicts let unknown keys through: every key must be one the SDK types declare
+    assert set(a_body) <= set(anthropic.types.message_create_params.MessageCreateParamsNonStreaming.__annotations__)
+    assert set(o_body) <= set(openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming.__annotations__)
+    a_keys = set(anthropic.types.TextBlockParam.__annotations__)
+    o_keys = set(openai.types.chat.ChatCompletionContentPartTextParam.__annotations__)
+    assert all(set(block) <= a_keys for m in a_body["messages"] for block in m["content"])
+    assert all(set(block) <= a_keys for block in a_body.get("system", []))
+    assert all(set(block) <= o_keys for m in o_body["messages"] for block in m["content"])
+    assert len(_marks(a_body)) <= 4  # Anthropic takes at most four breakpoints

@@ -202,7 +202,8 @@ def test_wrong_format_for_the_file_is_named():
 def test_write_import_refuses_a_directory_with_stored_contexts(imported, tmp_path: Path):
     im = imported["sweagent-gpt4-pydicom-1458.traj"]
     paths = write_import(im, tmp_path / "run", layout="contexts")
-    assert [p.name for p in paths] == [f"sweagent-gpt4-pydicom-1458-r{k:04d}.json" for k in range(1, 13)]
+    expected = [f"sweagent-gpt4-pydicom-1458-r{k:04d}.json" for k in range(1, 13)]
+    assert [p.name for p in paths] == ["fixed-prompt.json", *expected]  # the agent's fixed prompt goes with the run
     with pytest.raises(UsageError, match="already holds .json files"):
         write_import(im, tmp_path / "run")
     assert [p.name for p in write_import(im, tmp_path / "packed")] == ["run.json"]
@@ -345,3 +346,50 @@ def test_swe_agent_1x_step_shape_reads_like_0x(tmp_path: Path):
     [ev] = _actions(im)
     assert ev.capture.query == "python reproduce.py" and ev.payload.text == "344" and ev.capture.origin == "swe-agent:bash"
     assert im.states[0].case.statement == "TimeDelta rounds down" and im.trajectory.agent == "SWE-agent 1.0.1"
+
+
+# --- the agent's fixed prompt, kept with the run ---------------------------------------------------
+
+
+@needs_corpus
+def test_fixed_prompt_is_what_the_source_recorded(imported):
+    swe = imported["sweagent-gpt4-pydicom-1458.traj"].trajectory
+    raw = json.loads((CORPUS / "sweagent-gpt4-pydicom-1458.traj").read_bytes())["history"]
+    assert swe.fixed_prompt.agent == "swe-agent" and swe.fixed_prompt.system == raw[0]["content"]
+    assert [(m.role, m.text) for m in swe.fixed_prompt.prefix] == [(m["role"], m["content"]) for m in raw[1:3]]  # demo, instance
+    oh = imported["openhands-v1-sonnet4-astropy-14309"].trajectory.fixed_prompt
+    first = json.loads(sorted((CORPUS / "openhands-v1-sonnet4-astropy-14309" / "events").glob("*.json"))[0].read_bytes())
+    assert oh.agent == "openhands" and oh.system == first["system_prompt"]["text"]
+    assert [t.name for t in oh.tools] == [t["function"]["name"] for t in first["tools"]] and len(oh.tools) == 7
+    mini = imported["mini-v1-gemini3pro-pylint-6386.traj.json"].trajectory.fixed_prompt
+    msgs = json.loads((CORPUS / "mini-v1-gemini3pro-pylint-6386.traj.json").read_bytes())["messages"]
+    assert mini.system == msgs[0]["content"] and [m.text for m in mini.prefix] == [msgs[1]["content"]]
+
+
+@needs_corpus
+@pytest.mark.parametrize("layout", ["run", "contexts"])
+def test_fixed_prompt_round_trips_through_the_run(imported, tmp_path: Path, layout: str):
+    from workingset.runs import convert_run, read_fixed_prompt, read_run
+
+    im = imported["openhands-v1-sonnet4-astropy-14309"]
+    write_import(im, tmp_path / "a", layout=layout)
+    assert read_fixed_prompt(tmp_path / "a") == im.trajectory.fixed_prompt
+    assert len(read_run(tmp_path / "a")) == len(im.states)  # the fixed prompt is no stored context
+    convert_run(tmp_path / "a", tmp_path / "b")  # the other layout
+    assert read_fixed_prompt(tmp_path / "b") == im.trajectory.fixed_prompt
+
+
+def test_runs_without_a_fixed_prompt_read_as_none_and_a_damaged_one_fails(tmp_path: Path):
+    from workingset.runs import convert_run, read_fixed_prompt, read_run
+
+    fixture = Path(__file__).parent.parent / "fixtures" / "bug17"  # stored-context files, no fixed prompt
+    assert read_fixed_prompt(fixture) is None
+    convert_run(fixture, tmp_path / "packed", "run")
+    assert read_fixed_prompt(tmp_path / "packed") is None
+    data = json.loads((tmp_path / "packed" / "run.json").read_bytes())
+    data["fixed_prompt"] = {"agent": "claude-code"}
+    (tmp_path / "run.json").write_text(json.dumps(data))
+    with pytest.raises(InvalidFile, match=r"fixed_prompt\.agent"):
+        read_run(tmp_path)
+    with pytest.raises(InvalidFile, match=r"fixed_prompt\.agent"):
+        read_fixed_prompt(tmp_path)

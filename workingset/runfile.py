@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from .errors import InvalidFile
+from .fixed_prompt import FixedPrompt, convert
 from .hashing import canonical_json, hash_bytes
 from .limits import Limits, check_json, too_large
 from .model import StoredContext, load_stored_context
@@ -47,6 +48,7 @@ class _RunFile(msgspec.Struct, forbid_unknown_fields=True):
     format: str
     objects: dict[str, Any]
     contexts: list[dict[str, Any]]
+    fixed_prompt: dict[str, Any] | None = None  # the source agent's (`fixed_prompt.py`); absent in older files
 
 
 def _fail(source: str, path: str, message: str) -> InvalidFile:
@@ -62,8 +64,8 @@ def _delta(refs: list[str], before: list[str]) -> dict[str, Any]:
     return {"keep": keep, "add": refs[keep:]}
 
 
-def pack(contexts: list[StoredContext]) -> bytes:
-    """Encode stored contexts as one run file (their order is the run's order)."""
+def pack(contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None) -> bytes:
+    """Encode stored contexts as one run file (their order is the run's order), with the agent's fixed prompt if given."""
     objects: dict[str, Any] = {}
 
     def put(record: Any) -> str:
@@ -91,7 +93,9 @@ def pack(contexts: list[StoredContext]) -> bytes:
             hyp["history"] = _delta(lists[key], before.get(key, []))
         before = lists
         out.append(data)
-    body = {"format": RUN_FORMAT, "objects": objects, "contexts": out}
+    body: dict[str, Any] = {"format": RUN_FORMAT, "objects": objects, "contexts": out}
+    if fixed_prompt is not None:
+        body["fixed_prompt"] = msgspec.to_builtins(fixed_prompt)
     return msgspec.json.encode(body) + b"\n"
 
 
@@ -101,9 +105,7 @@ def is_run_file(data: bytes) -> bool:
     return b'"format"' in head and RUN_FORMAT.encode() in head
 
 
-def unpack(data: bytes, source: str) -> list[StoredContext]:
-    """Rebuild and validate every stored context of a run file."""
-    limits = Limits.current()
+def _decode(data: bytes, source: str, limits: Limits) -> _RunFile:
     check_json(data, "file", source, limits)
     try:
         run = msgspec.json.decode(data, type=_RunFile)
@@ -113,6 +115,21 @@ def unpack(data: bytes, source: str) -> list[StoredContext]:
         raise _fail(source, "$", f"not valid JSON ({exc})") from None
     if run.format != RUN_FORMAT:
         raise _fail(source, "$.format", f"expected {RUN_FORMAT!r}, got {run.format!r}")
+    return run
+
+
+def unpack_fixed_prompt(data: bytes, source: str) -> FixedPrompt | None:
+    """The source agent's fixed prompt a run file keeps, or None (a run that records none)."""
+    run = _decode(data, source, Limits.current())
+    return None if run.fixed_prompt is None else convert(run.fixed_prompt, source, "$.fixed_prompt")
+
+
+def unpack(data: bytes, source: str) -> list[StoredContext]:
+    """Rebuild and validate every stored context of a run file."""
+    limits = Limits.current()
+    run = _decode(data, source, limits)
+    if run.fixed_prompt is not None:
+        convert(run.fixed_prompt, source, "$.fixed_prompt")  # a damaged one fails the read, not a later compare
     objects = run.objects
 
     def get(ref: Any, path: str) -> Any:

@@ -17,8 +17,9 @@ from pathlib import Path
 from .encoders import ENCODERS, get_encoder
 from .errors import InvalidFile, UsageError, WorkingsetError
 from .files import check_new_run_dir, describe, os_code, write_new_files
+from .fixed_prompt import FIXED_PROMPT_FILE, FixedPrompt, dump as dump_fixed_prompt, load as load_fixed_prompt
 from .model import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_json, load_stored_context, read_file
-from .runfile import RUN_FILE, RUN_FORMAT, is_run_file, pack, unpack
+from .runfile import RUN_FILE, RUN_FORMAT, is_run_file, pack, unpack, unpack_fixed_prompt
 
 
 def make_stored_context(request_id: str, encoder: str, hypothesis: str, state: State) -> StoredContext:
@@ -70,7 +71,7 @@ def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
     try:
         if _packed(root):
             path = root if root.is_file() else root / RUN_FILE
-            if root.is_dir() and any(p.suffix == ".json" and p.name != RUN_FILE for p in root.iterdir()):
+            if root.is_dir() and any(p.suffix == ".json" and p.name not in (RUN_FILE, FIXED_PROMPT_FILE) for p in root.iterdir()):
                 raise InvalidFile(f"{root}: holds both a run file ({RUN_FILE}) and stored-context files; keep one layout",
                                   details={"file": str(root), "path": "$"})  # fmt: skip
             data = read_file(str(path))
@@ -80,7 +81,7 @@ def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
             return [(path.with_name(f"{path.name}#{ctx.request_id}"), ctx) for ctx in unpack(data, str(path))]
         if not stat.S_ISDIR(os.stat(root).st_mode):
             raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$", "reason": "not_a_directory"})
-        files = sorted(p for p in root.iterdir() if p.suffix == ".json" and not p.is_dir())
+        files = sorted(p for p in root.iterdir() if p.suffix == ".json" and p.name != FIXED_PROMPT_FILE and not p.is_dir())
     except OSError as exc:
         raise InvalidFile(f"{root}: cannot list ({describe(exc)})",
                           details={"file": str(root), "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
@@ -89,14 +90,31 @@ def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
     return [(p, load_context_file(p)) for p in files]
 
 
-def write_run(directory: str | os.PathLike, contexts: Iterable[StoredContext]) -> list[Path]:
+def read_fixed_prompt(directory: str | os.PathLike) -> FixedPrompt | None:
+    """The source agent's fixed prompt kept with a run (`fixed_prompt.py`), or None when it keeps none.
+
+    A run file keeps it under `fixed_prompt`; a directory of stored-context files as
+    `fixed-prompt.json` beside them. Runs written before it existed have none.
+    """
+    root = Path(directory)
+    if _packed(root):
+        path = root if root.is_file() else root / RUN_FILE
+        return unpack_fixed_prompt(read_file(str(path)), str(path))
+    path = root / FIXED_PROMPT_FILE
+    return load_fixed_prompt(read_file(str(path)), str(path)) if path.is_file() else None
+
+
+def write_run(directory: str | os.PathLike, contexts: Iterable[StoredContext], fixed_prompt: FixedPrompt | None = None) -> list[Path]:
     """Write each context as `<request_id>.json` into a new directory or one holding no `.json` files.
 
     Each context is encoded and written as it comes (an iterator is never held whole); all
-    files are written or none (see `files.write_new_files`); returns the paths written.
+    files are written or none (see `files.write_new_files`); returns the paths written. A
+    fixed prompt goes first, as `fixed-prompt.json`.
     """
     root = check_new_run_dir(directory)
-    return write_new_files(root, ((f"{ctx.request_id}.json", dump_json(ctx)) for ctx in contexts))
+    head = [] if fixed_prompt is None else [(FIXED_PROMPT_FILE, dump_fixed_prompt(fixed_prompt))]
+    files = ((f"{ctx.request_id}.json", dump_json(ctx)) for ctx in contexts)
+    return write_new_files(root, (item for group in (head, files) for item in group))
 
 
 def _holds_a_run(path: Path) -> bool:
@@ -112,26 +130,27 @@ def _packed(path: Path) -> bool:
     return path.is_file() or (path / RUN_FILE).is_file()
 
 
-def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext]) -> list[Path]:
+def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None) -> list[Path]:
     """Write the contexts as one run file, `<directory>/run.json` (created, never overwritten); returns its path."""
     root = check_new_run_dir(directory)
-    return write_new_files(root, [(RUN_FILE, pack(contexts))])
+    return write_new_files(root, [(RUN_FILE, pack(contexts, fixed_prompt))])
 
 
-def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str) -> list[Path]:
+def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str,
+                 fixed_prompt: FixedPrompt | None = None) -> list[Path]:  # fmt: skip
     """Write a run in `layout` (`run` or `contexts`) into a new directory or one holding no `.json` files."""
     if layout not in LAYOUTS:
         raise UsageError(f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}", details={"valid": list(LAYOUTS)})
-    return (write_run_file if layout == "run" else write_run)(directory, contexts)
+    return (write_run_file if layout == "run" else write_run)(directory, contexts, fixed_prompt)
 
 
 def convert_run(source: str | os.PathLike, out: str | os.PathLike, layout: str | None = None) -> tuple[str, list[Path]]:
-    """Rewrite a run in the other layout (or `layout`); returns (the layout written, its paths)."""
+    """Rewrite a run in the other layout (or `layout`), its fixed prompt included; returns (the layout written, its paths)."""
     src = Path(source)
     if layout is None:
         layout = "contexts" if _packed(src) else "run"
     contexts = [ctx for _, ctx in read_run(src)]
-    return layout, write_layout(out, contexts, layout)
+    return layout, write_layout(out, contexts, layout, read_fixed_prompt(src))
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,8 @@ def write_import(imported: Imported, out: str | Path, layout: str = "run", step:
     """Render each state with `encoder` (v7 unless told) for H1 and write the run in `layout` into a new or empty `out`.
 
     `run` (the default) writes one run file, `out/run.json`, in which every payload is stored
-    once; `contexts` writes one stored-context file per step. `step(1)` is called after each
+    once; `contexts` writes one stored-context file per step. The agent's fixed prompt, where
+    the source records one, is kept with the run (`runs.read_fixed_prompt`). `step(1)` is called after each
     context is rendered (a progress bar's advance).
     """
     root = check_new_run_dir(out)  # before rendering anything
@@ -79,7 +80,7 @@ def write_import(imported: Imported, out: str | Path, layout: str = "run", step:
         contexts.append(make_stored_context(imported.request_id(k), encoder, HYPOTHESIS, state))
         if step is not None:
             step(1)
-    return write_layout(root, contexts, layout)
+    return write_layout(root, contexts, layout, imported.trajectory.fixed_prompt)
 
 
 __all__ = ["ENCODER", "FORMATS", "Imported", "Trajectory", "import_trajectory", "write_import"]

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import InvalidFile
+from ..fixed_prompt import FixedPrompt
 from ..limits import check_json, read_path
 from ..model import ANALYSIS_ID_MAX_CHARS, is_timestamp, split_validation_error
 
@@ -76,6 +77,7 @@ class Trajectory:
     max_iterations: int | None = None
     max_cost: float | None = None
     remarks: tuple[str, ...] = ()  # what the import left out or could not know, for the user
+    fixed_prompt: FixedPrompt | None = None  # what the agent sent besides its steps, as far as the source records it
 
     @property
     def actions(self) -> int:

@@ -29,6 +29,7 @@ from typing import Any
 from msgspec import Struct
 
 from ..errors import WorkingsetError
+from ..fixed_prompt import FixedPrompt, PrefixMessage
 from ..limits import check_json
 from ._trajectory import (
     dig,
@@ -153,6 +154,13 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
     return out, content
 
 
+def _fixed_prompt(msgs: list[_Message], task_at: int) -> FixedPrompt:
+    """The system message and the messages up to the instance message (the rendered instance template)."""
+    system = next((text_of(m.content) for m in msgs[:task_at] if m.role == "system"), None)
+    prefix = [PrefixMessage(role=m.role, text=text_of(m.content) or "") for m in msgs[: task_at + 1] if m.role in ("user", "assistant")]
+    return FixedPrompt(agent="mini-swe-agent", system=system, prefix=tuple(prefix))
+
+
 def parse(source: Path) -> Trajectory:
     """Parse a mini-swe-agent trajectory file (v1 or v2)."""
     data = read_source(source)
@@ -227,4 +235,5 @@ def parse(source: Path) -> Trajectory:
         max_iterations=step_limit if isinstance(step_limit, int) and step_limit > 0 else None,
         max_cost=number(cost_limit) or None,
         remarks=(*remarks, *(() if opened_at else ("no timestamps in the source: opened_at is the fixed epoch",))),
+        fixed_prompt=_fixed_prompt(msgs, task_at),
     )  # fmt: skip

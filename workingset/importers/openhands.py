@@ -23,6 +23,8 @@ from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
+from ..fixed_prompt import FixedPrompt, PrefixMessage, openai_tool
+
 from ._trajectory import (
     dig,
     Action, Feedback, Item, Thought, Trajectory, between, convert, decode, fail, first_line,
@@ -70,6 +72,22 @@ class _Answer(Struct):
 
 class _Message(Struct):
     llm_message: dict[str, Any]
+
+
+class _SystemPrompt(Struct):
+    system_prompt: Any = None  # a text block, or a list of them
+    tools: list[dict[str, Any]] = []
+
+
+def _fixed_prompt(system: _SystemPrompt | None, task: str | None) -> FixedPrompt | None:
+    """The system prompt and tools of the `SystemPromptEvent`, and the task message as sent."""
+    if system is None:
+        return None
+    prompt = system.system_prompt
+    text = text_of(prompt if isinstance(prompt, (list, str)) else [prompt])
+    tools = tuple(t for t in (openai_tool(d) for d in system.tools if isinstance(d, dict)) if t is not None)
+    prefix = () if task is None else (PrefixMessage(role="user", text=task),)
+    return FixedPrompt(agent="openhands", system=text, prefix=prefix, tools=tools)
 
 
 # Unix seconds that datetime can hold (years 1970 … 9999).
@@ -230,6 +248,7 @@ def parse(source: Path) -> Trajectory:
     charged = set()
     finished = False
     naive = False
+    system: _SystemPrompt | None = None
     for (path, at, event), head in zip(events, heads):
         when = with_offset(head.timestamp, offset or timedelta(0), path, f"{at}.timestamp") if head.timestamp else None
         naive = naive or (when is not None and when != head.timestamp)  # an offset was attached
@@ -264,7 +283,9 @@ def parse(source: Path) -> Trajectory:
                 items.append(Feedback(text, "openhands:user", when))
             else:
                 items.append(Thought(text, 0.0, when))
-        elif head.kind not in ANSWERS and head.kind != "SystemPromptEvent":
+        elif head.kind == "SystemPromptEvent":
+            system = system or convert(event, _SystemPrompt, path, at)
+        elif head.kind not in ANSWERS:
             skipped[head.kind] += 1
     items.extend(Thought("", calls[rid].cost, None) for _, rid in loose)
     remarks = _remarks(base, base_file, calls, charged, offset, naive, finished, task is None)
@@ -282,7 +303,7 @@ def parse(source: Path) -> Trajectory:
         agent=f"OpenHands {agent_kind}" if isinstance(agent_kind, str) else "OpenHands",
         model=model if isinstance(model, str) else None, items=tuple(items),
         max_iterations=max_iterations if isinstance(max_iterations, int) and max_iterations > 0 else None,
-        remarks=tuple(remarks),
+        remarks=tuple(remarks), fixed_prompt=_fixed_prompt(system, task),
     )  # fmt: skip
 
 

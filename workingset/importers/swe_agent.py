@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
+from ..fixed_prompt import FixedPrompt, PrefixMessage
 from ._trajectory import Action, dig, Item, Thought, Trajectory, between, decode, fail, first_line, number, read_source, text_of
 
 # SWE-agent 0.x's default special commands; anything else ran in bash.
@@ -139,6 +140,20 @@ def _from_history(traj: _Traj, commands: frozenset[str], source: Path) -> list[I
     return items
 
 
+def _fixed_prompt(traj: _Traj, task: _Message) -> FixedPrompt:
+    """The system prompt, the demonstrations and the instance message, as `history` holds them (no tool schemas: a `.traj` keeps none)."""
+    system = next((text_of(m.content) for m in traj.history if m.role == "system"), None)
+    prefix = []
+    for msg in traj.history:
+        if msg is task:
+            break
+        text = text_of(msg.content)
+        if msg.is_demo and msg.role in ("user", "assistant") and text is not None:
+            prefix.append(PrefixMessage(role=msg.role, text=text))
+    prefix.append(PrefixMessage(role="user", text=text_of(task.content) or ""))
+    return FixedPrompt(agent="swe-agent", system=system, prefix=tuple(prefix))
+
+
 def parse(source: Path) -> Trajectory:
     """Parse a SWE-agent `.traj` file."""
     data = read_source(source)
@@ -179,4 +194,5 @@ def parse(source: Path) -> Trajectory:
             "SWE-agent .traj files record no timestamps: opened_at is the fixed epoch 1970-01-01T00:00:00Z",
             costs,
         ),
+        fixed_prompt=_fixed_prompt(traj, task),
     )  # fmt: skip
