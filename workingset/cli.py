@@ -446,7 +446,7 @@ def submit(
     with _session(store, analysis) as inv:
         out = inv.submit(request, data)
     if as_json:
-        emit_json(out)
+        emit_json(out.spec())
     else:
         todo = f"; record its result against {out.action}" if out.action else ""
         sys.stdout.write(f"applied {out.applied} for {out.request_id} at iteration {out.iteration}{todo}; status {out.status}\n")
