@@ -8,8 +8,8 @@ import pytest
 from anthropic.types import Message
 from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
-
 from test_provider_sdks import anthropic_reply, chat_reply, responses_reply
+
 from workingset import ReplyUnusable, UsageError
 from workingset.answers import answer_of
 

@@ -7,9 +7,9 @@ import os
 
 import anthropic
 import pytest
-
 from session_helpers import assess, conclude, decision, query, recall, state_bytes
 from test_provider_sdks import Provider, anthropic_reply, chat_reply
+
 from workingset import Investigation, SqliteStore, WorkingsetError
 from workingset.session import utc_now
 

@@ -54,7 +54,7 @@ def _as_dict(reply: Any) -> dict[str, Any]:
     raise UsageError(f"not a provider reply: {type(reply).__name__} is neither an SDK reply object nor a dict")
 
 
-def _unusable(code: str, why: str, provider: str, **details: Any) -> ReplyUnusable:
+def _unusable(why: str, provider: str, *, code: str, **details: Any) -> ReplyUnusable:
     return ReplyUnusable(f"the {provider} reply holds no decision: {why}", code=code,
                          details={"provider": provider, **details})  # fmt: skip
 
@@ -62,9 +62,9 @@ def _unusable(code: str, why: str, provider: str, **details: Any) -> ReplyUnusab
 def _anthropic(data: dict[str, Any]) -> Answer:
     stop = data.get("stop_reason")
     if stop in _TRUNCATED_ANTHROPIC:
-        raise _unusable("reply_truncated", f"it stopped at {stop} (raise max_tokens)", "anthropic", stop_reason=stop)
+        raise _unusable(f"it stopped at {stop} (raise max_tokens)", "anthropic", code="reply_truncated", stop_reason=stop)
     if stop == "refusal":
-        raise _unusable("reply_refused", "the model declined to answer (stop_reason refusal)", "anthropic",
+        raise _unusable("the model declined to answer (stop_reason refusal)", "anthropic", code="reply_refused",
                         stop_reason=stop)  # fmt: skip
     blocks = [b for b in data.get("content") or [] if isinstance(b, dict)]
     for block in blocks:
@@ -78,17 +78,17 @@ def _anthropic(data: dict[str, Any]) -> Answer:
 def _chat(data: dict[str, Any]) -> Answer:
     choices = data.get("choices") or []
     if not choices:
-        raise _unusable("reply_empty", "it has no choices", "openai")
+        raise _unusable("it has no choices", "openai", code="reply_empty")
     choice = choices[0]
     finish = choice.get("finish_reason")
     message = choice.get("message") or {}
     if finish == "length":
-        raise _unusable("reply_truncated", "it stopped at the token limit (finish_reason length)", "openai",
+        raise _unusable("it stopped at the token limit (finish_reason length)", "openai", code="reply_truncated",
                         finish_reason=finish)  # fmt: skip
     if message.get("refusal"):
-        raise _unusable("reply_refused", f"the model refused: {message['refusal']}", "openai", finish_reason=finish)
+        raise _unusable(f"the model refused: {message['refusal']}", "openai", code="reply_refused", finish_reason=finish)
     if finish == "content_filter":
-        raise _unusable("reply_refused", "content filters withheld it (finish_reason content_filter)", "openai",
+        raise _unusable("content filters withheld it (finish_reason content_filter)", "openai", code="reply_refused",
                         finish_reason=finish)  # fmt: skip
     for call in message.get("tool_calls") or []:
         function = call.get("function") or {}
@@ -101,9 +101,9 @@ def _response(data: dict[str, Any]) -> Answer:
     provider = "openai-responses"
     reason = (data.get("incomplete_details") or {}).get("reason")
     if data.get("status") == "incomplete" and reason == "max_output_tokens":
-        raise _unusable("reply_truncated", "it stopped at max_output_tokens (status incomplete)", provider, reason=reason)
+        raise _unusable("it stopped at max_output_tokens (status incomplete)", provider, code="reply_truncated", reason=reason)
     if data.get("status") == "incomplete" and reason == "content_filter":
-        raise _unusable("reply_refused", "content filters withheld it (status incomplete)", provider, reason=reason)
+        raise _unusable("content filters withheld it (status incomplete)", provider, code="reply_refused", reason=reason)
     texts = []
     for item in data.get("output") or []:
         if item.get("type") == "function_call" and item.get("name") == TOOL_NAME:
@@ -112,7 +112,7 @@ def _response(data: dict[str, Any]) -> Answer:
             continue
         for part in item.get("content") or []:
             if part.get("type") == "refusal":
-                raise _unusable("reply_refused", f"the model refused: {part.get('refusal')}", provider)
+                raise _unusable(f"the model refused: {part.get('refusal')}", provider, code="reply_refused")
             if part.get("type") == "output_text":
                 texts.append(part.get("text") or "")
     return _text("".join(texts), provider, status=data.get("status"))
@@ -120,5 +120,5 @@ def _response(data: dict[str, Any]) -> Answer:
 
 def _text(text: str, provider: str, **details: Any) -> str:
     if not text.strip():
-        raise _unusable("reply_empty", f"no {TOOL_NAME} call and no text", provider, **details)
+        raise _unusable(f"no {TOOL_NAME} call and no text", provider, code="reply_empty", **details)
     return text
