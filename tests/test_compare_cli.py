@@ -50,17 +50,35 @@ def run_dir(tmp_path: Path) -> Path:
     return tmp_path / "run"
 
 
-def test_default_compares_v7_with_v8(run_dir: Path):
+def test_default_compares_the_default_encoder_with_v13_and_ends_with_the_verdict(run_dir: Path):
     result = invoke("compare", str(run_dir))
     assert result.exit_code == 0, result.output
-    assert "v7 chars" in result.stdout and "v8 chars" in result.stdout
+    assert "v10 chars" in result.stdout and "v13 chars" in result.stdout
     assert "\ntotal " in result.stdout and "\nlast " in result.stdout
     assert "comparing" not in result.stdout  # no progress bar off a terminal
+    total = json.loads(invoke("compare", str(run_dir), "--json").stdout)["total"]
+    base, cand = total["v10"]["effective_cost"], total["v13"]["effective_cost"]
+    assert cand < base  # the tiny run: v13's small tail beats v10's whole payloads
+    assert result.stdout.endswith(
+        f"\n\nverdict: v13 is cheapest: {(base - cand) / base * 100:.1f}% less than v10 ({cand:,.1f} against "
+        f"{base:,.1f} full-price tokens, effective cost, cached tokens at 0.1x the price)\n"
+    )
+
+
+def test_the_verdict_names_the_cache_model_and_a_base_that_is_cheapest(run_dir: Path):
+    args = ("--cache", "anthropic,ideal", "--cache-min", "10")
+    data = json.loads(invoke("compare", str(run_dir), *args, "--json").stdout)
+    line = invoke("compare", str(run_dir), *args).stdout.splitlines()[-1]
+    bills = {s: data["cache"]["anthropic"]["total"][s]["effective_cost"] for s in ("v10", "v13")}
+    assert line.startswith("verdict: ") and line.endswith("full-price tokens, billed under the anthropic cache model)")
+    assert f"{min(bills.values()):,.1f} against {max(bills.values()):,.1f}" in line
+    swapped = invoke("compare", str(run_dir), "--base", "v13", "--candidate", "v10").stdout.splitlines()[-1]
+    assert swapped.startswith("verdict: v13 is cheapest: v10, the next, costs ") and "% more (" in swapped
 
 
 def test_json_has_the_table_numbers(run_dir: Path):
     data = json.loads(invoke("compare", str(run_dir), "--json").stdout)
-    assert data["strategies"] == ["v7", "v8"] and data["base"] == "v7"
+    assert data["strategies"] == ["v10", "v13"] and data["base"] == "v10"
     assert [c["file"] for c in data["contexts"]] == [f"tiny-r{i:04d}.json" for i in range(4)]
     for s in data["strategies"]:
         total = data["total"][s]
@@ -70,10 +88,10 @@ def test_json_has_the_table_numbers(run_dir: Path):
         last = dict(data["last"][s])
         last.pop("change_percent", None)
         assert last == data["contexts"][-1]["sizes"][s]
-    assert data["contexts"][0]["sizes"]["v7"]["cached_tokens"] == 0
+    assert data["contexts"][0]["sizes"]["v10"]["cached_tokens"] == 0
     text = invoke("compare", str(run_dir)).stdout
-    assert f"{data['total']['v8']['chars']:,}" in text
-    assert f"{data['total']['v8']['change_percent']['chars']:+.1f}%" in text
+    assert f"{data['total']['v13']['chars']:,}" in text
+    assert f"{data['total']['v13']['change_percent']['chars']:+.1f}%" in text
 
 
 def test_all_base_and_candidate(run_dir: Path):
@@ -87,8 +105,9 @@ def test_all_base_and_candidate(run_dir: Path):
 
 
 def test_no_recall_shrinks_v8_only(run_dir: Path):
-    kept = json.loads(invoke("compare", str(run_dir), "--json").stdout)
-    dropped = json.loads(invoke("compare", str(run_dir), "--no-recall", "--json").stdout)
+    pair = ("--base", "v7", "--candidate", "v8")
+    kept = json.loads(invoke("compare", str(run_dir), *pair, "--json").stdout)
+    dropped = json.loads(invoke("compare", str(run_dir), *pair, "--no-recall", "--json").stdout)
     assert dropped["recall"] is False
     assert dropped["total"]["v7"]["chars"] == kept["total"]["v7"]["chars"]
     assert dropped["total"]["v8"]["chars"] < kept["total"]["v8"]["chars"]
@@ -96,7 +115,7 @@ def test_no_recall_shrinks_v8_only(run_dir: Path):
 
 def test_sections_add_up(run_dir: Path):
     data = json.loads(invoke("compare", str(run_dir), "--sections", "--json").stdout)
-    for s in ("v7", "v8"):
+    for s in data["strategies"]:
         assert sum(data["sections"]["total"][s].values()) == data["total"][s]["chars"]
         assert sum(data["contexts"][0]["sizes"][s]["sections"].values()) == data["contexts"][0]["sizes"][s]["chars"]
     text = invoke("compare", str(run_dir), "--sections").stdout
@@ -105,9 +124,9 @@ def test_sections_add_up(run_dir: Path):
 
 def test_cached_price_changes_only_the_cost(run_dir: Path):
     full = json.loads(invoke("compare", str(run_dir), "--cached-price", "1", "--json").stdout)
-    assert full["total"]["v7"]["effective_cost"] == full["total"]["v7"]["tokens"]
+    assert full["total"]["v10"]["effective_cost"] == full["total"]["v10"]["tokens"]
     free = json.loads(invoke("compare", str(run_dir), "--cached-price", "0", "--json").stdout)
-    assert free["total"]["v7"]["effective_cost"] == free["total"]["v7"]["uncached_tokens"]
+    assert free["total"]["v10"]["effective_cost"] == free["total"]["v10"]["uncached_tokens"]
 
 
 @pytest.mark.parametrize(
@@ -115,7 +134,7 @@ def test_cached_price_changes_only_the_cost(run_dir: Path):
     [
         (["--encoding", "o200k_base"], "tokenizer_unavailable"),
         (["--base", "v14"], "unknown_encoder"),
-        (["--candidate", "v7"], "usage_error"),
+        (["--candidate", "v10"], "usage_error"),
         (["--cache", "ideal,gemini"], "usage_error"),
         (["--cache", "anthropic", "--ttl", "10m"], "usage_error"),
     ],
@@ -157,11 +176,11 @@ def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
 def test_cache_options_change_the_billing(run_dir: Path):
     def cost(*args: str) -> float:
         data = json.loads(invoke("compare", str(run_dir), "--cache", "anthropic", "--cache-min", "10", *args, "--json").stdout)
-        return data["cache"]["anthropic"]["total"]["v7"]["effective_cost"]
+        return data["cache"]["anthropic"]["total"]["v10"]["effective_cost"]
 
     assert cost("--ttl", "1h") > cost() and cost("--write-price", "1.0") < cost()
     none = json.loads(invoke("compare", str(run_dir), "--cache", "anthropic", "--json").stdout)  # under 1,024 tokens
-    total = none["cache"]["anthropic"]["total"]["v7"]
+    total = none["cache"]["anthropic"]["total"]["v10"]
     assert total["uncached_tokens"] == total["tokens"] and total["effective_cost"] == total["tokens"]
 
 
@@ -194,3 +213,4 @@ def test_bug17_json_matches_the_table():
         total = data["total"][s]
         row = next(line for line in text.splitlines() if line.startswith(f"{s} "))
         assert f"{total['chars']:,}" in row and f"{total['tokens']:,}" in row and f"{total['effective_cost']:,.1f}" in row
+

@@ -7,6 +7,8 @@ import pkgutil
 import re
 from pathlib import Path
 
+import pytest
+
 import workingset
 from workingset.errors import WorkingsetError
 
@@ -72,29 +74,38 @@ def test_the_readme_points_at_the_protocol_reference():
     assert "docs/protocol.md" in readme and "SPEC.md" not in readme
 
 
-def test_the_controller_in_the_protocol_reference_runs(tmp_path):
+def test_the_controller_in_the_protocol_reference_runs_and_restarts(tmp_path):
     import json
 
     from session_helpers import conclude, decision, query, state_bytes
+    from test_provider_sdks import chat_reply
 
     code = DOC.split("```python\n", 1)[1].split("```", 1)[0]
     scope: dict = {}
     exec(compile(code, "docs/protocol.md", "exec"), scope)
     seen: list[int] = []
 
-    def ask_model(messages):
+    def send(body):
         # A scripted model: prose around a fenced query (rejected, retried), then the query, then a conclusion.
-        seen.append(len(messages))
+        seen.append(len(body["messages"]))
         fenced = "```json\n" + json.dumps(decision(query("select count(*) from retries", source="pg:prod"))) + "\n```"
         if len(seen) == 1:
-            return "Here is my decision:\n" + fenced
+            return chat_reply("Here is my decision:\n" + fenced)
         if len(seen) == 2:
-            return fenced  # one fenced block that is the whole answer is accepted
-        return json.dumps(decision(conclude("supported", "E000007")))
+            return chat_reply(fenced)  # one fenced block that is the whole answer is accepted
+        return chat_reply(json.dumps(decision(conclude("supported", "E000007"))))
+
+    ran: list[tuple[str, str]] = []
 
     def run_query(source, q):
-        assert (source, q) == ("pg:prod", "select count(*) from retries")
-        return {"kind": "rows", "columns": ["n"], "rows": [[9000]]}, 1, 0.1
+        ran.append((source, q))
+        if len(ran) == 1:
+            raise ConnectionError("the query runner died")  # the controller crashes between decision and result
+        return {"kind": "rows", "columns": ["n"], "rows": [[9000]]}
 
-    status = scope["drive"](str(tmp_path / "s.sqlite3"), state_bytes(), ask_model, run_query)
+    store = str(tmp_path / "s.sqlite3")
+    with pytest.raises(ConnectionError):
+        scope["drive"](store, state_bytes(), send, run_query)
+    status = scope["drive"](store, state_bytes(), send, run_query)  # the restart: the same call again
     assert status == ("completed", "root_cause_found") and seen == [1, 3, 1]
+    assert ran == [("pg:prod", "select count(*) from retries")] * 2

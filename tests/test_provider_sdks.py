@@ -161,10 +161,13 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
         req = inv.next_request()  # the example gets this open request back
     right = decision(query("select 1"), assess(req.assess) if req.assess else None)
     server = Provider()
-    server.replies += [anthropic_reply({"next": {"kind": "query"}}), anthropic_reply(right)]
+    in_text = anthropic_reply({})  # the model answers in text, not through the tool (once a StopIteration)
+    in_text.update(content=[{"type": "text", "text": '{"next": {"kind": "query"}}'}], stop_reason="end_turn")
+    server.replies += [in_text, anthropic_reply(right)]
     real = anthropic.Anthropic
     monkeypatch.setattr(anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=server.client(), max_retries=0))
     scope: dict = {}
     exec(compile(code, "README.md", "exec"), scope)
     assert scope["applied"].applied == "query" and [e.code for _, e in scope["tries"]] == ["schema_violation"]
     assert len(server.bodies[1]["messages"]) == 3 and server.bodies[1]["messages"][0] == server.bodies[0]["messages"][0]
+    assert server.bodies[1]["messages"][1]["content"] == in_text["content"]  # the text try replayed as text

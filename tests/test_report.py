@@ -30,7 +30,7 @@ CACHE = ["--cache", "anthropic,openai,ideal", "--availability"]  # the report's 
 
 
 @pytest.mark.parametrize("report_args, compare_args", [
-    (["--strategies", "v7,v8"], CACHE),
+    (["--strategies", "v7,v8"], ["--base", "v7", "--candidate", "v8", *CACHE]),
     (["--strategies", ",".join(["v7"] + [f"v{n}" for n in (1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13)] + list(BASELINES))],
      ["--all", "--baselines", *CACHE]),
     (["--strategies", "v10", "--strategies", "v11,", "--no-recall", "--cached-price", "0.25", "--cache", "openai",
@@ -212,3 +212,21 @@ def test_prefix_chars_counts_whole_characters():
         whole = get_encoding().decode_bytes(tokens[:n]).decode("utf-8", "ignore")
         assert chars == len(whole) and text.startswith(whole)
     assert got[-1] == len(text)
+
+
+def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_encoder(bug17_report):
+    data, page = bug17_report
+    assert data["own"] == "v7"  # bug17 was rendered by v7 (every context's `encoder`)
+    totals = {s: data["compare"]["cache"]["anthropic"]["total"][s]["effective_cost"] for s in data["compare"]["strategies"]}
+    best = min(totals, key=totals.get)
+    share = (totals["v7"] - totals[best]) / totals["v7"] * 100
+    assert data["verdicts"]["anthropic"] == (f"{best} is cheapest: {share:.1f}% less than v7 ({totals[best]:,.1f} "
+                                             f"against {totals['v7']:,.1f} full-price tokens, billed under the "
+                                             f"anthropic cache model)")  # fmt: skip
+    assert list(data["verdicts"]) == list(data["compare"]["cache"])
+    assert '<p id="verdict-line"' in page.split("<main>", 1)[0]  # in the header, above every chart
+
+
+def test_a_run_of_an_encoder_the_page_does_not_show_opens_on_the_second_strategy():
+    data = report_data(str(BUG17), ["v10", "v13"], cache=["ideal"])
+    assert data["own"] is None and list(data["verdicts"]) == ["ideal"]

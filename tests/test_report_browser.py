@@ -11,6 +11,7 @@ from workingset.runs import read_run
 
 from browser import chromium, missing
 from conftest import BUG17, invoke
+from report_page import embedded
 
 # In CI the browser is installed by .ci/run: a missing one is a failure there, not a skip.
 if missing() and os.environ.get("CI") != "true":
@@ -28,6 +29,10 @@ def test_report_in_headless_chromium(tmp_path):
     with chromium() as driver:
         driver.get(out.as_uri())
         WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+        viewer = driver.find_element("id", "viewer")
+        assert viewer.get_attribute("data-strategy") == "v7"  # the run's own encoder, not the second strategy
+        verdicts = embedded(out.read_text("utf-8"), "ws-report")["verdicts"]
+        assert driver.find_element("id", "verdict-line").text == f"Verdict: {verdicts['anthropic']}."
         Select(driver.find_element("id", "turn")).select_by_index(turn)
         Select(driver.find_element("id", "strategy")).select_by_value(strategy)
         viewer = driver.find_element("id", "viewer")

@@ -163,6 +163,8 @@ def readme_claims() -> list[str]:
     total = data["total"]
     share = {s: 100 * t["cached_tokens"] / t["tokens"] for s, t in total.items()}
     claims = [f"totals over the {len(data['contexts'])} contexts, R = {data['cached_price']:g}"]
+    # The README's first command, `compare fixtures/bug17` with the default pair, ends with this line.
+    claims.append(f"`{invoke('compare', str(BUG17)).stdout.splitlines()[-1]}`")
     for s in ("v7", "v8", "v9", "v10"):
         t, change = total[s], total[s].get("change_percent", {})  # the base (v7) has none
         cells = [

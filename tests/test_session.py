@@ -444,19 +444,6 @@ def test_export_writes_a_run_that_verifies(store, tmp_path):
     assert len(run[2][1].state.evidence) == 7 and run[1][1].state.evidence[-1].id == "E000006"
 
 
-def test_the_readme_example_runs(tmp_path, monkeypatch):
-    root = Path(__file__).parent.parent
-    readme = (root / "README.md").read_text()
-    section = readme.split("## Sessions: the per-turn API and CLI", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
-    (tmp_path / "encodings").mkdir()
-    (tmp_path / "encodings" / "example-state.json").write_bytes((root / "encodings" / "example-state.json").read_bytes())
-    monkeypatch.chdir(tmp_path)
-    exec(compile(code, "README.md", "exec"), {})
-    run = read_run(tmp_path / "runs" / "demo")
-    assert [verify_context(str(p), c).status for p, c in run] == ["ok"]
-
-
 def test_a_session_continues_from_the_last_bug17_context(store, tmp_path):
     with Investigation.create(store, (BUG17 / "bug17-r0018.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
         start = inv.state

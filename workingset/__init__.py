@@ -6,6 +6,7 @@ from .errors import (
     HashMismatch,
     ReplayDiverged,
     InvalidFile,
+    ReplyUnusable,
     SessionError,
     StoreCorrupt,
     TooLarge,
@@ -17,6 +18,7 @@ from .limits import Limits
 from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
 from .runs import make_stored_context, read_run, verify_context, write_run
+from .answers import answer_of
 from .replay import ReplayReport, replay_export
 from .schemas import json_schema
 from .spans import Span, canonical_text, make_span, quote_span
@@ -39,6 +41,7 @@ __all__ = [
     "HashMismatch",
     "ReplayDiverged",
     "InvalidFile",
+    "ReplyUnusable",
     "RenderedContext",
     "SessionError",
     "State",
@@ -57,6 +60,7 @@ __all__ = [
     "make_span",
     "quote_span",
     "replay_export",
+    "answer_of",
     "get_encoder",
     "load_state",
     "load_state_or_context",

@@ -20,7 +20,7 @@ try:  # typer >= 0.29 vendors click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import UsageError as ClickUsageError
 
-from .bench import DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
+from .bench import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
 from .errors import UsageError, WorkingsetError
 from .limits import MAX_COUNT
 from .tokens import DEFAULT_ENCODING
@@ -198,7 +198,7 @@ def verify(
 @guarded
 def compare(
     directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
-    base: Annotated[str, typer.Option(help="Base encoder version; changes are relative to it.")] = DEFAULT_BASE,
+    base: Annotated[Optional[str], typer.Option(help=f"Base encoder version; changes are relative to it (default {DEFAULT_BASE}, with --all {ALL_BASE}).")] = None,
     candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = DEFAULT_CANDIDATE,
     all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
     baselines: Annotated[bool, typer.Option("--baselines", help="Add the baselines of workingset.baselines.")] = False,
@@ -224,12 +224,13 @@ def compare(
     from .progress import progress
     from .runs import read_run
     from .tokens import get_encoding
+    from .verdict import verdict
 
     check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
     models = model_names(cache or ())
     cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
-    renderers = strategies(base, candidate, all_versions, baselines)
+    renderers = strategies(base or (ALL_BASE if all_versions else DEFAULT_BASE), candidate, all_versions, baselines)
     run = read_run(directory)
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
@@ -242,6 +243,7 @@ def compare(
         emit_json(data)
     else:
         sys.stdout.write(to_text(result, sections=sections, recall=recall, availability=availability, summary=summary))
+        sys.stdout.write("\n" + verdict(result))
 
 
 @app.command()
@@ -446,7 +448,7 @@ def submit(
     with _session(store, analysis) as inv:
         out = inv.submit(request, data)
     if as_json:
-        emit_json(out)
+        emit_json(out.spec())
     else:
         todo = f"; record its result against {out.action}" if out.action else ""
         sys.stdout.write(f"applied {out.applied} for {out.request_id} at iteration {out.iteration}{todo}; status {out.status}\n")

@@ -57,6 +57,12 @@ class DecisionRejected(WorkingsetError):
     code = "schema_violation"
 
 
+class ReplyUnusable(WorkingsetError):
+    """A provider reply that holds no answer to submit: `reply_truncated`, `reply_refused` or `reply_empty`."""
+
+    code = "reply_empty"
+
+
 class SessionError(WorkingsetError):
     """A session operation that cannot proceed: unknown analysis, busy hypothesis, open request, …"""
 

@@ -63,13 +63,27 @@ class Request(msgspec.Struct, kw_only=True):
 
 
 class Applied(msgspec.Struct, kw_only=True):
-    """The outcome of an accepted decision: what `submit --json` prints."""
+    """The outcome of an accepted decision: `spec()` is what `submit --json` prints.
+
+    For a query it also carries what was decided (`hypothesis`, `source`, `query`, `purpose`),
+    so the controller runs it without reading the analysis back; they are None otherwise.
+    """
 
     request_id: str
     applied: str
     iteration: int
     status: str
     action: str | None
+    hypothesis: str | None = None
+    source: str | None = None
+    query: str | None = None
+    purpose: str | None = None
+
+    SPEC_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "applied", "iteration", "status", "action")
+
+    def spec(self) -> dict[str, Any]:
+        """The object `submit --json` prints (its documented keys)."""
+        return {key: getattr(self, key) for key in self.SPEC_KEYS}
 
 
 class Recorded(msgspec.Struct, kw_only=True):

@@ -34,7 +34,7 @@ from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed
 from .snapshots import snapshot_at_creation, snapshot_due, take_snapshot
 from .limits import Limits
 from .model import State, StoredContext, copy_state, load_start, validate_state
-from .replies import Lifecycle, Summary
+from .replies import Lifecycle, PendingAction, Summary
 from .runs import make_stored_context, write_run
 from .store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url
 from .turns import Turns
@@ -154,6 +154,54 @@ class Investigation(Turns):
             raise
         return inv
 
+    @classmethod
+    def open_or_create(
+        cls,
+        store: Store | str | os.PathLike[str],
+        state: State | bytes | str | dict[str, Any],
+        *,
+        encoder: str = DEFAULT_ENCODER,
+        clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
+    ) -> Investigation:
+        """Open the state's analysis if the store holds it, else create it: the one call of a controller that restarts.
+
+        The state is read and checked either way (its `analysis_id` names the analysis). An
+        analysis that exists is opened as it is, with its own encoder: `encoder_mismatch` if
+        `encoder` names another, so a restart never silently continues with other settings.
+        """
+        enc = get_encoder(encoder)
+        if isinstance(state, State):
+            validate_state(state)
+            aid = state.analysis_id
+        else:
+            aid = load_start(as_bytes(state), limits=limits)[0].analysis_id
+        db, owns = _open_store(store, must_exist=False)
+        try:
+            with db.read() as tx:
+                row = tx.analysis(aid)
+            if row is None:
+                try:
+                    return cls.create(db, state, encoder=enc.name, clock=clock, limits=limits)._owning(owns)
+                except SessionError as err:
+                    if err.code != "analysis_exists":
+                        raise
+                    with db.read() as tx:  # another process created it since: open that one
+                        row = tx.analysis(aid)
+                    assert row is not None
+            if row.encoder != enc.name:
+                raise SessionError(f"analysis {aid} in {db.path} renders with {row.encoder}, not {enc.name}",
+                                   code="encoder_mismatch", details={"analysis": aid, "encoder": row.encoder})  # fmt: skip
+            return cls.open(db, aid, clock=clock, limits=limits)._owning(owns)
+        except BaseException:
+            if owns:
+                db.close()
+            raise
+
+    def _owning(self, owns: bool) -> Investigation:
+        self._owns_store = owns
+        return self
+
     def close(self) -> None:
         """Close the store if this handle opened it."""
         if self._owns_store:
@@ -194,6 +242,18 @@ class Investigation(Turns):
                 tx.put_snapshot(self.analysis_id, call.view.seq, take_snapshot(call.view))
         if call.view is not None:  # committed
             views[self.analysis_id] = call.view
+
+    @property
+    def status(self) -> str:
+        """The analysis's status (`active`, `paused`, `completed`, `failed`, `cancelled`), read from its row alone."""
+        with self.store.read() as tx:
+            return self._row(tx).status
+
+    def pending_actions(self) -> list[PendingAction]:
+        """The queries decided and not yet recorded, oldest first (after a restart: what is left to run)."""
+        with self.store.read() as tx:
+            self._row(tx)
+            return [pending_action(a) for a in tx.pending_actions(self.analysis_id)]
 
     @property
     def state(self) -> State:

@@ -6,18 +6,20 @@ A mixin of `session.Investigation`, which supplies the store, the analysis ID, t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
 
 from . import controller as ctl
+from .answers import answer_of
 from .calls import (
     Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
 )  # fmt: skip
 from .decisions import Query, Recall, check_decision, check_spans, parse_decision
 from .encoders import RenderedContext
 from .encoders.v11 import V11
-from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt
+from .errors import DecisionRejected, InvalidFile, ReplyUnusable, SessionError, StoreCorrupt, UsageError, WorkingsetError
 from .hashing import content_hash
 from .journal import (
     AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
@@ -25,6 +27,7 @@ from .journal import (
 )  # fmt: skip
 from .limits import MAX_COST
 from .model import Evidence, EvidenceBudget
+from .providers import NOT_RETRYABLE, Answer, check_options
 from .replies import Applied, Recorded, Request
 from .store import ActionRow, AnalysisRow, Manifest, RequestRecord, Tx
 
@@ -120,29 +123,41 @@ class Turns:
         call.append("answer", AnswerEvent.of(request_id, data), at)
         call.append("decision", event, at)
         tx.set_request_status(aid, request_id, "answered")
+        kind = type(parsed.next).__struct_config__.tag
+        applied = Applied(request_id=request_id, applied=kind, iteration=iteration, status=status, action=ids.action)
         if isinstance(parsed.next, Query):
             q = parsed.next
             tx.insert_action(ActionRow(aid, ids.action, req.hypothesis, request_id, iteration,
                                        q.source, q.query, q.purpose, "pending"))  # fmt: skip
+            # What was decided, so the controller runs the query without reading the analysis back.
+            applied = msgspec.structs.replace(applied, hypothesis=req.hypothesis, source=q.source, query=q.query,
+                                              purpose=q.purpose)  # fmt: skip
         if status != ctl.ACTIVE:
             tx.set_status(aid, status, None, reason)
-        kind = type(parsed.next).__struct_config__.tag
-        return Applied(request_id=request_id, applied=kind, iteration=iteration, status=status, action=ids.action)
+        return applied
 
     def record(
         self,
         action_id: str,
-        result: str | bytes | dict[str, Any] | ResultInput,
+        result: str | bytes | dict[str, Any] | ResultInput | None = None,
         *,
+        payload: dict[str, Any] | msgspec.Struct | None = None,
+        cost: float = 0.0,
+        item_count: int | None = None,
         captured_at: str | None = None,
         source: str = "<result>",
     ) -> Recorded:
         """Record a pending query's result as new, unsettled evidence; it becomes the hypothesis's previous result.
 
-        `result` is `{"scope", "capture", "payload", "cost"?}` (JSON text, bytes, a dict or a `ResultInput`);
-        `captured_at` defaults to now (recording may read the clock; rendering never does).
+        `result` is `{"scope", "capture", "payload", "cost"?}` (JSON text, bytes, a dict or a `ResultInput`).
+        Or give only `payload=` (with `cost=` and `item_count=` if known): the result is then a
+        `query_result` whose `capture.query` and `capture.origin` are the action's decided query
+        and source. `captured_at` defaults to now (recording may read the clock; rendering never does).
         """
         aid = self.analysis_id
+        if (result is None) == (payload is None):
+            raise UsageError("record takes the whole result or payload= (the capture then comes from the action), "
+                             "exactly one of them")  # fmt: skip
         if captured_at is None:
             captured_at = self._clock()
         check_timestamp(captured_at)
@@ -160,6 +175,8 @@ class Turns:
                     code="unknown_action",
                     details={"action": action_id, "pending": pending},
                 )
+            if result is None:
+                result = of_action(action, payload, cost, item_count)
             # A ResultInput built in Python is checked like JSON: its numbers have ranges too.
             parsed = decode_result(as_bytes(result, "result"), source, self.limits)
             check_result_matches(parsed, action)
@@ -200,6 +217,52 @@ class Turns:
             return Recorded(action=action_id, evidence=eid, hypothesis=action.hypothesis, status=status,
                             termination_reason=reason)  # fmt: skip
 
+    def turn(
+        self,
+        send: Callable[[dict[str, Any]], Any],
+        provider: str,
+        *,
+        retries: int = 2,
+        hypothesis: str | None = None,
+        ttl: str | None = None,
+        strict: bool | None = None,
+    ) -> Applied:
+        """One bounded turn: the next request, `send(body)` to the model, its answer submitted, retried on rejection.
+
+        `send` takes the provider JSON (`Request.messages(provider, ...)`, to merge into the
+        SDK call with the model and `max_tokens`) and returns the provider's reply (SDK object
+        or dict; see `answers.answer_of`). A rejected answer is sent back with its rejection
+        (`messages(..., retry=...)`), and a reply without an answer (`reply_truncated`,
+        `reply_refused`, `reply_empty`) is asked again, at most `retries` more times; then the
+        analysis is failed with the reason and `turn_failed` is raised. `stale_request` and
+        `analysis_closed` are not the model's to fix: they are raised at once.
+        """
+        check_options(provider, ttl, strict)
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise UsageError(f"retries must be a whole number 0 or more, not {retries!r}")
+        req = self.next_request(hypothesis)
+        tries: list[tuple[Answer, DecisionRejected]] = []
+        last: WorkingsetError | None = None
+        for _ in range(retries + 1):
+            reply = send(req.messages(provider, retry=tries, ttl=ttl, strict=strict))
+            try:
+                answer = answer_of(reply)
+            except ReplyUnusable as err:
+                last = err  # nothing to submit or show the model: the same request is asked again
+                continue
+            try:
+                return self.submit(req.request_id, answer)
+            except DecisionRejected as err:
+                if err.code in NOT_RETRYABLE:
+                    raise
+                last = err
+                tries.append((answer, err))
+        assert last is not None
+        reason = f"no valid answer to {req.request_id} in {retries + 1} tries; the last: {last.code}: {last.message}"
+        self.fail(reason)
+        raise SessionError(reason, code="turn_failed",
+                           details={"request_id": req.request_id, "tries": retries + 1, "last": last.to_dict()})  # fmt: skip
+
     def _rerender(self, call: Call, req: RequestRecord) -> Request:
         view = call.view
         if view is not None and view.changed <= req.state_seq <= view.seq:
@@ -236,3 +299,11 @@ def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContex
     if journal is None:
         journal = view.renders[enc.name] = enc.new_journal(view.state)
     return enc.render(view.state, hypothesis, journal=journal)
+
+
+def of_action(action: ActionRow, payload: Any, cost: float, item_count: int | None) -> dict[str, Any]:
+    """The `query_result` of a pending action's own query and source, holding `payload`."""
+    capture: dict[str, Any] = {"query": action.query, "origin": action.source}
+    if item_count is not None:
+        capture["item_count"] = item_count
+    return {"scope": "query_result", "capture": capture, "payload": payload, "cost": cost}

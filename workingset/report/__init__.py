@@ -108,9 +108,25 @@ def report_data(
     data = run_data(directory, run, result, recall=recall, availability=True)
     series = cache_series(data)
     return {
-        "compare": data, "series": series, "budgets": budgets(encoders),
+        "compare": data, "series": series, "budgets": budgets(encoders), "own": own_strategy(contexts, encoders),
+        "verdicts": {model: verdict_of(data, model) for model in data["cache"]},
         "viewer": view_data(contexts, encoders, sent, series, recall=recall, encoding=encoding),
     }  # fmt: skip
+
+
+def own_strategy(contexts: Sequence[Any], encoders: dict[str, str | None]) -> str | None:
+    """The strategy that is the run's own encoder (its last context's), which the viewer opens on; None if not shown."""
+    if not contexts:
+        return None
+    return next((label for label, enc in encoders.items() if enc == contexts[-1].encoder), None)
+
+
+def verdict_of(data: dict[str, Any], model: str) -> str:
+    """The first screen's verdict under one cache model: compare's wording, from the embedded totals."""
+    from ..verdict import cheapest
+
+    costs = {s: data["cache"][model]["total"][s]["effective_cost"] for s in data["strategies"]}
+    return cheapest(costs, data["base"], f"billed under the {model} cache model")
 
 
 def check_output(out: str) -> None:

@@ -15,7 +15,9 @@
   const CONFIG = { displaylogo: false, responsive: true };
   const $ = (id) => document.getElementById(id);
   const fmt = (x) => (typeof x === "number" ? x.toLocaleString("en-US", { maximumFractionDigits: 1 }) : "");
-  const state = { model: models[0], turn: labels.length - 1, strategy: strategies[strategies.length > 1 ? 1 : 0] };
+  // The viewer opens on the run's own encoder when the page shows it.
+  const opening = strategies.includes(report.own) ? report.own : strategies[strategies.length > 1 ? 1 : 0];
+  const state = { model: models[0], turn: labels.length - 1, strategy: opening };
 
   function option(select, value, text) {
     const o = document.createElement("option");
@@ -245,7 +247,12 @@
         "; nothing under " + fmt(m.cache_min) + " tokens cached; reads at " + m.cached_price + "\u00d7, writes at " + m.write_price + "\u00d7 the full price.";
   }
 
+  function drawVerdict() {
+    $("verdict-line").textContent = "Verdict: " + report.verdicts[state.model] + ".";
+  }
+
   function drawAll() {
+    drawVerdict();
     drawModel();
     drawTotals();
     drawViewer();
