@@ -523,6 +523,9 @@ def cancel(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fa
 def export(
     analysis: AnalysisOpt,
     out: Annotated[str, typer.Option("--out", help="The directory to write the stored contexts to.")],
+    as_stored: Annotated[bool, typer.Option("--as-stored", help=(
+        "Write only journal.jsonl and answers.jsonl, the events as stored, unchecked: for an analysis the store "
+        "can no longer render."))] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -531,9 +534,11 @@ def export(
 
     check_new_run_dir(out)  # before opening the store
     with _session(store, analysis, read_only=True) as inv:
-        paths = inv.export(out)
+        paths = inv.export(out, as_stored=as_stored)
     if as_json:
-        emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})
+        emit_json({"analysis_id": analysis, "files": [str(p) for p in paths], "as_stored": as_stored})
+    elif as_stored:
+        sys.stdout.write(f"wrote journal.jsonl and answers.jsonl to {out}: the events as stored, unchecked\n")
     else:
         sys.stdout.write(f"wrote {len(paths)} stored contexts, journal.jsonl and answers.jsonl to {out}\n")
 

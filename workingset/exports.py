@@ -68,6 +68,44 @@ def journal_lines(tx: Tx, analysis_id: str, after: int = 0) -> list[dict[str, An
     return lines
 
 
+def stored_lines(tx: Tx, analysis_id: str) -> list[dict[str, Any]]:
+    """The analysis's events as stored, unchecked: each event's JSON as it is, payloads written out where readable.
+
+    For an analysis the store can no longer render (`export --as-stored`): nothing is
+    validated, so what was kept is read out even when the current types refuse it. An event
+    whose data is not JSON is kept as its text under `"data"`; a payload that cannot be read is
+    left null.
+    """
+    lines = []
+    for row in tx.events(analysis_id):
+        try:
+            event = msgspec.json.decode(row.data)
+        except msgspec.DecodeError:
+            event = None
+        fields = event if isinstance(event, dict) else {"data": row.data.decode("utf-8", "replace")}
+        for ev in _stored_evidence(fields):
+            digest = ev.get("content_hash")
+            if ev.get("payload") is None and isinstance(digest, str):
+                ev["payload"] = _stored_payload(tx, digest)
+        line: dict[str, Any] = {"seq": row.seq, "kind": row.kind, "at": row.at}
+        line.update((k, v) for k, v in fields.items() if k not in line)  # the row's own seq, kind and time win
+        lines.append(line)
+    return lines
+
+
+def _stored_evidence(fields: dict[str, Any]) -> list[dict[str, Any]]:
+    state = fields.get("state")
+    items = state.get("evidence") if isinstance(state, dict) else [fields.get("evidence")]
+    return [ev for ev in items or () if isinstance(ev, dict)]
+
+
+def _stored_payload(tx: Tx, digest: str) -> Any:
+    try:
+        return msgspec.to_builtins(tx.payloads([digest])[digest])
+    except StoreCorrupt:
+        return None
+
+
 def write_journal(directory: str | os.PathLike[str], header: dict[str, Any], lines: list[dict[str, Any]],
                   end: dict[str, Any]) -> list[Path]:  # fmt: skip
     """Write `journal.jsonl` (header, every event but the answers, end) and `answers.jsonl`."""
