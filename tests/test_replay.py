@@ -195,3 +195,22 @@ def test_an_answer_refused_as_too_large_keeps_only_its_head_and_replays_at_its_s
     assert small.size is None and small.data() == b"{}"
     other = AnswerEvent.of("demo-r0001", b"{" + b"x" * 2999, DecisionRejected("m", code="malformed_json", details={"limit": 10}))
     assert other.size is None and len(other.data()) == 3000
+
+
+def test_an_analysis_created_from_a_stored_context_replays(export, tmp_path):
+    """The documented way to continue a run (`init --state <stored context>`): its requests follow that one's."""
+    store = str(tmp_path / "continued.sqlite3")
+    with Investigation.create(store, (export / "demo-r0002.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
+        req = inv.next_request("H1")
+        assert req.request_id == "demo-r0003"
+        with pytest.raises(Exception):
+            inv.submit(req.request_id, b"{")
+        act = inv.submit(req.request_id, decision(query("select 3"))).action
+        inv.record(act, result("three", query="select 3"), captured_at="2026-06-10T21:10:00Z")
+        inv.next_request("H2")
+        inv.export(tmp_path / "continued")
+    assert lines(tmp_path / "continued" / "journal.jsonl")[1]["requests_before"] == 2
+    report = replay_export(tmp_path / "continued")
+    assert report.ok, report.divergence
+    assert (report.requests, report.answers, report.rejected, report.results) == (2, 2, 1, 1)
+    assert report.contexts[0].endswith("demo-r0003.json")

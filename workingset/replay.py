@@ -138,7 +138,12 @@ class _Run:
     def _call(self, kind: str, line: dict[str, Any]) -> None:
         if kind == "created":
             state = _state(line["state"])
-            self.inv = Investigation.create(self.store, state, encoder=line["encoder"], clock=self.clock)
+            before = line.get("requests_before", 0)  # created from a stored context: its requests follow that one's
+            if type(before) is not int:
+                raise InvalidFile(f"{JOURNAL}: the created event's requests_before is not an integer",
+                                  details={"file": JOURNAL, "path": "$.requests_before"})  # fmt: skip
+            self.inv = Investigation.create(self.store, state, encoder=line["encoder"], clock=self.clock,
+                                            requests_before=before)  # fmt: skip
             return
         if self.inv is None:
             raise InvalidFile(f"{JOURNAL}: the first event must be `created`", details={"file": JOURNAL, "path": "$"})
