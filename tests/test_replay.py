@@ -11,6 +11,7 @@ from session_helpers import answer_bytes, assess, conclude, decision, query, rec
 from typer.testing import CliRunner
 
 from workingset.cli import app
+from workingset.errors import DecisionRejected
 from workingset.replay import first_difference, replay_export
 from workingset.session import Investigation
 
@@ -203,7 +204,7 @@ def test_an_analysis_created_from_a_stored_context_replays(export, tmp_path):
     with Investigation.create(store, (export / "demo-r0002.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
         req = inv.next_request("H1")
         assert req.request_id == "demo-r0003"
-        with pytest.raises(Exception):
+        with pytest.raises(DecisionRejected):
             inv.submit(req.request_id, b"{")
         act = inv.submit(req.request_id, decision(query("select 3"))).action
         inv.record(act, result("three", query="select 3"), captured_at="2026-06-10T21:10:00Z")

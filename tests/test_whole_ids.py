@@ -12,16 +12,16 @@ import json
 import msgspec
 import pytest
 from jsonschema import Draft202012Validator
-
 from os_helpers import cli
 from session_helpers import make_state, state_bytes
 from store_sql import execute, query
+
 from workingset.errors import InvalidFile
 from workingset.model import load_start
 from workingset.schemas import json_schema
 from workingset.session import Investigation
 
-CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
+CLOCK = lambda: "2026-06-10T21:00:00Z"
 LEGACY = "demo\n"
 
 
