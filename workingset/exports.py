@@ -7,7 +7,8 @@ everything else the analysis was built from:
 - `journal.jsonl`: a header line (`format`, `analysis_id`, `encoder`), then every event of
   the log except the answers, in order, each `{"seq", "kind", "at", ...the event's fields}`
   with payloads written out in full (`created` carries the initial state, `record` the
-  evidence), and an `end` line with the final status, termination reason and state hash.
+  evidence), and an `end` line with the final status, termination reason, state hash and
+  the hash of every event, answers included (`event_hashes`).
 - `answers.jsonl`: every submitted answer, accepted or rejected, verbatim, with its event
   number, time, request ID and outcome (a rejection's code, message and details).
 
@@ -46,6 +47,16 @@ EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
     "fail": LifecycleEvent,
 }
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in EVENT_TYPES.items()}
+
+
+def event_hashes(lines: list[dict[str, Any]]) -> list[str]:
+    """The `xxh3-128:` hash of each exported event's canonical JSON, in order: the end line's `event_hashes`.
+
+    Replay feeds an event's recorded time and an answer's recorded bytes back in, so the
+    fresh store reproduces them whatever they are; these hashes, written at export, are what
+    an edited time or answer is caught against (an edit, not a forger who rewrites them too).
+    """
+    return [hash_bytes(canonical_json(line)) for line in lines]
 
 
 def state_hash(state: State) -> str:

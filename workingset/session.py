@@ -28,7 +28,7 @@ from .calls import (
 )  # fmt: skip
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
-from .exports import journal_lines, state_hash, stored_lines, write_journal
+from .exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
 from .files import check_new_run_dir
 from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed
 from .snapshots import snapshot_at_creation, snapshot_due, take_snapshot
@@ -332,7 +332,7 @@ class Investigation(Turns):
             final = call.complete().state
         header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
         end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
-               "state_hash": state_hash(final)}  # fmt: skip
+               "state_hash": state_hash(final), "event_hashes": event_hashes(lines)}  # fmt: skip
         write_journal(directory, header, lines, end)
         return paths
 
