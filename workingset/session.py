@@ -24,7 +24,8 @@ from typing import Any
 
 from . import controller as ctl
 from .calls import (
-    Call, as_bytes, busy_hypotheses, closed, evidence_ids, externalize, pending_action, points_nowhere, stored_encoder,
+    Call, as_bytes, busy_hypotheses, check_in_log, closed, evidence_ids, externalize, pending_action, points_nowhere,
+    stored_encoder,
 )  # fmt: skip
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
@@ -210,9 +211,9 @@ class Investigation(Turns):
         with self._call(write=False) as call:
             tx = call.tx
             row = self._row(tx)
-            call.sync()
-            state = copy_state(call.complete().state)
             open_req = tx.open_request(self.analysis_id)
+            check_in_log(self.store.path, self.analysis_id, open_req, call.sync())
+            state = copy_state(call.complete().state)
             return Summary(
                 status=row.status,
                 termination_reason=row.termination_reason,

@@ -12,7 +12,7 @@ import msgspec
 
 from . import controller as ctl
 from .calls import (
-    Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
+    Call, as_bytes, busy_hypotheses, check_in_log, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
 )  # fmt: skip
 from .decisions import Query, Recall, check_decision, check_spans, parse_decision
 from .encoders import RenderedContext
@@ -101,6 +101,7 @@ class Turns:
         if size is not None:  # where `parse_decision` refuses an answer given whole
             raise too_large("decision", "<decision>", size, self.limits or Limits.current())
         enc = stored_encoder(req.encoder, f"request {req.request_id}")
+        check_in_log(self.store.path, aid, req, call.sync())  # before any answer could be kept
         supports_recall = enc.supports_recall
         parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
                                 limits=self.limits)
