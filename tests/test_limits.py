@@ -361,3 +361,54 @@ def test_replay_refuses_a_journal_line_nested_deep_or_giving_a_key_twice(tmp_pat
         res = CliRunner().invoke(app, ["replay", str(tmp_path / "run"), "--json"])
         assert res.exit_code == 2, res.exception
         assert json.loads(res.stdout)["error"]["code"] == "invalid_file"
+
+
+# -- a too large answer through the CLI is kept as the API keeps it (issue 23.2) --------------------
+
+
+def _kept_answers(store: str) -> list[bytes]:
+    from store_sql import query as sql
+
+    return [row[0].encode() for row in sql(store, "SELECT data FROM events WHERE kind = 'answer' ORDER BY seq")]
+
+
+def _api_keeps(tmp_path, answer: bytes, env_limit: int | None) -> tuple[list[bytes], str]:
+    lim = Limits(max_decision_bytes=env_limit) if env_limit else None
+    store = str(tmp_path / "api.sqlite3")
+    with Investigation.create(store, state_bytes(), clock=lambda: "2026-06-10T21:00:00Z", limits=lim) as inv:
+        rid = inv.next_request("H1").request_id
+        with pytest.raises(DecisionRejected) as err:
+            inv.submit(rid, answer)
+    return _kept_answers(store), err.value.message
+
+
+@pytest.mark.parametrize("how", ["file", "stdin"])
+@pytest.mark.parametrize("env_limit", [None, 5000], ids=["default limit", "WORKINGSET_MAX_DECISION_BYTES"])
+def test_the_cli_keeps_a_too_large_answer_as_the_api_does(tmp_path, monkeypatch, how, env_limit):
+    from os_helpers import cli_process
+
+    answer = json.dumps(decision(query("x" * 2_000_000 if env_limit is None else "y" * 9000))).encode()
+    kept, message = _api_keeps(tmp_path, answer, env_limit)
+    event = json.loads(kept[0])
+    limit = env_limit or limits.MiB
+    assert (len(event["answer"]), event["size"], event["code"]) == (limit, len(answer), "too_large")
+    store = str(tmp_path / "cli.sqlite3")
+    env = {"WORKINGSET_STORE": store}
+    if env_limit:
+        env["WORKINGSET_MAX_DECISION_BYTES"] = str(env_limit)
+    monkeypatch.setenv("WORKINGSET_STORE", store)
+    (tmp_path / "state.json").write_bytes(state_bytes())
+    (tmp_path / "answer.json").write_bytes(answer)
+    runner = CliRunner()
+    assert runner.invoke(app, ["init", "--state", str(tmp_path / "state.json")]).exit_code == 0
+    assert runner.invoke(app, ["next", "--analysis", "demo", "--hypothesis", "H1"]).exit_code == 0
+    args = ["submit", "--analysis", "demo", "--request", "demo-r0001", "--json"]
+    if how == "file":
+        res = cli_process(*args, str(tmp_path / "answer.json"), env=env)
+    else:
+        with open(tmp_path / "answer.json", "rb") as fh:
+            res = cli_process(*args, "-", stdin=fh.fileno(), env=env)
+    assert res.code == 2 and json.loads(res.out)["error"] == {
+        "code": "too_large", "message": message, "details": {"path": "$", "limit": limit, "setting": "WORKINGSET_MAX_DECISION_BYTES"}}
+    got = [json.loads(x) for x in _kept_answers(store)]
+    assert got == [event]  # the same head, size, code, message and details (the time is the clock's)

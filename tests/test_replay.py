@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import msgspec
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from session_helpers import answer_bytes, assess, conclude, decision, query, recall, result, state_bytes
 from typer.testing import CliRunner
 
 from workingset.cli import app
+from workingset.errors import DecisionRejected, WorkingsetError
 from workingset.replay import first_difference, replay_export
 from workingset.session import Investigation
 
@@ -113,7 +117,53 @@ def drop_an_answer(run: Path) -> None:
     write_lines(run / "answers.jsonl", answers)
 
 
+def edit_header(**changes):
+    def tamper(run: Path) -> None:
+        journal = lines(run / "journal.jsonl")
+        journal[0].update(changes)
+        write_lines(run / "journal.jsonl", journal)
+
+    tamper.__name__ = "header_" + "_".join(changes)
+    return tamper
+
+
+def tamper_chars(run: Path) -> None:
+    path = run / "demo-r0002.json"
+    ctx = json.loads(path.read_text())
+    ctx["rendered"]["chars"] += 1
+    path.write_text(json.dumps(ctx))
+
+
+def tamper_time(run: Path) -> None:
+    journal = lines(run / "journal.jsonl")
+    next(x for x in journal if x.get("kind") == "record")["at"] = "2026-06-10T21:00:01Z"
+    write_lines(run / "journal.jsonl", journal)
+
+
+def tamper_answer_bytes(run: Path) -> None:
+    """The accepted answer re-indented: the same decision, other bytes."""
+    answers = lines(run / "answers.jsonl")
+    accepted = next(a for a in answers if a["outcome"] == "accepted")
+    accepted["answer"] = json.dumps(json.loads(accepted["answer"]), indent=4)
+    write_lines(run / "answers.jsonl", answers)
+
+
+def tamper_rejected_bytes(run: Path) -> None:
+    """A rejected answer changed so that it is refused the same way."""
+    answers = lines(run / "answers.jsonl")
+    answers[5]["answer"] = answers[5]["answer"].replace("select 1", "select 2")
+    write_lines(run / "answers.jsonl", answers)
+
+
 TAMPERINGS = [
+    (edit_header(encoder="investigation_project_v7"), "journal header", None, "$.encoder", "investigation_project_v7",
+     "investigation_project_v8"),
+    (edit_header(analysis_id="other"), "journal header", None, "$.analysis_id", "other", "demo"),
+    (edit_header(note="x"), "journal header", None, "$.note", "x", "(absent)"),
+    (tamper_chars, "stored context demo-r0002.json", 8, "$.rendered.chars", None, None),
+    (tamper_time, "record B000006: its record event", 9, "end.event_hashes[8]", None, None),
+    (tamper_answer_bytes, "answer to demo-r0001 (accepted): its answer event", 6, "end.event_hashes[5]", None, None),
+    (tamper_rejected_bytes, "answer to demo-r0003 (rejected): its answer event", 15, "end.event_hashes[14]", None, None),
     (tamper_answer, "answer to demo-r0001 (accepted): its decision event", 7, "$.decision.next.query",
      "select count(*) from retries", "select count(*) from refunds"),
     (tamper_result, "record B000006: its record event", 9, "$.evidence.content_hash", None, None),
@@ -195,3 +245,69 @@ def test_an_answer_refused_as_too_large_keeps_only_its_head_and_replays_at_its_s
     assert small.size is None and small.data() == b"{}"
     other = AnswerEvent.of("demo-r0001", b"{" + b"x" * 2999, DecisionRejected("m", code="malformed_json", details={"limit": 10}))
     assert other.size is None and len(other.data()) == 3000
+
+
+def test_an_analysis_created_from_a_stored_context_replays(export, tmp_path):
+    """The documented way to continue a run (`init --state <stored context>`): its requests follow that one's."""
+    store = str(tmp_path / "continued.sqlite3")
+    with Investigation.create(store, (export / "demo-r0002.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
+        req = inv.next_request("H1")
+        assert req.request_id == "demo-r0003"
+        with pytest.raises(DecisionRejected):
+            inv.submit(req.request_id, b"{")
+        act = inv.submit(req.request_id, decision(query("select 3"))).action
+        inv.record(act, result("three", query="select 3"), captured_at="2026-06-10T21:10:00Z")
+        inv.next_request("H2")
+        inv.export(tmp_path / "continued")
+    assert lines(tmp_path / "continued" / "journal.jsonl")[1]["requests_before"] == 2
+    report = replay_export(tmp_path / "continued")
+    assert report.ok, report.divergence
+    assert (report.requests, report.answers, report.rejected, report.results) == (2, 2, 1, 1)
+    assert report.contexts[0].endswith("demo-r0003.json")
+
+
+def _leaves(value, path=()):
+    """Every (path, leaf) of plain JSON: the places one edit can go."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _leaves(v, (*path, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _leaves(v, (*path, i))
+    else:
+        yield path, value
+
+
+def _edited(value):
+    """Another value of the same type (a string gains a space, so an answer keeps its meaning; a number grows)."""
+    if isinstance(value, bool) or value is None:
+        return not value if isinstance(value, bool) else "x"
+    if isinstance(value, (int, float)):
+        return value + 1
+    return value + " "
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_edit_of_an_export_fails_its_replay(export, tmp_path_factory, data):
+    """An export is evidence: one edited leaf anywhere in it (journal, answers, a stored context) fails the replay."""
+    run = tmp_path_factory.mktemp("edited") / "run"
+    shutil.copytree(export, run)
+    name = data.draw(st.sampled_from(sorted(p.name for p in run.iterdir())), label="file")
+    docs = lines(run / name) if name.endswith(".jsonl") else [json.loads((run / name).read_text())]
+    places = [(i, path, leaf) for i, doc in enumerate(docs) for path, leaf in _leaves(doc)]
+    i, path, leaf = data.draw(st.sampled_from(places), label="leaf")
+    node = docs[i]
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = _edited(leaf)
+    if name.endswith(".jsonl"):
+        write_lines(run / name, docs)
+    else:
+        (run / name).write_text(json.dumps(docs[0]))
+    try:
+        report = replay_export(run)
+    except WorkingsetError as err:  # an edit that makes the export unreadable is refused with its code
+        assert err.code in ("invalid_file", "unknown_encoder"), err
+        return
+    assert not report.ok, (name, i, path)

@@ -260,3 +260,32 @@ def test_random_cell_damage_is_a_code_never_a_crash(pristine, tmp_path):
 @pytest.mark.parametrize("seed", range(20))
 def test_soak_random_cell_damage(pristine, tmp_path, seed):
     _random_cells(pristine, tmp_path, cases=150, seed=1000 + seed)
+
+
+# -- the same damage on either backend: every command that reads the state refuses it (issue 23.4) ----------
+
+BACKEND_DAMAGE = {
+    "last event deleted": ["DELETE FROM events WHERE seq = (SELECT max(seq) FROM events)"],
+    "request row past the log": ["UPDATE requests SET state_seq = 999"],
+}
+
+
+@pytest.mark.parametrize("name", list(BACKEND_DAMAGE))
+def test_damage_is_refused_by_show_submit_next_and_export_alike(store, tmp_path, name):
+    from store_sql import execute
+    from store_sql import query as sql
+
+    with Investigation.create(store, state_bytes(), clock=CLOCK) as inv:
+        inv.next_request("H1")
+    if store.startswith("postgresql://"):
+        execute(store, "ALTER TABLE events DISABLE TRIGGER USER")
+    else:
+        execute(store, "DROP TRIGGER events_append_only_delete")
+    for statement in BACKEND_DAMAGE[name]:
+        execute(store, statement)
+    rows = sql(store, "SELECT seq, kind FROM events ORDER BY seq")
+    a = ["--analysis", "demo", "--store", store, "--json"]
+    for args in (["show", *a], ["submit", *a, "--request", "demo-r0001", json.dumps(decision(query()))],
+                 ["submit", *a, "--request", "demo-r0001", "{"], ["next", *a], ["export", *a, "--out", str(tmp_path / "x")]):
+        cli(*args).rejected("store_corrupt")
+    assert sql(store, "SELECT seq, kind FROM events ORDER BY seq") == rows  # nothing appended, not even an answer

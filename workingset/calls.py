@@ -140,3 +140,13 @@ def points_nowhere(path: str, analysis_id: str, req: RequestRecord, seq: int) ->
     """The error for a request row whose state event the log does not have."""
     return StoreCorrupt(f"store {path}: request {req.request_id} points at event {seq}, which the log of {analysis_id} "
                         "does not have", details={"analysis": analysis_id, "request_id": req.request_id, "seq": seq})  # fmt: skip
+
+
+def check_in_log(path: str, analysis_id: str, req: RequestRecord | None, view: Replayed) -> None:
+    """An open request must point into the log the state was replayed from (a deleted last event, a row past it).
+
+    Every call that reads the state with an open request checks it, on either backend, so
+    that a damage `next` and `export` report is never answered, or appended to, by `submit` or `show`.
+    """
+    if req is not None and not 1 <= req.state_seq <= view.seq:
+        raise points_nowhere(path, analysis_id, req, req.state_seq)

@@ -360,14 +360,35 @@ def _input(arg: str, kind: str) -> tuple[bytes, str]:
 
         return stdin_bytes(kind, limits), "<stdin>"
     if arg.lstrip().startswith("{"):
-        try:  # an argument's bytes that are not UTF-8, as given: the decoder refuses them as malformed
-            data = arg.encode("utf-8", "surrogateescape")
-        except UnicodeEncodeError:  # a lone surrogate that no byte gave (inline JSON from Python)
-            data = arg.encode("utf-8", "surrogatepass")
+        data = _inline_bytes(arg)
         if len(data) > limits.max_bytes(kind):
             raise too_large(kind, "<argument>", len(data), limits)
         return data, "<argument>"
     return read_path(arg, kind, limits), arg
+
+
+def _inline_bytes(arg: str) -> bytes:
+    try:  # an argument's bytes that are not UTF-8, as given: the decoder refuses them as malformed
+        return arg.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that no byte gave (inline JSON from Python)
+        return arg.encode("utf-8", "surrogatepass")
+
+
+def _decision_input(arg: str) -> tuple[bytes, int | None]:
+    """An answer as `_input` reads it, but one over the limit is not refused here: the API refuses and keeps it.
+
+    Returns the bytes and None, or, for a file or stdin over the limit, the first `limit` bytes
+    and the whole size (`limits.read_counted`): what `submit` keeps of a too large answer it is
+    given whole. Inline JSON is given whole.
+    """
+    from .limits import read_path_counted
+    from .process import stdin_counted
+
+    if arg == "-":
+        return stdin_counted("decision")
+    if arg.lstrip().startswith("{"):
+        return _inline_bytes(arg), None
+    return read_path_counted(arg, "decision")
 
 
 def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
@@ -444,9 +465,9 @@ def submit(
     as_json: JsonFlag = False,
 ) -> None:
     """Validate a decision (SPEC §6) and apply it; a rejected decision changes nothing."""
-    data, _ = _input(decision, "decision")
+    data, size = _decision_input(decision)
     with _session(store, analysis) as inv:
-        out = inv.submit(request, data)
+        out = inv.submit(request, data, size=size)
     if as_json:
         emit_json(out.spec())
     else:
@@ -525,6 +546,9 @@ def cancel(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fa
 def export(
     analysis: AnalysisOpt,
     out: Annotated[str, typer.Option("--out", help="The directory to write the stored contexts to.")],
+    as_stored: Annotated[bool, typer.Option("--as-stored", help=(
+        "Write only journal.jsonl and answers.jsonl, the events as stored, unchecked: for an analysis the store "
+        "can no longer render."))] = False,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -533,9 +557,11 @@ def export(
 
     check_new_run_dir(out)  # before opening the store
     with _session(store, analysis, read_only=True) as inv:
-        paths = inv.export(out)
+        paths = inv.export(out, as_stored=as_stored)
     if as_json:
-        emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})
+        emit_json({"analysis_id": analysis, "files": [str(p) for p in paths], "as_stored": as_stored})
+    elif as_stored:
+        sys.stdout.write(f"wrote journal.jsonl and answers.jsonl to {out}: the events as stored, unchecked\n")
     else:
         sys.stdout.write(f"wrote {len(paths)} stored contexts, journal.jsonl and answers.jsonl to {out}\n")
 

@@ -7,7 +7,8 @@ everything else the analysis was built from:
 - `journal.jsonl`: a header line (`format`, `analysis_id`, `encoder`), then every event of
   the log except the answers, in order, each `{"seq", "kind", "at", ...the event's fields}`
   with payloads written out in full (`created` carries the initial state, `record` the
-  evidence), and an `end` line with the final status, termination reason and state hash.
+  evidence), and an `end` line with the final status, termination reason, state hash and
+  the hash of every event, answers included (`event_hashes`).
 - `answers.jsonl`: every submitted answer, accepted or rejected, verbatim, with its event
   number, time, request ID and outcome (a rejection's code, message and details).
 
@@ -48,6 +49,16 @@ EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in EVENT_TYPES.items()}
 
 
+def event_hashes(lines: list[dict[str, Any]]) -> list[str]:
+    """The `xxh3-128:` hash of each exported event's canonical JSON, in order: the end line's `event_hashes`.
+
+    Replay feeds an event's recorded time and an answer's recorded bytes back in, so the
+    fresh store reproduces them whatever they are; these hashes, written at export, are what
+    an edited time or answer is caught against (an edit, not a forger who rewrites them too).
+    """
+    return [hash_bytes(canonical_json(line)) for line in lines]
+
+
 def state_hash(state: State) -> str:
     """The `xxh3-128:` hash of a state's canonical JSON (keys sorted, compact): what replay compares last."""
     return hash_bytes(canonical_json(state))
@@ -66,6 +77,44 @@ def journal_lines(tx: Tx, analysis_id: str, after: int = 0) -> list[dict[str, An
                 ev.payload = payloads[ev.content_hash]
         lines.append({"seq": row.seq, "kind": row.kind, "at": row.at, **msgspec.to_builtins(event)})
     return lines
+
+
+def stored_lines(tx: Tx, analysis_id: str) -> list[dict[str, Any]]:
+    """The analysis's events as stored, unchecked: each event's JSON as it is, payloads written out where readable.
+
+    For an analysis the store can no longer render (`export --as-stored`): nothing is
+    validated, so what was kept is read out even when the current types refuse it. An event
+    whose data is not JSON is kept as its text under `"data"`; a payload that cannot be read is
+    left null.
+    """
+    lines = []
+    for row in tx.events(analysis_id):
+        try:
+            event = msgspec.json.decode(row.data)
+        except msgspec.DecodeError:
+            event = None
+        fields = event if isinstance(event, dict) else {"data": row.data.decode("utf-8", "replace")}
+        for ev in _stored_evidence(fields):
+            digest = ev.get("content_hash")
+            if ev.get("payload") is None and isinstance(digest, str):
+                ev["payload"] = _stored_payload(tx, digest)
+        line: dict[str, Any] = {"seq": row.seq, "kind": row.kind, "at": row.at}
+        line.update((k, v) for k, v in fields.items() if k not in line)  # the row's own seq, kind and time win
+        lines.append(line)
+    return lines
+
+
+def _stored_evidence(fields: dict[str, Any]) -> list[dict[str, Any]]:
+    state = fields.get("state")
+    items = state.get("evidence") if isinstance(state, dict) else [fields.get("evidence")]
+    return [ev for ev in items or () if isinstance(ev, dict)]
+
+
+def _stored_payload(tx: Tx, digest: str) -> Any:
+    try:
+        return msgspec.to_builtins(tx.payloads([digest])[digest])
+    except StoreCorrupt:
+        return None
 
 
 def write_journal(directory: str | os.PathLike[str], header: dict[str, Any], lines: list[dict[str, Any]],

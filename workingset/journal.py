@@ -99,11 +99,14 @@ class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
     details: dict[str, Any] = {}
 
     @classmethod
-    def of(cls, request_id: str, data: bytes, error: WorkingsetError | None = None) -> AnswerEvent:
-        """The event for `data` submitted to `request_id`, accepted (no error) or rejected with `error`."""
-        size = None
+    def of(cls, request_id: str, data: bytes, error: WorkingsetError | None = None, *,
+           size: int | None = None) -> AnswerEvent:  # fmt: skip
+        """The event for `data` submitted to `request_id`, accepted (no error) or rejected with `error`.
+
+        `size` is the answer's whole size when `data` is only its head (kept as given).
+        """
         limit = error.details.get("limit") if error is not None and error.code == "too_large" else None
-        if isinstance(limit, int) and 0 <= limit < len(data):
+        if size is None and isinstance(limit, int) and 0 <= limit < len(data):
             size, data = len(data), data[:limit]
         try:
             text, encoding = data.decode("utf-8"), "utf-8"

@@ -116,6 +116,46 @@ def read_path(path: str, kind: str = "file", limits: Limits | None = None) -> by
                           details={"file": path, "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
 
 
+# How much of a stream past its limit `read_head` reads to count it. A longer stream is refused
+# as before, unkept: its size is not known, and an endless one (`< /dev/zero`) must end quickly.
+COUNTED_MAX = 256 * MiB
+_COUNT_CHUNK = 1 * MiB
+
+
+def read_counted(stream: IO[bytes], kind: str, source: str, limits: Limits | None = None) -> tuple[bytes, int | None]:
+    """A stream's bytes and None; or, when it is longer than the kind's limit, its first `limit` bytes and its whole size.
+
+    The rest is read only to be counted, in chunks, and at most `COUNTED_MAX` bytes of it:
+    a longer stream is `too_large` at once, as with `read_bounded`.
+    """
+    limits = limits or Limits.current()
+    limit = limits.max_bytes(kind)
+    data = stream.read(limit + 1)
+    if len(data) <= limit:
+        return data, None
+    size = len(data)
+    while size <= limit + COUNTED_MAX:
+        chunk = stream.read(_COUNT_CHUNK)
+        if not chunk:
+            return data[:limit], size
+        size += len(chunk)
+    raise too_large(kind, source, f"more than {limit:,} bytes", limits)
+
+
+def read_path_counted(path: str, kind: str, limits: Limits | None = None) -> tuple[bytes, int | None]:
+    """`read_counted` for a regular file: its length is its size, and nothing is read past the head."""
+    limits = limits or Limits.current()
+    limit = limits.max_bytes(kind)
+    try:
+        with open_regular(path) as fh:
+            data = fh.read(limit + 1)
+            size = max(len(data), os.fstat(fh.fileno()).st_size)
+    except OSError as exc:
+        raise InvalidFile(f"{path}: cannot read ({describe(exc)})",
+                          details={"file": path, "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
+    return (data, None) if len(data) <= limit else (data[:limit], size)
+
+
 _SKELETON = b'[]{}:,"'
 _NOT_SKELETON = bytes(b for b in range(256) if b not in _SKELETON)
 _DEPTH_STEP = {ord("["): 1, ord("]"): -1}

@@ -24,18 +24,29 @@ from .limits import MAX_COST, MAX_COUNT, Limits, check_json, read_path
 
 STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
 
+
+def whole(body: str) -> str:
+    r"""A pattern that matches a whole string of the form `body`, in Python's `re` and ECMA-262 alike.
+
+    In Python (msgspec and jsonschema both use `re.search`) `$` also matches before a final
+    newline, so `^demo$` accepted `"demo\n"`; `(?!\n)` after it refuses that, and in ECMA-262,
+    where `$` is already the end of the input, changes nothing. (`\Z` is not ECMA-262.)
+    """
+    return rf"^{body}$(?!\n)"
+
+
 # An analysis ID: a lowercase letter or digit, then more of them or `._-`, 64 at most.
 ANALYSIS_ID_MAX_CHARS = 64
 ANALYSIS_ID_CHARS = rf"[a-z0-9][a-z0-9._-]{{0,{ANALYSIS_ID_MAX_CHARS - 1}}}"
-ANALYSIS_ID_PATTERN = rf"^{ANALYSIS_ID_CHARS}$"
+ANALYSIS_ID_PATTERN = whole(ANALYSIS_ID_CHARS)
 AnalysisId = Annotated[str, Meta(pattern=ANALYSIS_ID_PATTERN)]
-HypothesisId = Annotated[str, Meta(pattern=r"^H[0-9]{1,4}$")]
-EvidenceId = Annotated[str, Meta(pattern=r"^E[0-9]{6}$")]
-NoteId = Annotated[str, Meta(pattern=r"^N[0-9]{6}$")]
-ActionId = Annotated[str, Meta(pattern=r"^B[0-9]{6}$")]
-RequestId = Annotated[str, Meta(pattern=rf"^{ANALYSIS_ID_CHARS}-r[0-9]{{4,}}$")]
+HypothesisId = Annotated[str, Meta(pattern=whole("H[0-9]{1,4}"))]
+EvidenceId = Annotated[str, Meta(pattern=whole("E[0-9]{6}"))]
+NoteId = Annotated[str, Meta(pattern=whole("N[0-9]{6}"))]
+ActionId = Annotated[str, Meta(pattern=whole("B[0-9]{6}"))]
+RequestId = Annotated[str, Meta(pattern=whole(rf"{ANALYSIS_ID_CHARS}-r[0-9]{{4,}}"))]
 # RFC 3339 with an explicit offset; the calendar itself is checked by is_timestamp.
-TIMESTAMP_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+TIMESTAMP_PATTERN = whole(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
 Timestamp = Annotated[str, Meta(pattern=TIMESTAMP_PATTERN)]
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
 # Every count (iterations, limits, pages, item and character counts) and every cost has a range
@@ -44,7 +55,7 @@ Cost = Annotated[float, Meta(ge=0.0, le=MAX_COST)]
 Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
 # What a source reports about a capture (page, item count), kept verbatim: some report -1.
 SourceCount = Annotated[int, Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
-Hash = Annotated[str, Meta(pattern=r"^xxh3-128:[0-9a-f]{32}$")]
+Hash = Annotated[str, Meta(pattern=whole("xxh3-128:[0-9a-f]{32}"))]
 Scalar = Union[None, bool, int, float, str]
 
 Disposition = Literal["open", "supported", "refuted", "inconclusive", "parked"]

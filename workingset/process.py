@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any, TypeVar
 
 import msgspec
 
 from .errors import UsageError, WorkingsetError
-from .limits import Limits, read_bounded
+from .limits import Limits, read_bounded, read_counted
+
+T = TypeVar("T")
 
 
 def has_surrogates(text: str) -> bool:
@@ -47,11 +50,20 @@ def prepare_streams() -> WorkingsetError | None:
 
 def stdin_bytes(kind: str = "file", limits: Limits | None = None) -> bytes:
     """All of stdin, at most the `kind`'s limit (`limits.read_bounded`); a closed stdin (`<&-`) is `usage_error`."""
+    return _read_stdin(lambda stream: read_bounded(stream, kind, "<stdin>", limits))
+
+
+def stdin_counted(kind: str, limits: Limits | None = None) -> tuple[bytes, int | None]:
+    """Stdin as `limits.read_counted` reads it: past the `kind`'s limit, its head and its whole size."""
+    return _read_stdin(lambda stream: read_counted(stream, kind, "<stdin>", limits))
+
+
+def _read_stdin(read: Callable[[IO[bytes]], T]) -> T:
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None or stream.closed:
         raise UsageError("stdin is closed; give the JSON as a file or inline instead of -")
     try:
-        return read_bounded(stream, kind, "<stdin>", limits)
+        return read(stream)
     except OSError as exc:
         raise UsageError(f"cannot read stdin ({exc.strerror or exc})") from None
 

@@ -28,10 +28,10 @@ from typing import Any
 import msgspec
 
 from .errors import InvalidFile, WorkingsetError
-from .exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, journal_lines, state_hash
+from .exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, event_hashes, journal_lines, state_hash
 from .limits import check_json
 from .model import State, StoredContext, read_file, validate_state
-from .runs import load_context_file
+from .runs import load_context_file, make_stored_context
 from .session import Investigation
 
 
@@ -75,6 +75,9 @@ class ReplayReport:
         return self.divergence is None
 
 
+HEADER_KEYS = frozenset({"format", "analysis_id", "encoder"})
+
+
 class _Stop(Exception):
     def __init__(self, divergence: Divergence):
         self.divergence = divergence
@@ -87,8 +90,11 @@ def replay_export(directory: str | Path) -> ReplayReport:
     contexts = _read_contexts(root)
     report = ReplayReport(analysis_id=header["analysis_id"])
     with tempfile.TemporaryDirectory(prefix="workingset-replay-") as tmp:
-        run = _Run(Path(tmp) / "replay.sqlite3", contexts, report)
+        run = _Run(Path(tmp) / "replay.sqlite3", contexts, report, header, end)
         try:
+            extra = sorted(set(header) - HEADER_KEYS)
+            if extra:
+                raise _Stop(Divergence("journal header", None, f"$.{extra[0]}", header[extra[0]], "(absent)"))
             for step in steps:
                 run.step(step)
             run.finish(end)
@@ -102,10 +108,14 @@ def replay_export(directory: str | Path) -> ReplayReport:
 class _Run:
     """The fresh store being rebuilt, and the comparison after every step."""
 
-    def __init__(self, store: Path, contexts: dict[str, tuple[str, StoredContext]], report: ReplayReport):
+    def __init__(self, store: Path, contexts: dict[str, tuple[str, StoredContext]], report: ReplayReport,
+                 header: dict[str, Any], end: dict[str, Any]):  # fmt: skip
         self.store = store
         self.contexts = dict(contexts)
         self.report = report
+        self.header = header
+        hashes = end.get("event_hashes")
+        self.hashes: list[Any] = hashes if isinstance(hashes, list) else []
         self.inv: Investigation | None = None
         self.now = ""
         self.seq = 0
@@ -130,15 +140,37 @@ class _Run:
         with self.inv.store.read() as tx:
             got = journal_lines(tx, self.inv.analysis_id, after=self.seq)
         _compare(name, lines, got)
+        for line, digest in zip(got, event_hashes(got)):
+            # The time and the answer bytes went in as recorded: only the export's own hash can catch an edit.
+            recorded = self.hashes[line["seq"] - 1] if line["seq"] <= len(self.hashes) else "(absent)"
+            if recorded != digest:
+                raise _Stop(Divergence(f"{name}: its {line['kind']} event", line["seq"],
+                                       f"end.event_hashes[{line['seq'] - 1}]", recorded, digest))  # fmt: skip
         self.seq += len(got)
         self.report.events += len(got)
+        if kind == "created":
+            self._check_header()
         if kind == "request":
             self._check_context(first)
+
+    def _check_header(self) -> None:
+        """The header names the analysis and the encoder the created event made (and nothing else)."""
+        assert self.inv is not None
+        row = self.inv.show()
+        replayed = {"format": JOURNAL_FORMAT, "analysis_id": self.inv.analysis_id, "encoder": row.encoder}
+        diff = first_difference(self.header, replayed)
+        if diff is not None:
+            raise _Stop(Divergence("journal header", None, *diff))
 
     def _call(self, kind: str, line: dict[str, Any]) -> None:
         if kind == "created":
             state = _state(line["state"])
-            self.inv = Investigation.create(self.store, state, encoder=line["encoder"], clock=self.clock)
+            before = line.get("requests_before", 0)  # created from a stored context: its requests follow that one's
+            if type(before) is not int:
+                raise InvalidFile(f"{JOURNAL}: the created event's requests_before is not an integer",
+                                  details={"file": JOURNAL, "path": "$.requests_before"})  # fmt: skip
+            self.inv = Investigation.create(self.store, state, encoder=line["encoder"], clock=self.clock,
+                                            requests_before=before)  # fmt: skip
             return
         if self.inv is None:
             raise InvalidFile(f"{JOURNAL}: the first event must be `created`", details={"file": JOURNAL, "path": "$"})
@@ -179,6 +211,9 @@ class _Run:
         diff = first_difference(msgspec.to_builtins(ctx.state), replayed, "$.state")
         if diff is None:
             diff = first_difference([ctx.encoder, ctx.hypothesis], [line["encoder"], line["hypothesis"]], "$[encoder, hypothesis]")
+        if diff is None:  # every other byte of it too: its format, request ID and rendered size
+            again = make_stored_context(rid, line["encoder"], line["hypothesis"], self.inv.state)
+            diff = first_difference(msgspec.to_builtins(ctx), msgspec.to_builtins(again))
         if diff is not None:
             raise _Stop(Divergence(name, line["seq"], *diff))
 
@@ -191,8 +226,11 @@ class _Run:
         self.report.state_hash = state_hash(summary.state)
         replayed = {"events": self.seq, "status": summary.status, "termination_reason": summary.termination_reason,
                     "state_hash": self.report.state_hash}  # fmt: skip
+        replayed["event_hashes"] = self.hashes[: self.seq]  # each compared on the way; none may be left over
         recorded = {k: end.get(k) for k in replayed}
-        diff = first_difference(recorded, replayed)
+        extra = sorted(set(end) - set(replayed) - {"kind"})
+        diff = first_difference(recorded, replayed) or (
+            (f"$.{extra[0]}", end[extra[0]], "(absent)") if extra else None)  # fmt: skip
         if diff is not None:
             raise _Stop(Divergence("end", None, *diff))
 

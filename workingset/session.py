@@ -24,11 +24,12 @@ from typing import Any
 
 from . import controller as ctl
 from .calls import (
-    Call, as_bytes, busy_hypotheses, closed, evidence_ids, externalize, pending_action, points_nowhere, stored_encoder,
+    Call, as_bytes, busy_hypotheses, check_in_log, closed, evidence_ids, externalize, pending_action, points_nowhere,
+    stored_encoder,
 )  # fmt: skip
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
-from .exports import journal_lines, state_hash, write_journal
+from .exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
 from .files import check_new_run_dir
 from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed
 from .snapshots import snapshot_at_creation, snapshot_due, take_snapshot
@@ -148,7 +149,7 @@ class Investigation(Turns):
                 raise SessionError(f"no analysis {analysis_id!r} in {db.path}: the store is empty; known: none",
                                    code="unknown_analysis", details={"analysis": analysis_id})  # fmt: skip
             with db.read() as tx:
-                inv._row(tx)
+                inv._row(tx, checked=False)  # each call checks what it reads; cancel needs no more than this
         except BaseException:
             inv.close()
             raise
@@ -216,13 +217,15 @@ class Investigation(Turns):
 
     # -- reading -----------------------------------------------------------------------
 
-    def _row(self, tx: Tx) -> AnalysisRow:
-        row = tx.analysis(self.analysis_id)
+    def _row(self, tx: Tx, checked: bool = True) -> AnalysisRow:
+        """The analysis's row (`unknown_analysis` if absent); unless `checked`, only its types and statuses are checked."""
+        row = tx.analysis(self.analysis_id) if checked else tx.analysis_as_stored(self.analysis_id)
         if row is None:
             known = ", ".join(tx.analysis_ids()) or "none"
             raise SessionError(f"no analysis {self.analysis_id!r} in {self.store.path}; known: {known}",
                                code="unknown_analysis", details={"analysis": self.analysis_id})  # fmt: skip
-        stored_encoder(row.encoder, f"analysis {self.analysis_id}")
+        if checked:
+            stored_encoder(row.encoder, f"analysis {self.analysis_id}")
         return row
 
     @contextmanager
@@ -268,9 +271,9 @@ class Investigation(Turns):
         with self._call(write=False) as call:
             tx = call.tx
             row = self._row(tx)
-            call.sync()
-            state = copy_state(call.complete().state)
             open_req = tx.open_request(self.analysis_id)
+            check_in_log(self.store.path, self.analysis_id, open_req, call.sync())
+            state = copy_state(call.complete().state)
             return Summary(
                 status=row.status,
                 termination_reason=row.termination_reason,
@@ -313,9 +316,12 @@ class Investigation(Turns):
 
     def _transition(self, verb: str, message: str | None = None) -> Lifecycle:
         aid = self.analysis_id
+        closing = verb in ("cancel", "fail")
         with self._call(write=True) as call:
             tx = call.tx
-            row = self._row(tx)
+            # Closing reads neither the state nor the request rows: an analysis the store can no
+            # longer render (one written before IDs had to match whole) can still be closed.
+            row = self._row(tx, checked=not closing)
             if row.status in ctl.TERMINAL:
                 raise closed(row)
             prior, reason = None, None
@@ -332,9 +338,7 @@ class Investigation(Turns):
             else:
                 status = ctl.CANCELLED if verb == "cancel" else ctl.FAILED
                 reason = status
-                req = tx.open_request(aid)
-                if req is not None:
-                    tx.set_request_status(aid, req.request_id, "abandoned")
+                tx.abandon_open_requests(aid)
             event = LifecycleEvent(status=status, prior_status=prior, termination_reason=reason, message=message)
             if verb == "resume":
                 call.change()  # synced above: the kept state's position moves past this event
@@ -344,7 +348,7 @@ class Investigation(Turns):
 
     # -- export ------------------------------------------------------------------------
 
-    def export(self, directory: str | os.PathLike[str]) -> list[Path]:
+    def export(self, directory: str | os.PathLike[str], *, as_stored: bool = False) -> list[Path]:
         """Write every request as a stored-context file whose hash verifies, and the journal and answers beside them.
 
         Returns the stored-context paths; `journal.jsonl` and `answers.jsonl` (see `exports`)
@@ -353,8 +357,32 @@ class Investigation(Turns):
         written as the replay reaches its request, from the replayed state itself: memory stays
         that of one state and time that of the bytes written, however long the history (holding
         a copy per request made both grow with its square).
+
+        With `as_stored` nothing is checked or rendered: the journal and answers hold the events
+        as the store has them (`exports.stored_lines`), with no stored contexts and no state hash
+        (`"state_hash": null`), so that an analysis the store can no longer render is still read
+        out. Its replay reports the first place the current checks refuse.
         """
         check_new_run_dir(directory)
+        if as_stored:
+            return self._export_stored(directory)
+        try:
+            return self._export(directory)
+        except StoreCorrupt as err:
+            err.message += "; `export --as-stored` writes its events as stored, unchecked"
+            err.args = (err.message,)
+            raise
+
+    def _export_stored(self, directory: str | os.PathLike[str]) -> list[Path]:
+        with self._call(write=False) as call:
+            row = self._row(call.tx, checked=False)
+            lines = stored_lines(call.tx, self.analysis_id)
+        header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
+        end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason, "state_hash": None}
+        write_journal(directory, header, lines, end)
+        return []
+
+    def _export(self, directory: str | os.PathLike[str]) -> list[Path]:
         with self._call(write=False) as call:
             row = self._row(call.tx)
             requests = call.tx.requests(self.analysis_id)
@@ -365,7 +393,7 @@ class Investigation(Turns):
             final = call.complete().state
         header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
         end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
-               "state_hash": state_hash(final)}  # fmt: skip
+               "state_hash": state_hash(final), "event_hashes": event_hashes(lines)}  # fmt: skip
         write_journal(directory, header, lines, end)
         return paths
 

@@ -23,9 +23,9 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .model import EvidenceId, Payload, RowsPayload, State
+from .model import EvidenceId, Payload, RowsPayload, State, whole
 
-Sha256 = Annotated[str, Meta(pattern=r"^[0-9a-f]{64}$")]
+Sha256 = Annotated[str, Meta(pattern=whole("[0-9a-f]{64}"))]
 MAX_SPANS = 16
 _lines = msgspec.json.Encoder().encode_lines
 

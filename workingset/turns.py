@@ -14,7 +14,7 @@ import msgspec
 from . import controller as ctl
 from .answers import answer_of
 from .calls import (
-    Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
+    Call, as_bytes, busy_hypotheses, check_in_log, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
 )  # fmt: skip
 from .decisions import Query, Recall, check_decision, check_spans, parse_decision
 from .encoders import RenderedContext
@@ -25,7 +25,7 @@ from .journal import (
     AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
     stored_payload,
 )  # fmt: skip
-from .limits import MAX_COST
+from .limits import MAX_COST, Limits, too_large
 from .model import Evidence, EvidenceBudget
 from .providers import NOT_RETRYABLE, Answer, check_options
 from .replies import Applied, Recorded, Request
@@ -73,30 +73,38 @@ class Turns:
                                             "open"))  # fmt: skip
             return Request.of(out, rid, state)
 
-    def submit(self, request_id: str, decision: str | bytes | dict[str, Any]) -> Applied:
+    def submit(self, request_id: str, decision: str | bytes | dict[str, Any], *, size: int | None = None) -> Applied:
         """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code.
 
         Every answer is kept verbatim in the event log (`answer` events, see `journal.AnswerEvent`):
         a rejected one is appended on its own and changes nothing else, so the request stays open.
+        One over `max_decision_bytes` keeps its first that many bytes and its whole `size`,
+        whatever it is refused for. A reader that stopped at the limit (the CLI) gives just those
+        bytes and the `size` it counted: the answer is refused and kept exactly as if given whole.
         """
         data = as_bytes(decision, "decision")
+        limit = (self.limits or Limits.current()).max_decision_bytes
         with self._call(write=True) as call:
             try:
-                return self._apply_answer(call, request_id, data)
+                return self._apply_answer(call, request_id, data, size)
             except DecisionRejected as err:
                 rejected = err  # kept below, in this same transaction, before it is raised
-                call.append("answer", AnswerEvent.of(request_id, data, err), self._clock())
+                head, whole = (data[:limit], len(data)) if size is None and len(data) > limit else (data, size)
+                call.append("answer", AnswerEvent.of(request_id, head, err, size=whole), self._clock())
         raise rejected
 
-    def _apply_answer(self, call: Call, request_id: str, data: bytes) -> Applied:
-        """Validate and apply one answer; a `DecisionRejected` leaves the transaction untouched."""
+    def _apply_answer(self, call: Call, request_id: str, data: bytes, size: int | None = None) -> Applied:
+        """Validate and apply one answer (of `size` bytes when `data` is only its head); a `DecisionRejected` leaves the transaction untouched."""
         aid = self.analysis_id
         tx = call.tx
         self._require_active(tx, decision=True)
         req = tx.open_request(aid)
         if req is None or req.request_id != request_id:
             raise stale(tx, aid, request_id, req)
+        if size is not None:  # where `parse_decision` refuses an answer given whole
+            raise too_large("decision", "<decision>", size, self.limits or Limits.current())
         enc = stored_encoder(req.encoder, f"request {req.request_id}")
+        check_in_log(self.store.path, aid, req, call.sync())  # before any answer could be kept
         supports_recall = enc.supports_recall
         parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
                                 limits=self.limits)

@@ -132,14 +132,34 @@ class SqlTx:
         except msgspec.ValidationError as exc:
             raise self._corrupt(what, exc, **where) from None
 
-    def analysis(self, analysis_id: str) -> AnalysisRow | None:
-        """The analysis's row; in a write transaction it is locked until the commit where the backend locks rows."""
-        row = self._q(
+    def _analysis_row(self, analysis_id: str) -> tuple | None:
+        """The analysis's row as read; in a write transaction it is locked until the commit where the backend locks rows."""
+        return self._q(
             "SELECT analysis_id, encoder, status, prior_status, termination_reason, created_at"
             " FROM analyses WHERE analysis_id = ?" + (self.lock_clause if self._locking else ""),
             (analysis_id,),
         ).fetchone()
+
+    def analysis(self, analysis_id: str) -> AnalysisRow | None:
+        """The analysis's row, checked (see `_analysis_row`)."""
+        row = self._analysis_row(analysis_id)
         return self._checked(AnalysisRow, row, f"analysis row {analysis_id}", analysis=analysis_id) if row else None
+
+    def analysis_as_stored(self, analysis_id: str) -> AnalysisRow | None:
+        """The analysis's row with only its types and statuses checked, not the form of its ID.
+
+        For the calls that need no state (cancel, fail, export as stored): an analysis written by
+        an older version whose ID no longer validates (`"demo\\n"`) must still be closed and read out.
+        """
+        row = self._analysis_row(analysis_id)
+        if row is None:
+            return None
+        statuses = base.STATUSES
+        if not (all(type(v) is str for v in (*row[:3], row[5])) and row[2] in statuses and row[3] in (None, *statuses)
+                and (row[4] is None or type(row[4]) is str)):  # fmt: skip
+            raise StoreCorrupt(f"store {self._path}: damaged analysis row {analysis_id!r}",
+                               details={"store": self._path, "analysis": analysis_id})  # fmt: skip
+        return AnalysisRow(*row)
 
     def analysis_ids(self) -> list[str]:
         ids = [r[0] for r in self._q("SELECT analysis_id FROM analyses ORDER BY analysis_id" + self.id_order)]
@@ -262,6 +282,13 @@ class SqlTx:
             (status, analysis_id, request_id),
         )
 
+    def abandon_open_requests(self, analysis_id: str) -> None:
+        """Mark the analysis's open request abandoned without reading its row (which may no longer validate)."""
+        self._write(
+            "set_request_status",
+            "UPDATE requests SET status = 'abandoned' WHERE analysis_id = ? AND status = 'open'",
+            (analysis_id,),
+        )
 
     def _requests(self, where: str, args: tuple) -> list[RequestRecord]:
         rows = self._q(f"SELECT {REQUEST_COLUMNS} FROM requests WHERE {where}", args).fetchall()
