@@ -47,7 +47,7 @@ def pick_context(path: str | os.PathLike, request: str | None = None) -> StoredC
     """One stored context: a stored-context file, or the context `request` of a run."""
     root = Path(path)
     if request is None:
-        if _holds_a_run(root) or is_run_file(data := read_file(str(root))):  # unreadable: `invalid_file`
+        if holds_a_run(root) or is_run_file(data := read_file(str(root))):  # unreadable: `invalid_file`
             raise UsageError(f"{root} is a run: name the context to render with --request <request ID>")
         return load_stored_context(data, str(root))
     run = read_run(root)
@@ -99,7 +99,7 @@ def write_run(directory: str | os.PathLike, contexts: Iterable[StoredContext]) -
     return write_new_files(root, ((f"{ctx.request_id}.json", dump_json(ctx)) for ctx in contexts))
 
 
-def _holds_a_run(path: Path) -> bool:
+def holds_a_run(path: Path) -> bool:
     """Whether `path` is a directory holding a run (any other directory is no stored context either)."""
     try:
         return path.is_dir() and any(p.suffix == ".json" for p in path.iterdir())
