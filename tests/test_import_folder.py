@@ -152,6 +152,7 @@ def test_an_out_folder_inside_the_folder_is_not_imported_again(tmp_path: Path):
         ([str(OPENHANDS)], "is an OpenHands conversation, not a folder"),
         ([str(DATA), "--analysis", "x"], "--analysis names one run"),
         ([str(DATA / "nope")], "not a folder of trajectories"),
+        ([str(DATA), "--layout", "rows"], "no run layout 'rows'"),
     ],
 )  # fmt: skip
 def test_usage_errors_change_nothing(tmp_path: Path, args, needle):

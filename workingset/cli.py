@@ -283,7 +283,7 @@ def report(
 def import_(
     fmt: Annotated[str, typer.Argument(metavar="FORMAT", help="swe-agent, mini-swe-agent, openhands or auto (told by its shape); or, alone, a folder of trajectories.")],
     out: Annotated[str, typer.Option("--out", help="The run directory to write (new or empty); for a folder, the directory of its runs.")],
-    source: Annotated[Optional[str], typer.Argument(metavar="[SOURCE]", help="A .traj/.traj.json file, or an OpenHands conversation directory.")] = None,
+    source: Annotated[Optional[str], typer.Argument(metavar="SOURCE", help="A .traj/.traj.json file, or an OpenHands conversation directory.")] = None,
     analysis: Annotated[Optional[str], typer.Option(help="Analysis ID (default: from the instance ID or file name).")] = None,
     layout: Annotated[str, typer.Option(help="run: one run file, each payload stored once; contexts: one stored-context file per step.")] = "run",
     encoder: Annotated[str, typer.Option(help="The encoder each stored context records and is hashed with (v7 unless told; e.g. v11).")] = "investigation_project_v7",
@@ -340,11 +340,13 @@ def _import_folder(folder: str, out: str, analysis: str | None, layout: str, enc
     from .importers import FORMATS
     from .importers.folder import find_sources, import_folder
     from .progress import progress
+    from .runs import check_layout
 
     if (folder in FORMATS or folder == "auto") and not os.path.exists(folder):
         raise UsageError(f"import {folder} needs a SOURCE: workingset import {folder} SOURCE --out DIR")
     if analysis is not None:
         raise UsageError("--analysis names one run; a folder's runs are named after their files")
+    check_layout(layout)
     sources = find_sources(folder, out)
     with progress("importing", len(sources)) as step:
         result = import_folder(folder, out, layout, encoder, step=step, sources=sources)

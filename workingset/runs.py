@@ -118,10 +118,15 @@ def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext]) 
     return write_new_files(root, [(RUN_FILE, pack(contexts))])
 
 
-def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str) -> list[Path]:
-    """Write a run in `layout` (`run` or `contexts`) into a new directory or one holding no `.json` files."""
+def check_layout(layout: str) -> None:
+    """Refuse a layout that is not one of `LAYOUTS` (`usage_error`, listing them)."""
     if layout not in LAYOUTS:
         raise UsageError(f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}", details={"valid": list(LAYOUTS)})
+
+
+def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str) -> list[Path]:
+    """Write a run in `layout` (`run` or `contexts`) into a new directory or one holding no `.json` files."""
+    check_layout(layout)
     return (write_run_file if layout == "run" else write_run)(directory, contexts)
 
 

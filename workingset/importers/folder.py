@@ -29,7 +29,7 @@ from typing import Any, Callable
 from ..errors import UsageError, WorkingsetError
 from ..files import check_new_run_dir, os_error
 from ..model import ANALYSIS_ID_MAX_CHARS
-from ..runs import holds_a_run
+from ..runs import check_layout, holds_a_run
 from . import ENCODER, FORMATS, import_trajectory, write_import
 from ._sniff import identify
 from ._trajectory import analysis_id, fail
@@ -144,6 +144,7 @@ def import_folder(folder: str | os.PathLike[str], out: str | os.PathLike[str], l
     A run already complete in `out/NAME` is skipped unread. A trajectory that cannot be
     imported is recorded with its error code and message, and the next one is imported.
     """
+    check_layout(layout)  # not once per trajectory
     if sources is None:
         sources = find_sources(folder, out)
     root = Path(out)
@@ -164,8 +165,8 @@ def import_folder(folder: str | os.PathLike[str], out: str | os.PathLike[str], l
             except WorkingsetError as err:
                 result.failed.append({"source": str(src.path), "code": err.code, "message": err.message})
             except OSError as exc:
-                err = os_error(exc)
-                result.failed.append({"source": str(src.path), "code": err.code, "message": err.message})
+                named = os_error(exc)
+                result.failed.append({"source": str(src.path), "code": named.code, "message": named.message})
         if step is not None:
             step(1)
     return result
