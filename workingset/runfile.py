@@ -25,15 +25,17 @@ limit and decoded strictly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
+from msgspec.structs import replace
 
 from .errors import InvalidFile
 from .fixed_prompt import FixedPrompt, convert
 from .hashing import canonical_json, hash_bytes
 from .limits import Limits, check_json, too_large
-from .model import StoredContext, load_stored_context
+from .model import Evidence, StoredContext, load_stored_context
 
 RUN_FORMAT = "workingset/run@1"
 RUN_FILE = "run.json"  # the name of a run file inside a run directory
@@ -56,6 +58,8 @@ def _fail(source: str, path: str, message: str) -> InvalidFile:
 
 
 def _delta(refs: list[str], before: list[str]) -> dict[str, Any]:
+    if refs[: len(before)] == before:  # the common case, an append-only list: compared at C speed
+        return {"keep": len(before), "add": refs[len(before) :]}
     keep = 0
     for a, b in zip(refs, before):
         if a != b:
@@ -65,31 +69,55 @@ def _delta(refs: list[str], before: list[str]) -> dict[str, Any]:
 
 
 def pack(contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None) -> bytes:
-    """Encode stored contexts as one run file (their order is the run's order), with the agent's fixed prompt if given."""
+    """Encode stored contexts as one run file (their order is the run's order), with the agent's fixed prompt if given.
+
+    Consecutive contexts of a run share most of their records as the same objects (an
+    importer's state k+1 holds state k's evidence, notes and history rows), so each record
+    object is converted and hashed once, remembered by identity: the contexts keep every
+    one of them alive while packing, so no identity is reused. Without this, packing a run
+    converted and hashed every record of every context again, quadratic in the run's length.
+    """
     objects: dict[str, Any] = {}
+    keys: dict[int, str] = {}  # id(record object) -> the key of its record
 
     def put(record: Any) -> str:
         key = hash_bytes(canonical_json(record))
         objects.setdefault(key, record)
         return key
 
+    def evidence(ev: Evidence) -> str:
+        item = msgspec.to_builtins(ev)
+        if ev.payload is not None:
+            item["payload"] = ref(ev.payload)
+        return put(item)
+
+    def ref(obj: Any, record: Callable[[Any], str] | None = None) -> str:
+        key = keys.get(id(obj))
+        if key is None:
+            key = keys[id(obj)] = record(obj) if record is not None else put(msgspec.to_builtins(obj))
+        return key
+
     before: dict[Any, list[str]] = {}
     out = []
     for ctx in contexts:
-        data = msgspec.to_builtins(ctx)
+        st = ctx.state
+        # The context without its long lists; each list becomes a delta of record keys below.
+        shell = replace(st, evidence=[], notes=[], hypotheses=[replace(h, history=[]) for h in st.hypotheses])
+        data = msgspec.to_builtins(replace(ctx, state=shell))
         state = data["state"]
-        state["case"] = put(state["case"])
-        lists: dict[Any, list[str]] = {}
-        for item in state["evidence"]:
-            if item["payload"] is not None:
-                item["payload"] = put(item["payload"])
-        lists["evidence"] = [put(item) for item in state["evidence"]]
-        lists["notes"] = [put(note) for note in state["notes"]]
+        state["case"] = ref(st.case)
+        for ev in st.evidence:  # payloads first: `objects` keeps the order records were first met in
+            if ev.payload is not None:
+                ref(ev.payload)
+        lists: dict[Any, list[str]] = {
+            "evidence": [ref(ev, evidence) for ev in st.evidence],
+            "notes": [ref(note) for note in st.notes],
+        }
         state["evidence"] = _delta(lists["evidence"], before.get("evidence", []))
         state["notes"] = _delta(lists["notes"], before.get("notes", []))
-        for hyp in state["hypotheses"]:
-            key = ("history", hyp["id"])
-            lists[key] = [put(row) for row in hyp["history"]]
+        for hyp, h in zip(state["hypotheses"], st.hypotheses):
+            key = ("history", h.id)
+            lists[key] = [ref(row) for row in h.history]
             hyp["history"] = _delta(lists[key], before.get(key, []))
         before = lists
         out.append(data)

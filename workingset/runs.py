@@ -48,7 +48,7 @@ def pick_context(path: str | os.PathLike, request: str | None = None) -> StoredC
     """One stored context: a stored-context file, or the context `request` of a run."""
     root = Path(path)
     if request is None:
-        if _holds_a_run(root) or is_run_file(data := read_file(str(root))):  # unreadable: `invalid_file`
+        if holds_a_run(root) or is_run_file(data := read_file(str(root))):  # unreadable: `invalid_file`
             raise UsageError(f"{root} is a run: name the context to render with --request <request ID>")
         return load_stored_context(data, str(root))
     run = read_run(root)
@@ -117,7 +117,7 @@ def write_run(directory: str | os.PathLike, contexts: Iterable[StoredContext], f
     return write_new_files(root, (item for group in (head, files) for item in group))
 
 
-def _holds_a_run(path: Path) -> bool:
+def holds_a_run(path: Path) -> bool:
     """Whether `path` is a directory holding a run (any other directory is no stored context either)."""
     try:
         return path.is_dir() and any(p.suffix == ".json" for p in path.iterdir())
@@ -136,11 +136,16 @@ def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext], 
     return write_new_files(root, [(RUN_FILE, pack(contexts, fixed_prompt))])
 
 
+def check_layout(layout: str) -> None:
+    """Refuse a layout that is not one of `LAYOUTS` (`usage_error`, listing them)."""
+    if layout not in LAYOUTS:
+        raise UsageError(f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}", details={"valid": list(LAYOUTS)})
+
+
 def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str,
                  fixed_prompt: FixedPrompt | None = None) -> list[Path]:  # fmt: skip
     """Write a run in `layout` (`run` or `contexts`) into a new directory or one holding no `.json` files."""
-    if layout not in LAYOUTS:
-        raise UsageError(f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}", details={"valid": list(LAYOUTS)})
+    check_layout(layout)
     return (write_run_file if layout == "run" else write_run)(directory, contexts, fixed_prompt)
 
 

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
-from msgspec.structs import astuple
+from msgspec.structs import astuple, replace
 
 from ..model import Capture, Evidence, Hypothesis, Note
 from ._api import View
@@ -27,13 +28,18 @@ def capture_cells(ev: Evidence) -> list[Any]:
     return list(astuple(ev.capture))
 
 
+# A row's cells in column order, read at C speed: a long run's context holds thousands of rows.
+_HISTORY_ROW = attrgetter(*HISTORY_COLUMNS)
+_NOTE_ROW = attrgetter(*NOTE_COLUMNS)
+
+
 def history_table(h: Hypothesis) -> str:
-    rows = [[getattr(e, c) for c in HISTORY_COLUMNS] for e in h.history]
+    rows = list(map(_HISTORY_ROW, h.history))
     return rows_caption(len(rows), "history") + "\n" + table(HISTORY_COLUMNS, rows)
 
 
 def notes_table(notes: list[Note]) -> str:
-    rows = [[getattr(n, c) for c in NOTE_COLUMNS] for n in notes]
+    rows = list(map(_NOTE_ROW, notes))
     return rows_caption(len(rows), "notes") + "\n" + table(NOTE_COLUMNS, rows)
 
 
@@ -48,7 +54,8 @@ class V6(V5):
     version = 6
 
     def hypothesis_record(self, h: Hypothesis, view: View) -> dict[str, Any]:
-        rec = super().hypothesis_record(h, view)
+        # Converting the whole history only to delete it cost the most on long runs.
+        rec = super().hypothesis_record(replace(h, history=[]), view)
         del rec["history"]
         return rec
 
