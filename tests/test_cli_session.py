@@ -190,3 +190,20 @@ def test_a_store_url_never_echoes_its_password_and_a_malformed_one_is_a_usage_er
         assert "hunter2" not in said and "ter2" not in said
     assert "\t" not in error["message"] and "\n" not in error["message"] and "  " not in error["message"]
     assert res.stderr.startswith(f"error: {code}: ") and res.stderr.count("\n") == 1
+
+
+def test_show_has_six_columns_and_export_counts_one_stored_context(env):
+    env("init", "--state", str(env.tmp / "state.json"))
+    req = js(env("next", *A, "--json"))
+    (env.tmp / "d.json").write_text(json.dumps(decision(query())))
+    action = js(env("submit", *A, "--request", req["request_id"], str(env.tmp / "d.json"), "--json"))["action"]
+    lines = env("show", *A).stdout.split("\n")
+    header = next(n for n, line in enumerate(lines) if line.startswith("id "))
+    assert lines[header].split() == ["id", "title", "disposition", "confidence", "iterations", "previous"]
+    rule = lines[header + 1]  # tabulate's rule: one dash run per column, no empty last one
+    assert len(rule.split()) == 6 and rule == rule.rstrip()
+    assert all(line == line.rstrip() for line in lines[header : header + 5])
+    assert "pending actions:" in lines and any(line.split()[:2] == [action, "H1"] for line in lines if line.strip())
+    out = env("export", *A, "--out", str(env.tmp / "run")).stdout
+    assert out == f"wrote 1 stored context, journal.jsonl and answers.jsonl to {env.tmp / 'run'}\n"
+    assert env("verify", str(env.tmp / "run")).stdout.endswith("1 of 1 stored context verified\n")

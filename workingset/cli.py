@@ -185,7 +185,8 @@ def verify(
         ok = sum(v.status == "ok" for v in verdicts)
         unrecorded = len(verdicts) - ok - len(failed)
         tail = f" ({unrecorded} with no recorded hash)" if unrecorded else ""
-        sys.stdout.write(f"{ok} of {len(verdicts)} stored contexts verified{tail}\n")
+        noun = "stored context" if len(verdicts) == 1 else "stored contexts"
+        sys.stdout.write(f"{ok} of {len(verdicts)} {noun} verified{tail}\n")
     if failed:
         names = ", ".join(v.request_id for v in failed)
         # With --json the error object carries every verdict, so the per-file diffs are not lost.
@@ -535,7 +536,8 @@ def export(
     if as_json:
         emit_json({"analysis_id": analysis, "files": [str(p) for p in paths]})
     else:
-        sys.stdout.write(f"wrote {len(paths)} stored contexts, journal.jsonl and answers.jsonl to {out}\n")
+        noun = "stored context" if len(paths) == 1 else "stored contexts"
+        sys.stdout.write(f"wrote {len(paths)} {noun}, journal.jsonl and answers.jsonl to {out}\n")
 
 
 @app.command()
