@@ -78,7 +78,7 @@ def test_a_plain_language_is_still_the_info_string():
 
 @pytest.mark.parametrize("language", ["python\n", "py\tthon", "\x00", "log\r", "a\x7f", "b\u2028"])
 def test_a_language_with_a_control_character_is_refused(language):
-    state, item = _item_with("loki:prod", language)
+    state, _item = _item_with("loki:prod", language)
     with pytest.raises(InvalidFile) as exc:
         validate_state(state)
     assert exc.value.details["path"] == f"$.evidence[{len(state.evidence) - 1}].payload.language"

@@ -136,7 +136,7 @@ def _refused(source: Path, out: Path, named: str) -> None:
 @pytest.mark.parametrize("outside", [False, True], ids=["link-inside", "link-outside"])
 def test_an_openhands_event_file_that_is_a_symbolic_link_is_refused(tmp_path, outside):
     source = _conversation(tmp_path)
-    event = sorted((source / "events").iterdir())[0]
+    event = min((source / "events").iterdir())
     target = (tmp_path / "elsewhere.json") if outside else (source / "events" / "kept.json")
     event.rename(target)
     event.symlink_to(target)
@@ -160,7 +160,7 @@ def test_an_openhands_base_state_that_is_a_symbolic_link_is_refused(tmp_path):
 @pytest.mark.parametrize("number", ["00001", "1", "001"])
 def test_two_openhands_events_of_one_number_are_refused(tmp_path, number):
     source = _conversation(tmp_path)
-    first = sorted((source / "events").iterdir())[0]
+    first = min((source / "events").iterdir())
     assert first.name.startswith("event-00001-")
     shutil.copy(first, source / "events" / f"event-{number}-copy.json")
     _refused(source, tmp_path / "out", "two event files have the number 1")

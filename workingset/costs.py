@@ -23,5 +23,4 @@ def add_cost(total: float, cost: float) -> float:
 
 def cost_text(cost: float) -> str:
     """A cost for people: every digit it holds (`1234.5678`, not `:g`'s `1234.57`), a whole one without `.0`."""
-    text = repr(float(cost))
-    return text[:-2] if text.endswith(".0") else text
+    return repr(float(cost)).removesuffix(".0")

@@ -131,14 +131,14 @@ def _source_events(source: Path) -> tuple[Path, list[tuple[Path, str, dict[str, 
     files = sorted((int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name)))
     if not files:
         raise fail(events_dir, "$", "no event-NNNNN-*.json files")
-    for (n, first), (m, second) in zip(files, files[1:]):
-        if n == m:  # the number is the order: two of one number leave it unknown
-            raise fail(second, "$", f"two event files have the number {n}: {first.name} and {second.name}")
-    base = events_dir.parent / "base_state.json"
-    base = base if base.exists() or base.is_symlink() else None
+    for (number, first), (again, second) in zip(files, files[1:]):
+        if number == again:  # the number is the order: two of one number leave it unknown
+            raise fail(second, "$", f"two event files have the number {number}: {first.name} and {second.name}")
+    path = events_dir.parent / "base_state.json"
+    base = path if path.exists() or path.is_symlink() else None
     conversation = source.parent if events_dir == source else source  # given the events/ folder: its parent
-    for path in [p for _, p in files] + ([base] if base else []):
-        _inside(path, conversation)
+    for file in [p for _, p in files] + ([base] if base else []):
+        _inside(file, conversation)
     return events_dir, [(p, "$", _load(p, dict[str, Any])) for _, p in files], base
 
 
