@@ -76,7 +76,7 @@ def test_a_plain_language_is_still_the_info_string():
     assert ("python", item.payload.text) in [(info, body) for _line, info, body in blocks(text)]
 
 
-@pytest.mark.parametrize("language", ["python\n", "py\tthon", "\x00", "log\r", "a\x7f", "b\u2028"])
+@pytest.mark.parametrize("language", ["python\n", "\x00", "log\r", "a\x7f", "b\u2028", "c\x1b[0m", "d\x85"])
 def test_a_language_with_a_control_character_is_refused(language):
     state, _item = _item_with("loki:prod", language)
     with pytest.raises(InvalidFile) as exc:
@@ -86,3 +86,10 @@ def test_a_language_with_a_control_character_is_refused(language):
     with pytest.raises(InvalidFile) as exc:
         decode_result(json.dumps(result).encode())
     assert exc.value.code == "invalid_file" and exc.value.details["path"] == "$.payload.language"
+
+
+def test_a_language_with_a_tab_is_still_valid_and_written_without_an_info_string():
+    # The frozen corpus holds such states (`tab\tlang`): a tab ends no line, so it is not refused.
+    state, item = _item_with("loki:prod", "tab\tlang")
+    validate_state(state)
+    assert ("", item.payload.text) in [(info, body) for _line, info, body in blocks(get_encoder("v5").render(state, "H1").text)]
