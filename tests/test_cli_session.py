@@ -147,8 +147,63 @@ def test_the_cli_on_a_postgresql_store_by_option_and_by_environment(env, pg_serv
     pg_server.drop(url)
 
 
+def test_the_unix_socket_url_form_of_the_readme_works(env, pg_server):
+    url = pg_server.database()  # postgresql://postgres@/db?host=/socket/dir: the server listens on no TCP port
+    assert url.startswith("postgresql://postgres@/") and "?host=/" in url
+    with_port = url + "&port=5432"  # the server's socket file is .s.PGSQL.5432
+    assert js(env("init", "--state", str(env.tmp / "state.json"), "--store", with_port, "--json"))["status"] == "active"
+    assert js(env("show", *A, "--store", with_port, "--json"))["status"] == "active"
+    assert js(env("show", *A, "--store", url + "&port=1", "--json", code=2))["error"]["code"] == "store_unavailable"
+    pg_server.drop(url)
+
+
 def test_an_unreachable_postgresql_store_is_one_line_and_exit_2(env, tmp_path):
     pytest.importorskip("psycopg")
     res = env("show", *A, "--store", f"postgresql://u:secret@/nothing?host={tmp_path}", "--json", code=2)
     assert res.stderr.startswith("error: store_unavailable: ") and "secret" not in res.stderr + res.stdout
     assert js(res)["error"]["code"] == "store_unavailable"
+
+
+# Hostile `--store` URLs: (URL, code). No message or detail echoes a password, and libpq's
+# multi-line messages come out as one clean line.
+HOSTILE_STORES = [
+    ("postgresql://u@/nothing?host={tmp}&password=hunter2", "store_unavailable"),
+    ("postgresql://u:hunter2@/nothing?host={tmp}", "store_unavailable"),
+    ("postgresql://u:hun@ter2@/nothing?host={tmp}", "store_unavailable"),
+    ("postgresql://u@/nothing?host={tmp}&sslpassword=hunter2", "store_unavailable"),
+    ("postgres://u:hunter2@/nothing?host={tmp}&password=hunter2", "store_unavailable"),
+    ("mysql://u:hunter2@host/db", "usage_error"),
+    ("postgresql://u:hunter2@/db?bogus=1", "usage_error"),
+    ("postgresql://u@/db%zz", "usage_error"),
+    ("postgresql://u:hunter2%zz@/db", "usage_error"),
+    ("postgresql://u@/db?password=hunter2%zz", "usage_error"),
+]
+
+
+@pytest.mark.parametrize("url, code", HOSTILE_STORES)
+def test_a_store_url_never_echoes_its_password_and_a_malformed_one_is_a_usage_error(env, tmp_path, url, code):
+    pytest.importorskip("psycopg")
+    res = env("show", *A, "--store", url.format(tmp=tmp_path), "--json", code=2)
+    error = js(res)["error"]
+    assert error["code"] == code
+    for said in (res.stdout, res.stderr):
+        assert "hunter2" not in said and "ter2" not in said
+    assert "\t" not in error["message"] and "\n" not in error["message"] and "  " not in error["message"]
+    assert res.stderr.startswith(f"error: {code}: ") and res.stderr.count("\n") == 1
+
+
+def test_show_has_six_columns_and_export_counts_one_stored_context(env):
+    env("init", "--state", str(env.tmp / "state.json"))
+    req = js(env("next", *A, "--json"))
+    (env.tmp / "d.json").write_text(json.dumps(decision(query())))
+    action = js(env("submit", *A, "--request", req["request_id"], str(env.tmp / "d.json"), "--json"))["action"]
+    lines = env("show", *A).stdout.split("\n")
+    header = next(n for n, line in enumerate(lines) if line.startswith("id "))
+    assert lines[header].split() == ["id", "title", "disposition", "confidence", "iterations", "previous"]
+    rule = lines[header + 1]  # tabulate's rule: one dash run per column, no empty last one
+    assert len(rule.split()) == 6 and rule == rule.rstrip()
+    assert all(line == line.rstrip() for line in lines[header : header + 5])
+    assert "pending actions:" in lines and any(line.split()[:2] == [action, "H1"] for line in lines if line.strip())
+    out = env("export", *A, "--out", str(env.tmp / "run")).stdout
+    assert out == f"wrote 1 stored context, journal.jsonl and answers.jsonl to {env.tmp / 'run'}\n"
+    assert env("verify", str(env.tmp / "run")).stdout.endswith("1 of 1 stored context verified\n")

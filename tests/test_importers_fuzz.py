@@ -113,3 +113,63 @@ def test_the_crashes_of_the_adversarial_pass_are_invalid_file_naming_the_field(f
     target = _target(file)
     with pytest.raises(InvalidFile, match=named):
         _import_mutated(target, at, value)
+
+
+def _conversation(tmp_path: Path) -> Path:
+    """A copy of the OpenHands excerpt to damage."""
+    return Path(shutil.copytree(OPENHANDS, tmp_path / OPENHANDS.name))
+
+
+def _refused(source: Path, out: Path, named: str) -> None:
+    """The import is `invalid_file` matching `named`, through the API and the CLI, and writes nothing."""
+    from typer.testing import CliRunner
+
+    from workingset.cli import app
+
+    with pytest.raises(InvalidFile, match=named):
+        import_trajectory("openhands", source)
+    res = CliRunner().invoke(app, ["import", "openhands", str(source), "--out", str(out), "--json"])
+    assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "invalid_file"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("outside", [False, True], ids=["link-inside", "link-outside"])
+def test_an_openhands_event_file_that_is_a_symbolic_link_is_refused(tmp_path, outside):
+    source = _conversation(tmp_path)
+    event = min((source / "events").iterdir())
+    target = (tmp_path / "elsewhere.json") if outside else (source / "events" / "kept.json")
+    event.rename(target)
+    event.symlink_to(target)
+    _refused(source, tmp_path / "out", "symbolic link")
+
+
+def test_an_openhands_events_folder_that_resolves_outside_the_conversation_is_refused(tmp_path):
+    source = _conversation(tmp_path)
+    (source / "events").rename(tmp_path / "events-elsewhere")
+    (source / "events").symlink_to(tmp_path / "events-elsewhere")
+    _refused(source, tmp_path / "out", "outside the conversation directory")
+
+
+def test_an_openhands_base_state_that_is_a_symbolic_link_is_refused(tmp_path):
+    source = _conversation(tmp_path)
+    (source / "base_state.json").rename(tmp_path / "base.json")
+    (source / "base_state.json").symlink_to(tmp_path / "base.json")
+    _refused(source, tmp_path / "out", "symbolic link")
+
+
+@pytest.mark.parametrize("number", ["00001", "1", "001"])
+def test_two_openhands_events_of_one_number_are_refused(tmp_path, number):
+    source = _conversation(tmp_path)
+    first = min((source / "events").iterdir())
+    assert first.name.startswith("event-00001-")
+    shutil.copy(first, source / "events" / f"event-{number}-copy.json")
+    _refused(source, tmp_path / "out", "two event files have the number 1")
+
+
+@pytest.mark.parametrize("value", [-5, 0, -1, 2**60, 1.5, "40", True])
+def test_an_invalid_openhands_max_iterations_is_refused(tmp_path, value):
+    source = _conversation(tmp_path)
+    base = json.loads((source / "base_state.json").read_text(encoding="utf-8"))
+    base["max_iterations"] = value
+    (source / "base_state.json").write_text(json.dumps(base), encoding="utf-8")
+    _refused(source, tmp_path / "out", r"\$\.max_iterations")

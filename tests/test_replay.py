@@ -183,8 +183,9 @@ def test_each_tampering_is_caught_at_its_first_divergence(export, tamper, step, 
         assert (div.recorded, div.replayed) == (recorded, replayed)
     out = CliRunner().invoke(app, ["replay", str(export), "--json"])
     assert out.exit_code == 2 and "error: replay_diverged:" in out.stderr
-    doc = json.loads(out.stdout)
-    assert doc["ok"] is False and doc["divergence"]["path"] == path
+    error = json.loads(out.stdout)["error"]  # the {"error": …} contract of every command
+    assert error["code"] == "replay_diverged" and (error["details"]["step"], error["details"]["path"]) == (step, path)
+    assert (error["details"]["recorded"], error["details"]["replayed"]) == (div.recorded, div.replayed)
     text = CliRunner().invoke(app, ["replay", str(export)])
     assert f"first divergence: {step}" in text.stdout and f"field:    {path}" in text.stdout
 

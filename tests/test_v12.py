@@ -56,7 +56,8 @@ def test_every_corpus_context_reads_back(name):
             check_lossless(state, state.hypotheses[0].id, version)
 
 
-values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"']))
+values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"',
+                                                      "loki:prod\n", "true\n"]))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

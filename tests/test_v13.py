@@ -167,7 +167,7 @@ def _filled(state: State, count: int = 4) -> State:
     return state
 
 
-values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"',
+values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"', "loki:prod\n",
                                                       "y" * 200, "y" * 201, "a=b " * 60, '"' * 230]))  # fmt: skip
 long_texts = st.one_of(
     st.text(alphabet=st.characters(exclude_categories=("Cs",)), min_size=190, max_size=420),

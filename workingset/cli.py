@@ -185,7 +185,8 @@ def verify(
         ok = sum(v.status == "ok" for v in verdicts)
         unrecorded = len(verdicts) - ok - len(failed)
         tail = f" ({unrecorded} with no recorded hash)" if unrecorded else ""
-        sys.stdout.write(f"{ok} of {len(verdicts)} stored contexts verified{tail}\n")
+        noun = "stored context" if len(verdicts) == 1 else "stored contexts"
+        sys.stdout.write(f"{ok} of {len(verdicts)} {noun} verified{tail}\n")
     if failed:
         names = ", ".join(v.request_id for v in failed)
         # With --json the error object carries every verdict, so the per-file diffs are not lost.
@@ -615,7 +616,8 @@ def export(
     elif as_stored:
         sys.stdout.write(f"wrote journal.jsonl and answers.jsonl to {out}: the events as stored, unchecked\n")
     else:
-        sys.stdout.write(f"wrote {len(paths)} stored contexts, journal.jsonl and answers.jsonl to {out}\n")
+        noun = "stored context" if len(paths) == 1 else "stored contexts"
+        sys.stdout.write(f"wrote {len(paths)} {noun}, journal.jsonl and answers.jsonl to {out}\n")
 
 
 @app.command()
@@ -644,25 +646,24 @@ def replay(
 
     report = replay_export(directory)
     div = report.divergence
+    if div is not None:
+        if not as_json:
+            sys.stdout.write("\n".join(div.lines()) + "\n")
+        # With --json the error object (the one contract for every error) carries the whole divergence.
+        raise ReplayDiverged(f"{div.step}: {div.path} differs from the export",
+                             details={"analysis_id": report.analysis_id, **div.__dict__})  # fmt: skip
     if as_json:
         emit_json({
             "ok": report.ok, "analysis_id": report.analysis_id, "events": report.events, "requests": report.requests,
             "answers": report.answers, "rejected": report.rejected, "results": report.results,
-            "state_hash": report.state_hash, "divergence": div.__dict__ if div else None,
+            "state_hash": report.state_hash, "divergence": None,
         })  # fmt: skip
-    elif div is None:
+    else:
         sys.stdout.write(
             f"replayed {report.analysis_id}: {report.events} events, {report.requests} requests, {report.answers} answers "
             f"({report.rejected} rejected), {report.results} results; every step matches the export\n"
             f"final state {report.state_hash}\n"
         )
-    else:
-        sys.stdout.write("\n".join(div.lines()) + "\n")
-    if div is not None:
-        err = ReplayDiverged(f"{div.step}: {div.path} differs from the export",
-                             details={"step": div.step, "seq": div.seq, "path": div.path})  # fmt: skip
-        report_error(err, as_json=False)
-        raise typer.Exit(2)
 
 
 @app.command()

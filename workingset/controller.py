@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
+from .costs import add_cost
 from .decisions import AnyDecision, Conclude, Query, Recall, assessment_of
 from .errors import SessionError
 from .model import Evidence, HistoryEntry, Note, RecallSelection, State
@@ -150,7 +151,7 @@ def apply_record(state: State, evidence: Evidence) -> None:
     hyp = state.hypothesis(evidence.collector)
     if hyp is not None:
         hyp.control.previous_result = evidence.id
-    state.budget.cost_used += evidence.budget.cost
+    state.budget.cost_used = add_cost(state.budget.cost_used, evidence.budget.cost)
 
 
 def unavailable_reason(state: State, hypothesis_id: str) -> str | None:

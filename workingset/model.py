@@ -420,8 +420,18 @@ _PLAIN_CELL = Union[None, bool, Annotated[int, Meta(ge=_INT_MIN, le=2**63 - 1)],
 _PLAIN_ROWS = list[list[_PLAIN_CELL]]
 
 
+# A text payload's language is a fence's info string (v3+): a control character in it (a
+# newline above all) ends the info line early and shifts the fenced body. The tab is let
+# through: it ends no line, and the frozen corpus holds valid states with a "tab\tlang".
+_CONTROL_CHAR = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
 def check_payload(payload: Payload | None, source: str, path: str) -> None:
-    """Rows as wide as their columns, every cell a finite 64-bit-safe scalar."""
+    """Rows as wide as their columns, every cell a finite 64-bit-safe scalar; a language without control characters."""
+    if isinstance(payload, TextPayload):
+        language = payload.language
+        if language is not None and _CONTROL_CHAR.search(language):
+            raise _fail(source, f"{path}.language", f"a language holds no control character (a newline, U+2028…; a tab is allowed): {language!r}")
     if isinstance(payload, RowsPayload):
         width = len(payload.columns)
         if set(map(len, payload.rows)) <= {width}:

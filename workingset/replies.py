@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 from tabulate import tabulate
 
+from .costs import cost_text
 from .model import State
 
 if TYPE_CHECKING:
@@ -133,20 +134,20 @@ def describe(summary: Summary) -> str:
     s = summary.state
     b = s.budget
     reason = f" ({summary.termination_reason})" if summary.termination_reason else ""
-    limit = f" of {b.max_cost:g}" if b.max_cost is not None else " (no cost limit)"
-    busy = {p.hypothesis for p in summary.pending_actions}
+    limit = f" of {cost_text(b.max_cost)}" if b.max_cost is not None else " (no cost limit)"
+    # Six columns: a query pending for a hypothesis is in the pending actions table below, not a seventh column.
     rows = [
         [h.id, h.title, h.disposition, f"{h.confidence:g}", f"{h.control.iterations_used}/{h.control.iteration_limit}",
-         h.control.previous_result or "-", "query pending" if h.id in busy else ""]
+         h.control.previous_result or "-"]
         for h in s.hypotheses
     ]  # fmt: skip
     lines = [
         f"analysis {s.analysis_id}: {summary.status}{reason}",
         f"encoder: {summary.encoder}",
-        f"iteration: {s.iteration} of {b.max_iterations} · cost used: {b.cost_used:g}{limit}",
+        f"iteration: {s.iteration} of {b.max_iterations} · cost used: {cost_text(b.cost_used)}{limit}",
         f"open request: {summary.open_request or 'none'}",
         "",
-        tabulate(rows, headers=["id", "title", "disposition", "confidence", "iterations", "previous", ""]),
+        tabulate(rows, headers=["id", "title", "disposition", "confidence", "iterations", "previous"]),
         "",
     ]
     if summary.pending_actions:

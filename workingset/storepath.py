@@ -12,7 +12,8 @@ import math
 import os
 import re
 import sqlite3
-from urllib.parse import quote
+from collections.abc import Sequence
+from urllib.parse import quote, unquote
 
 from .errors import SessionError, StoreCorrupt, UsageError, WorkingsetError
 from .files import SpecialFile, describe, open_regular, os_code
@@ -41,8 +42,40 @@ def store_scheme(url: str, served: tuple[str, ...] | None = None) -> str | None:
     scheme = match.group(1).lower()
     if scheme in served:
         return scheme
-    raise UsageError(f"store {url!r}: the scheme {scheme}:// is not served; give a file path" + _served(served),
-                     details={"store": url, "served": list(served)})  # fmt: skip
+    shown = redact(url)
+    raise UsageError(f"store {shown!r}: the scheme {scheme}:// is not served; give a file path" + _served(served),
+                     details={"store": shown, "served": list(served)})  # fmt: skip
+
+
+# A URL's userinfo (everything of its authority before the last `@`) and the value of every
+# query parameter naming a password (libpq's `password=`, `sslpassword=`).
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
+_PASSWORD_PARAM = re.compile(r"([?&][^=&#]*password=)([^&#]*)", re.IGNORECASE)
+
+
+def redact(url: str) -> str:
+    """The URL for messages and details: its userinfo password and every `…password=` value as `***`."""
+    def userinfo(m: re.Match[str]) -> str:
+        user, colon, _password = m.group(2).partition(":")
+        return f"{m.group(1)}{user}{':***' if colon else ''}@"
+
+    return _PASSWORD_PARAM.sub(r"\1***", _USERINFO.sub(userinfo, url, count=1))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The passwords a URL holds, as written and percent-decoded, longest first: what a driver's message must not echo."""
+    found = [m.group(2) for m in _PASSWORD_PARAM.finditer(url)]
+    if (m := _USERINFO.match(url)) and ":" in m.group(2):
+        found.append(m.group(2).partition(":")[2])
+    found += [unquote(secret) for secret in found]
+    return sorted({secret for secret in found if secret}, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """`text` as one clean line (a driver's tabs and newlines folded to spaces), each secret in it as `***`."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return " ".join(text.split())
 
 
 def _served(served: tuple[str, ...]) -> str:

@@ -16,6 +16,7 @@ from .answers import answer_of
 from .calls import (
     Call, as_bytes, busy_hypotheses, check_in_log, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
 )  # fmt: skip
+from .costs import add_cost, cost_text
 from .decisions import Query, Recall, check_decision, check_spans, parse_decision
 from .encoders import RenderedContext
 from .encoders.v11 import V11
@@ -190,9 +191,9 @@ class Turns:
             check_result_matches(parsed, action)
             view = call.sync()
             state = view.state
-            if state.budget.cost_used + parsed.cost > MAX_COST:
+            if add_cost(state.budget.cost_used, parsed.cost) > MAX_COST:
                 raise InvalidFile(
-                    f"{source}: cost {parsed.cost:g} would take the analysis's cost_used {state.budget.cost_used:g} "
+                    f"{source}: cost {cost_text(parsed.cost)} would take the analysis's cost_used {cost_text(state.budget.cost_used)} "
                     f"past {MAX_COST:g}, the largest cost a budget holds at $.cost",
                     details={"file": source, "path": "$.cost", "limit": MAX_COST},
                 )

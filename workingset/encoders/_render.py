@@ -16,9 +16,10 @@ import msgspec
 
 _FENCE_RUNS = re.compile(r"`{3,}")  # shorter runs never decide the fence length
 # A fence's info string is written only when it is a plausible language name: these
-# characters, at most this long. Frozen: changing either changes v3+ output.
+# characters, at most this long. Frozen: changing either changes v3+ output. `\Z`, not `$`:
+# `$` also matches before a final newline, which let "python\n" through and shifted the body.
 FENCE_INFO_MAX_CHARS = 40
-_SAFE_INFO = re.compile(rf"^[A-Za-z0-9_+.#-]{{1,{FENCE_INFO_MAX_CHARS}}}$")
+_SAFE_INFO = re.compile(rf"^[A-Za-z0-9_+.#-]{{1,{FENCE_INFO_MAX_CHARS}}}\Z")
 _encode = msgspec.json.encode
 _lines = msgspec.json.Encoder().encode_lines
 

@@ -34,7 +34,8 @@ from .v06 import CAPTURE_COLUMNS
 from .v11 import V11, JournalView, cost_limit, notes_by_status, status_exceptions
 
 # The characters of a value written bare in a head line (see `_value`); anything else is compact JSON.
-_BARE = re.compile(r"^[A-Za-z0-9_.:/+-]+$")
+# `\Z`, not `$`: `$` also matches before a final newline, which wrote "loki:prod\n" bare and broke the line.
+_BARE = re.compile(r"^[A-Za-z0-9_.:/+-]+\Z")
 
 PROTOCOL = """\
 You investigate a production problem by testing hypotheses with queries. Each turn, answer for the selected hypothesis with one JSON object that matches the output schema below, and nothing else.
@@ -52,7 +53,7 @@ Past the context budget, the oldest evidence becomes evidence_index rows (descri
 Rules: give "assessment" exactly when required, for the evidence named; its confidence becomes the hypothesis's. Up to 8 notes. next: "query", "recall" or "conclude". Cite only evidence shown in full. A decision that breaks a rule is rejected with a code and changes nothing: answer again."""
 
 
-_JSON_WORD = re.compile(r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)$")
+_JSON_WORD = re.compile(r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\Z")
 
 
 def _value(value: Any) -> str:

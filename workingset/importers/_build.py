@@ -9,6 +9,7 @@ to state k; whatever follows the last action belongs to the last state.
 
 from __future__ import annotations
 
+from ..costs import add_cost
 from ..errors import InvalidFile
 from ..hashing import content_hash
 from ..model import (
@@ -28,7 +29,7 @@ MECHANISM = (
 
 def _spent(cost_used: float, cost: float, traj: Trajectory, step: int) -> float:
     """`cost_used` after `cost`; past the formats' cost range (`limits.MAX_COST`) the source is `invalid_file`."""
-    total = cost_used + cost
+    total = add_cost(cost_used, cost)
     if total > MAX_COST:
         raise fail(traj.source, "$", f"the costs it records add up to {total:.6g} by step {step}, past the "
                                      f"largest budget cost_used of {MAX_COST:g}")  # fmt: skip

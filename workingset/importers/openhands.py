@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 
 from ..fixed_prompt import FixedPrompt, PrefixMessage, openai_tool
+from ..limits import MAX_COUNT
 
 from ._trajectory import (
     dig,
@@ -116,7 +117,7 @@ class _Base(Struct):
     """The parts of `base_state.json` the import reads; every other key is left alone."""
 
     agent: dict[str, Any] = {}
-    max_iterations: int | None = None
+    max_iterations: Annotated[int, Meta(ge=1, le=MAX_COUNT)] | None = None  # a budget's limit: at least 1
     agent_status: str | None = None
     stats: _Stats | None = None
 
@@ -148,8 +149,27 @@ def _source_events(source: Path) -> tuple[Path, list[tuple[Path, str, dict[str, 
     files = sorted((int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name)))
     if not files:
         raise fail(events_dir, "$", "no event-NNNNN-*.json files")
-    base = events_dir.parent / "base_state.json"
-    return events_dir, [(p, "$", _load(p, dict[str, Any])) for _, p in files], base if base.exists() else None
+    for (number, first), (again, second) in zip(files, files[1:]):
+        if number == again:  # the number is the order: two of one number leave it unknown
+            raise fail(second, "$", f"two event files have the number {number}: {first.name} and {second.name}")
+    path = events_dir.parent / "base_state.json"
+    base = path if path.exists() or path.is_symlink() else None
+    conversation = source.parent if events_dir == source else source  # given the events/ folder: its parent
+    for file in [p for _, p in files] + ([base] if base else []):
+        _inside(file, conversation)
+    return events_dir, [(p, "$", _load(p, dict[str, Any])) for _, p in files], base
+
+
+def _inside(path: Path, conversation: Path) -> None:
+    """Refuse a file of the conversation that is a symbolic link or resolves outside its directory.
+
+    A conversation directory is data to read, not a map of the file system: a link in it
+    could make the import read (and put into every rendered context) any file the user can.
+    """
+    if path.is_symlink():
+        raise fail(path, "$", "is a symbolic link; a conversation's files must be regular files in its directory")
+    if not path.resolve().is_relative_to(conversation.resolve()):
+        raise fail(path, "$", f"resolves outside the conversation directory {conversation}")
 
 
 def _load(path: Path, kind: type) -> Any:
@@ -296,13 +316,12 @@ def parse(source: Path) -> Trajectory:
     statement = statement if statement is not None else (task if task is not None else "(the source holds no task message)")
     agent_kind = dig(base.agent, "kind")
     model = dig(base.agent, "llm", "model")
-    max_iterations = base.max_iterations
     return Trajectory(
         source=str(source), name=_name(source), title=first_line(statement) if task is not None else _name(source),
         statement=statement, opened_at=opened_at,
         agent=f"OpenHands {agent_kind}" if isinstance(agent_kind, str) else "OpenHands",
         model=model if isinstance(model, str) else None, items=tuple(items),
-        max_iterations=max_iterations if isinstance(max_iterations, int) and max_iterations > 0 else None,
+        max_iterations=base.max_iterations,
         remarks=tuple(remarks), fixed_prompt=_fixed_prompt(system, task),
     )  # fmt: skip
 

@@ -17,13 +17,12 @@ and redoing its work; read transactions are REPEATABLE READ, READ ONLY: one snap
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import StoreCorrupt, WorkingsetError
-from ..storepath import SERVED_SCHEMES, store_scheme
+from ..errors import StoreCorrupt, UsageError, WorkingsetError
+from ..storepath import SERVED_SCHEMES, redact, scrub, store_scheme, url_secrets
 from . import interface as base
 from .interface import StoreBase, Tx
 from .sqltx import SNAPSHOTS_TABLE, TABLE_NAMES, TABLES, SqlTx
@@ -49,11 +48,6 @@ def is_url(store: str) -> bool:
     return store_scheme(store) in SCHEMES if store else False
 
 
-def redact(url: str) -> str:
-    """The URL without its password, for messages."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
-
-
 def _psycopg() -> Any:
     try:
         import psycopg
@@ -63,15 +57,31 @@ def _psycopg() -> Any:
     return psycopg
 
 
-def _translate(exc: Exception, where: str) -> WorkingsetError:
+def _translate(exc: Exception, where: str, secrets: Sequence[str] = ()) -> WorkingsetError:
+    """The driver's error as ours, its message one line (libpq writes tabs and newlines) that echoes no password."""
     psycopg = _psycopg()
     details = {"store": where}
+    said = scrub(str(exc), secrets)
     if isinstance(exc, (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected,
                         psycopg.errors.LockNotAvailable)):  # fmt: skip
-        return WorkingsetError(f"store {where} is busy ({exc}); retry", code="store_busy", details=details)
+        return WorkingsetError(f"store {where} is busy ({said}); retry", code="store_busy", details=details)
     if isinstance(exc, (psycopg.OperationalError, psycopg.errors.InsufficientPrivilege, psycopg.InterfaceError)):
-        return WorkingsetError(f"cannot use store {where}: {exc}".strip(), code="store_unavailable", details=details)
-    return StoreCorrupt(f"store {where} is damaged or not a workingset store ({exc})", details=details)
+        return WorkingsetError(f"cannot use store {where}: {said}".strip(), code="store_unavailable", details=details)
+    return StoreCorrupt(f"store {where} is damaged or not a workingset store ({said})", details=details)
+
+
+def _url_secrets(url: str, where: str) -> list[str]:
+    """The passwords of a URL, as written and as libpq reads them; a URL libpq cannot parse (`?bogus=1`, `%zz`)
+    is the caller's mistake: `usage_error`, before any connection."""
+    psycopg = _psycopg()
+    secrets = url_secrets(url)
+    try:
+        parsed = psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise UsageError(f"store {where} is not a valid PostgreSQL URL: {scrub(str(exc), secrets)}",
+                         details={"store": where}) from None  # fmt: skip
+    read = [str(value) for key, value in parsed.items() if "password" in key and value]
+    return sorted(set(secrets + read), key=len, reverse=True)
 
 
 def _upgradable(c: Any, tables: set[str]) -> int | None:
@@ -89,7 +99,11 @@ class PostgresStore(StoreBase):
         psycopg = _psycopg()
         super().__init__(redact(url), read_only)  # messages name the URL, never its password
         self.url = url
-        self._open(lambda: psycopg.connect(url, autocommit=True), psycopg.Error, _translate)
+        self._secrets = _url_secrets(url, self.path)
+        self._open(lambda: psycopg.connect(url, autocommit=True), psycopg.Error, self._translate)
+
+    def _translate(self, exc: Exception, where: str) -> WorkingsetError:
+        return _translate(exc, where, self._secrets)
 
     def _setup(self) -> None:
         c = self._conn
@@ -155,7 +169,7 @@ class PostgresStore(StoreBase):
         try:
             c.execute(begin)
         except psycopg.Error as exc:
-            raise _translate(exc, self.path) from None
+            raise self._translate(exc, self.path) from None
         try:
             yield _PgTx(c, self.path, lock, snapshots=self.snapshots)
         except BaseException as exc:
@@ -164,13 +178,13 @@ class PostgresStore(StoreBase):
                 raise WorkingsetError(f"an analysis of that ID was created meanwhile in {self.path}",
                                       code="analysis_exists", details={"store": self.path}) from None  # fmt: skip
             if isinstance(exc, psycopg.Error):
-                raise _translate(exc, self.path) from None
+                raise self._translate(exc, self.path) from None
             raise
         try:
             c.execute("COMMIT")
         except psycopg.Error as exc:
             self._rollback()
-            raise _translate(exc, self.path) from None
+            raise self._translate(exc, self.path) from None
 
     def _rollback(self) -> None:
         psycopg = _psycopg()
