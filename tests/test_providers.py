@@ -14,7 +14,7 @@ from workingset import DecisionRejected, Investigation, Request, UsageError, loa
 from workingset.cli import app
 from workingset.decisions import parse_decision
 from workingset.encoders import get_encoder
-from workingset.providers import MAX_BREAKPOINTS, PROVIDERS, strict_schema
+from workingset.providers import APPEND_ONLY, MAX_BREAKPOINTS, PROVIDERS, strict_schema
 from workingset.runs import read_run
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
@@ -58,9 +58,10 @@ def test_every_encoder_and_provider_joins_to_the_frozen_text(encoder, tmp_path):
         assert joined(req.messages(provider), provider) == out.text
     msgs = req.messages("anthropic")
     assert breakpoints(msgs) == list(out.stable_ends()) and 0 < len(breakpoints(msgs)) <= MAX_BREAKPOINTS
-    # One block per run of a section category, never an empty one.
+    # One block per run of a section category, an append-only section's chunks one each; never an empty one.
     texts = [p["text"] for p in msgs["messages"][0]["content"]]
-    assert all(texts) and len(texts) == len([c for i, (c, _) in enumerate(out.chunks) if i == 0 or out.chunks[i - 1][0] != c])
+    runs = [c for i, (c, _) in enumerate(out.chunks) if i == 0 or out.chunks[i - 1][0] != c or c in APPEND_ONLY]
+    assert all(texts) and len(texts) == len(runs)
 
 
 def test_render_messages_on_every_bug17_context():

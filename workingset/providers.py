@@ -44,12 +44,17 @@ class Renderable(Protocol):
     def decision_schema(self) -> dict[str, Any]: ...
 
 
+# Sections that only ever grow by whole chunks (v11's journal: one chunk per iteration): each
+# chunk is its own block, so the previous turn's end is a block boundary a cache can read at.
+APPEND_ONLY = frozenset({"journal"})
+
+
 def section_ends(chunks: Iterable[tuple[str, int]]) -> list[int]:
-    """Offsets where each run of same-category chunks ends: the block boundaries of the text."""
+    """Offsets where each block of the text ends: a run of same-category chunks, or one append-only chunk."""
     ends: list[int] = []
     at, previous = 0, None
     for category, n in chunks:
-        if category != previous and at:
+        if (category != previous or category in APPEND_ONLY) and at:
             ends.append(at)
         at += n
         previous = category
