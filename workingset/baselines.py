@@ -24,7 +24,7 @@ come before the evidence of their iteration and are always kept.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import msgspec
 
@@ -80,6 +80,26 @@ class Baseline:
     def __call__(self, state: State, hypothesis: str) -> str:
         """Render the transcript of `state` (pure, deterministic, never mutates the state)."""
         return "\n\n".join(self.messages(state, hypothesis)) + "\n"
+
+    # replaced by hanchor: the source agents' fixed prompts and breakpoints (issue 21 item 4).
+    def body(self, state: State, hypothesis: str, provider: str = "anthropic", model: str | None = None) -> dict[str, Any]:
+        """The provider body of this transcript: the task as the first user message, each action an
+        assistant message, each output a user message (a run of one role is one message), and one
+        cache breakpoint on the last block (`cache_control`; `prompt_cache_breakpoint` for GPT-5.6)."""
+        from .providers import breakpoint_family
+
+        turns: list[dict[str, Any]] = []
+        for i, text in enumerate(self.messages(state, hypothesis)):
+            role = "assistant" if i and not text.startswith(("OUTPUT", "MESSAGE")) else "user"
+            if not turns or turns[-1]["role"] != role:
+                turns.append({"role": role, "content": []})
+            turns[-1]["content"].append({"type": "text", "text": text})
+        last = turns[-1]["content"][-1]
+        if provider == "anthropic":
+            last["cache_control"] = {"type": "ephemeral"}
+        elif breakpoint_family(model):
+            last["prompt_cache_breakpoint"] = {"mode": "explicit"}
+        return {"messages": turns}
 
     def messages(self, state: State, hypothesis: str) -> list[str]:
         """The transcript's messages in order (the task, then each note, action and output)."""
