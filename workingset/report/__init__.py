@@ -21,7 +21,7 @@ from ..runs import read_run
 from ..tokens import DEFAULT_ENCODING, get_encoding
 
 DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")
-DEFAULT_CACHE = ("anthropic", "openai", "ideal")  # the first is the one the page opens with
+DEFAULT_CACHE = ("anthropic", "openai-auto", "ideal")  # the first is the one the page opens with
 
 
 def resolve_strategies(names: Sequence[str]) -> tuple[dict[str, Renderer], dict[str, str | None]]:
