@@ -271,3 +271,29 @@ def test_the_cli_retry_loop(tmp_path, monkeypatch):
     res = runner.invoke(app, ["next", *A, "--messages", "openai", "--retry", str(tmp_path / "bad.json"), "--json"])
     assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "invalid_file"
     assert runner.invoke(app, ["next", *A, "--retry", str(tmp_path / "none.json")]).exit_code == 2
+
+
+def test_gpt_56_requests_mark_the_stable_ends_and_older_models_none():
+    """From GPT-5.6 on the OpenAI form carries explicit breakpoints at the stable ends, the implicit one off."""
+    from workingset.providers import breakpoint_family
+
+    state = load_stored_context((BUG17 / "bug17-r0018.json").read_bytes()).state
+    out = get_encoder("v13").render(state, "H1")
+    req = Request.of(out, "bug17-r0018", state)
+    for provider in ("openai", "openai-responses"):
+        body = req.messages(provider, model="gpt-5.6")
+        key = "messages" if provider == "openai" else "input"
+        parts = body[key][0]["content"]
+        ends, at = [], 0
+        for part in parts:
+            at += len(part["text"])
+            if "prompt_cache_breakpoint" in part:
+                assert part["prompt_cache_breakpoint"] == {"mode": "explicit"}
+                ends.append(at)
+        assert ends == list(out.stable_ends()) and body["prompt_cache_options"] == {"mode": "explicit"}
+        assert joined(body, provider) == out.text
+        older = req.messages(provider, model="gpt-5.5")
+        assert "prompt_cache_options" not in older and "prompt_cache_breakpoint" not in str(older)
+        assert older == req.messages(provider)
+    assert [breakpoint_family(m) for m in ("gpt-5.6", "gpt-5.6-mini", "gpt-6", "gpt-5.10", "gpt-5", "gpt-4o", "o3", None)] == [
+        True, True, True, True, False, False, False, False]  # fmt: skip
