@@ -1,4 +1,4 @@
-"""Cache-true costs: bug17, the corpus runs and the kept 167-step run under the ideal, anthropic and openai cache models.
+"""Cache-true costs: bug17, the corpus runs and the kept 167-step run under the ideal, anthropic, openai-auto and openai-5.6 models.
 
 Run: .venv/bin/python benchmarks/cache.py [--corpus DIR] [--check]
 
@@ -6,9 +6,10 @@ bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside 
 repository, or `$WORKINGSET_CORPUS`) and the 167-step OpenHands run kept in
 `benchmarks/data/` (imported with `workingset import`, as benchmarks/trajectories.py does)
 are measured like
-`workingset compare RUN --all --baselines --cache ideal,anthropic,openai` (the same library
-call, default options: 5-minute TTL, 1,024-token minimum, reads at 0.1, writes at 1.25 for
-anthropic and 1.0 for openai): per strategy the tokens billed uncached, written and read
+`workingset compare RUN --all --baselines --cache ideal,anthropic,openai-auto,openai-5.6` (the same
+library call, default options: 5-minute TTL, 1,024-token minimum, reads at 0.1, writes at 1.25
+for anthropic and openai-5.6 and 1.0 for openai-auto), each context billed from the request body
+`workingset requests` prints: per strategy the tokens billed uncached, written and read
 over the run, and the effective cost in full-price tokens. Writes the `cache` section of
 RESULTS.md.
 """
@@ -136,13 +137,13 @@ def main() -> None:
     sections = []
     with tempfile.TemporaryDirectory() as tmp:
         runs = [("fixtures/bug17", BUG17, "`.venv/bin/workingset compare fixtures/bug17 --all --baselines "
-                 "--cache ideal,anthropic,openai`")]  # fmt: skip
+                 "--cache ideal,anthropic,openai-auto,openai-5.6`")]  # fmt: skip
         for path in entries + long_runs(Path(tmp) / "kept"):
             fmt = detect(path)
             write_import(import_trajectory(fmt, path), Path(tmp) / path.name)
             runs.append((path.name, Path(tmp) / path.name,
                          f"`.venv/bin/workingset import {fmt} {_source(path)} --out RUN && .venv/bin/workingset compare "
-                         "RUN --all --baselines --cache ideal,anthropic,openai`"))  # fmt: skip
+                         "RUN --all --baselines --cache ideal,anthropic,openai-auto,openai-5.6`"))  # fmt: skip
         for name, directory, reproduce in runs:
             cmp = results[name] = measure(directory)
             when = "timed by their capture times" if cmp.timed else "no distinct times: all turns within the TTL"
@@ -151,22 +152,25 @@ def main() -> None:
     options = CacheOptions()
     intro = (
         f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories) and the "
-        "167-step OpenHands run kept in `benchmarks/data/`, imported as in the trajectories section. Tokens: cl100k_base. Each context is billed under three cache "
-        "models (see README, \"The offline comparison\"): `ideal` (the longest common token prefix with "
-        f"the previous context, free to write, never expiring), `anthropic` (TTL {options.ttl}, writes "
-        f"{options.write('anthropic'):g}x, reads {options.cached_price:g}x, nothing under {options.cache_min:,} tokens; "
-        "breakpoints at the ends of each encoder's declared stable sections — header and case for v1–v10; preamble, "
-        "case and journal for v11 to v13 — and a "
-        "baseline's at the end of its last message) and `openai` (every prompt an entry, reads in "
-        f"128-token blocks from {options.cache_min:,}, reads {options.cached_price:g}x, writes 1x). Each context "
+        "167-step OpenHands run kept in `benchmarks/data/`, imported as in the trajectories section. Tokens: cl100k_base. "
+        "Each context is billed from its request body (`workingset requests`: tools, structured-output schema and "
+        "messages, each content block tokenized on its own) under four cache models (see README, \"Cache-true "
+        "costs\"): `ideal` (the longest common token prefix with the previous context, free to write, never "
+        f"expiring), `anthropic` (TTL {options.ttl}, writes {options.write('anthropic'):g}x, reads "
+        f"{options.cached_price:g}x, nothing under {options.cache_min:,} tokens; reads only at a block boundary within "
+        "20 blocks of a breakpoint; breakpoints at the ends of each encoder's declared stable sections — header and "
+        "case for v1–v10; preamble, case and journal for v11 to v13, whose journal is one block per iteration — and a "
+        "baseline's on its last block), `openai-auto` (models before GPT-5.6: every prompt an entry, reads in "
+        f"128-token blocks from {options.cache_min:,}, writes 1x) and `openai-5.6` (GPT-5.6 family: explicit "
+        "breakpoints at the encoders' stable ends with the implicit one off, a baseline's implicit one at its last "
+        f"user message; entries matched exactly, writes {options.write('openai-5.6'):g}x, 30-minute TTL). Each context "
         "is sent at its state's latest capture time; a gap longer than the TTL empties the cache. "
         "A cell `u / w / r` is the tokens billed uncached / written / read over the run; cost is "
         "`u + write price × w + read price × r` in full-price tokens; `vs transcript` divides by "
         "`full-transcript`'s cost under the same model; the last two columns are availability (see README): "
         "the identifiers of earlier evidence visible in full / addressable by recall / gone, summed over the run, "
-        "and the lowest share visible or addressable at any context. Baselines are tokenized message by "
-        "message (as a chat API delimits messages), which adds a few tokens per turn over the "
-        "whole-text counts of the other sections.\n"
+        "and the lowest share visible or addressable at any context. Bodies are tokenized block by block, which "
+        "adds a few tokens per turn over the whole-text counts of the other sections.\n"
     )
     goals = [f"#### {v} against issue 9's targets (anthropic model, 5-minute TTL, default budget)\n\n"
              "Characters per context; a run's transcript that fits the budget makes the masking-10 comparison "

@@ -7,7 +7,8 @@ repository, or `$WORKINGSET_CORPUS`) and the 167-step run kept in `benchmarks/da
 imported as the cache section imports them, are
 billed under the `anthropic` model with its defaults (5-minute TTL, writes 1.25x, reads
 0.1x, nothing under 1,024 tokens; each context sent at its state's latest capture time),
-exactly as `compare --cache anthropic` bills them. Then each version's contexts are billed
+exactly as `compare --cache anthropic` bills them: from the request body, the `submit_decision`
+tool included, the journal one block per iteration. Then each version's contexts are billed
 again with one part taken away at a time, which splits what it costs beyond the transcript
 into:
 
@@ -22,9 +23,9 @@ into:
   tables and the entries' layout add to the transcript's own content.
 
 The parts add up exactly to the version's cost less the transcript's; each is shown as a
-share of the transcript's cost, so the version/transcript ratio is 1 plus their sum. Texts are cut
-only at section ends, where tokenization restarts, so each part's tokens are the whole
-text's. Writes the `v11_cost` section of RESULTS.md (deterministic).
+share of the transcript's cost, so the version/transcript ratio is 1 plus their sum. Each part is
+sent as a request of its own (the tool, then the kept sections' blocks), so the tool's tokens fall
+in `journal and case`. Writes the `v11_cost` section of RESULTS.md (deterministic).
 """
 
 from __future__ import annotations
@@ -42,10 +43,12 @@ from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
-from workingset.bench import Rendering, baseline_renderers, compare_contexts, prompt, version_renderer  # noqa: E402
+from workingset.bench import Rendering, baseline_renderers, compare_contexts, sent_prompts, version_renderer  # noqa: E402
 from workingset.cache import CacheOptions, Meter, state_time  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
 from workingset.model import StoredContext  # noqa: E402
+from workingset.providers import section_ends  # noqa: E402
+from workingset.replies import Request  # noqa: E402
 from workingset.runs import read_run  # noqa: E402
 
 UNBOUNDED_BUDGET = 100_000_000
@@ -64,16 +67,21 @@ def _ends(rendered) -> dict[str, tuple[int, int]]:
     return spans
 
 
-def _cut(text: str, spans: dict[str, tuple[int, int]], keep: Sequence[str]) -> Rendering:
-    """The text of the sections `keep` (consecutive): a breakpoint at the end of each but the tail."""
+def _cut(rendered, spans: dict[str, tuple[int, int]], keep: Sequence[str]) -> Rendering:
+    """The request of the sections `keep` (consecutive): its blocks as sent, a breakpoint at the end of each but the tail."""
     start, end = spans[keep[0]][0], spans[keep[-1]][1]
-    cuts = tuple(spans[k][1] - start for k in keep)
-    return Rendering(text[start:end], (), tuple(spans[k][1] - start for k in keep if k != "tail"), cuts)
+    text = rendered.text[start:end]
+    stable = [spans[k][1] - start for k in keep if k != "tail"]
+    ends = section_ends([(c, n) for c, n in rendered.chunks if c in keep])
+    req = Request(request_id="", encoder=rendered.encoder, hypothesis=rendered.hypothesis, text=text, shown=[],
+                  indexed=[], chars=len(text), hash="", block_ends=ends, cache_ends=stable)  # fmt: skip
+    return Rendering(text, (), tuple(stable), tuple(ends), None, lambda provider, model: req.messages(provider, model=model))
 
 
 def _bill(contexts: Sequence[StoredContext], make: Callable[[StoredContext], Rendering]) -> float:
-    meter = Meter("anthropic", CacheOptions())
-    return sum(meter(prompt(make(ctx), state_time(ctx.state))).cost for ctx in contexts)
+    meter, options = Meter("anthropic", CacheOptions()), CacheOptions()
+    return sum(meter(sent_prompts(make(ctx), ("anthropic",), state_time(ctx.state), options)["anthropic"]).cost
+               for ctx in contexts)  # fmt: skip
 
 
 def decompose(contexts: Sequence[StoredContext], label: str = "v11") -> dict[str, float]:
@@ -86,7 +94,7 @@ def decompose(contexts: Sequence[StoredContext], label: str = "v11") -> dict[str
     def sections(encoder, keep: Sequence[str]) -> Callable[[StoredContext], Rendering]:
         def make(ctx: StoredContext) -> Rendering:
             rendered = encoder.render(ctx.state, ctx.hypothesis)
-            return _cut(rendered.text, _ends(rendered), keep)
+            return _cut(rendered, _ends(rendered), keep)
 
         return make
 

@@ -171,7 +171,13 @@ def test_compare_picks_the_baselines_up():
 
     renderers = baseline_renderers()
     assert list(renderers) == list(BASELINES)
-    text, sections, breakpoints, cuts, reach = renderers["last-5"](transcript_state(), "H1")
+    text, sections, breakpoints, cuts, reach, body = renderers["last-5"](transcript_state(), "H1")
+    # The body: the transcript's messages as chat blocks, one breakpoint on the last.
+    sent = body("anthropic", None)
+    texts = [part["text"] for message in sent["messages"] for part in message["content"]]
+    assert texts == BASELINES["last-5"].messages(transcript_state(), "H1")  # type: ignore[attr-defined]
+    marks = [part for message in sent["messages"] for part in message["content"] if "cache_control" in part]
+    assert marks == [sent["messages"][-1]["content"][-1]]
     assert reach is not None and reach.addressable == 0
     assert text == BASELINES["last-5"](transcript_state(), "H1") and sections == ()
     # one rolling breakpoint: the end of the last message, before the closing newline

@@ -17,6 +17,7 @@ from workingset.cli import app
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
 from workingset.runs import read_run
+from workingset.wire import body_prompt
 
 from conftest import BUG17
 from factory import sample_state
@@ -48,11 +49,39 @@ A = CacheOptions(cache_min=3)  # 5m TTL: 300 s, write 1.25, read 0.1
 def test_anthropic_writes_to_the_last_breakpoint_and_reads_the_longest_entry():
     run = [
         Prompt(tok(range(1, 11)), (4, 8), time=0),  # nothing cached: 8 written, 2 uncached
-        Prompt(tok(range(1, 9), [20, 21, 22, 23]), (4, 12), time=100),  # entry 1..8 read, 9..12 written
+        Prompt(tok(range(1, 9), [20, 21, 22, 23]), (4, 12), time=100, blocks=(4, 8, 12)),  # 1..8 read, 9..12 written
         Prompt(tok(range(1, 9), [30, 31]), (10,), time=450),  # every entry last used at 100: expired at 400
     ]
     bills = split(bill("anthropic", run, A))
     assert bills == [(2, 8, 0, 2 + 1.25 * 8), (0, 4, 8, 1.25 * 4 + 0.8), (0, 10, 0, 12.5)]  # the README's example
+
+
+def test_anthropic_reads_only_at_a_block_boundary_of_the_request():
+    """An entry that ends inside one of this request's blocks is never read (the issue-21 journal case)."""
+    first = Prompt(tok(range(1, 11)), (4, 8), time=0)
+    mid = Prompt(tok(range(1, 9), [20, 21, 22, 23]), (4, 12), time=100, blocks=(4, 12))  # 5..12 one block
+    assert split(bill("anthropic", [first, mid], A))[1] == (0, 8, 4, 1.25 * 8 + 0.4)  # only 1..4 is a boundary
+
+
+def test_anthropic_looks_back_twenty_blocks_from_a_breakpoint_and_no_further():
+    """A hit 19 blocks behind the breakpoint's block is read; 20 behind, nothing is."""
+    for behind, read in ((19, 3), (20, 0)):
+        ends = tuple(range(3, 3 * (behind + 2), 3))  # block ends 3, 6, ...: the breakpoint ends the last
+        second = Prompt(list(range(ends[-1])), (ends[-1],), time=1, blocks=ends)
+        bills = bill("anthropic", [Prompt(list(range(3)), (3,), time=0), second], A)
+        assert bills[1].read == read and bills[1].written == ends[-1] - read
+        # A second breakpoint within 20 blocks of the old entry brings it back into reach.
+        near = Prompt(list(range(ends[-1])), (ends[1], ends[-1]), time=1, blocks=ends)
+        assert bill("anthropic", [Prompt(list(range(3)), (3,), time=0), near], A)[1].read == 3
+
+
+def test_cache_minimum_follows_the_model():
+    assert CacheOptions().cache_min == 1024 and CacheOptions(model="claude-opus-4-6").cache_min == 4096
+    assert CacheOptions(model="claude-3-5-haiku-20241022").cache_min == 2048  # a dated name: its family
+    assert CacheOptions(model="claude-opus-4-1").cache_min == 1024 and CacheOptions(model="gpt-5.6").cache_min == 1024
+    assert CacheOptions(model="claude-opus-4-6", cache_min=7).cache_min == 7  # --cache-min wins
+    with pytest.raises(UsageError, match="no cache minimum known"):
+        CacheOptions(model="gemini-3")
 
 
 def test_anthropic_gap_longer_than_the_ttl_empties_the_cache():
@@ -66,8 +95,8 @@ def test_anthropic_gap_longer_than_the_ttl_empties_the_cache():
 def test_anthropic_read_refreshes_the_entry():
     run = [
         Prompt(tok(range(1, 9)), (8,), time=0),  # entry 1..8, lives until 300
-        Prompt(tok(range(1, 9), [20, 21, 22, 23]), (12,), time=200),  # reads 1..8: it now lives until 500
-        Prompt(tok(range(1, 9), [40, 41]), (10,), time=450),  # 1..12 is not a prefix; 1..8 is and lives
+        Prompt(tok(range(1, 9), [20, 21, 22, 23]), (12,), time=200, blocks=(8, 12)),  # reads 1..8: lives until 500
+        Prompt(tok(range(1, 9), [40, 41]), (10,), time=450, blocks=(8, 10)),  # 1..12 is no prefix; 1..8 is, alive
     ]
     assert split(bill("anthropic", run, A)) == [(0, 8, 0, 10.0), (0, 4, 8, 5.8), (0, 2, 8, 3.3)]
 
@@ -86,7 +115,34 @@ def test_anthropic_minimum_breakpoints_and_ttl_prices():
     assert split(custom) == [(2, 8, 0, 14.0)]
 
 
-# -- openai ---------------------------------------------------------------------------------
+# -- openai-5.6 -----------------------------------------------------------------------------
+
+
+def test_openai_56_matches_breakpoint_entries_exactly_and_writes_at_125():
+    o = CacheOptions(cache_min=3)
+    run = [
+        Prompt(tok(range(1, 11)), (4, 8), time=0),  # explicit mode: writes to 8 at 1.25
+        Prompt(tok(range(1, 8), [40, 41, 42]), (4, 10), time=10),  # 1..8 is no prefix: no shorter fall-back but 1..4
+        Prompt(tok(range(1, 11)), (), time=20, implicit=10),  # implicit only: reads 1..8, writes 9..10
+        Prompt(tok(range(1, 11)), (), time=20 + 1801),  # 30 min later every entry has expired; nothing written
+    ]
+    assert split(bill("openai-5.6", run, o)) == [
+        (2, 8, 0, 2 + 1.25 * 8), (0, 6, 4, 1.25 * 6 + 0.4), (0, 2, 8, 2.5 + 0.8), (10, 0, 0, 10.0),
+    ]  # fmt: skip
+
+
+def test_openai_56_writes_at_most_four_breakpoints_the_implicit_among_them():
+    o = CacheOptions(cache_min=1)
+    five = Prompt(list(range(20)), (2, 4, 6, 8), time=0, implicit=20)  # implicit + the latest three explicit
+    second = Prompt(list(range(20)), (2,), time=1, implicit=3)
+    # (2,) was not written by the first request (the implicit took its write), so 2 is no entry;
+    # the second request reads the first's 20-token implicit entry, the longest exact prefix.
+    assert split(bill("openai-5.6", [five, second], o)) == [(0, 20, 0, 25.0), (0, 0, 20, 2.0)]
+    third = Prompt(list(range(2)) + [99] * 18, (2,), time=2)  # shares only 0..1: 2 was never written
+    assert bill("openai-5.6", [five, third], o)[1].read == 0
+
+
+# -- openai-auto (before GPT-5.6) -------------------------------------------------------------
 
 
 def test_openai_reads_whole_blocks_from_any_live_prompt():
@@ -101,18 +157,18 @@ def test_openai_reads_whole_blocks_from_any_live_prompt():
         Prompt([1, 2, 3], time=50),  # under the minimum: not an entry, nothing read
         Prompt(a, time=351),  # every earlier prompt expired (the last entry was written at 40)
     ]
-    assert split(bill("openai", run)) == [
+    assert split(bill("openai-auto", run)) == [
         (20, 1280, 0, 1300.0), (20, 128, 1152, 263.2), (20, 1280, 0, 1300.0), (92, 384, 1024, 578.4),
         (92, 1408, 0, 1500.0), (3, 0, 0, 3.0), (20, 1280, 0, 1300.0),
     ]  # fmt: skip
-    priced = bill("openai", run[:2], CacheOptions(write_price=1.25))
+    priced = bill("openai", run[:2], CacheOptions(write_price=1.25))  # the alias of openai-auto
     assert split(priced)[1] == (20, 128, 1152, 20 + 160 + 115.2)
 
 
 def test_openai_entry_that_is_a_prefix_of_a_later_one_still_counts_through_it():
     a = list(range(2000))
     run = [Prompt(a[:1100], time=0), Prompt(a[:1500], time=1), Prompt(a[:1900] + [1], time=2)]
-    assert [b.read for b in bill("openai", run)] == [0, 1024, 1408]
+    assert [b.read for b in bill("openai-auto", run)] == [0, 1024, 1408]
 
 
 def _reference_openai(runs: list[list[int]], times: list[float], ttl: float = 300, floor: int = 1024) -> list[tuple]:
@@ -131,27 +187,6 @@ def _reference_openai(runs: list[list[int]], times: list[float], ttl: float = 30
         cacheable = len(tokens_i) // 128 * 128 if len(tokens_i) >= floor else 0
         out.append((len(tokens_i) - cacheable, cacheable - read, read))
     return out
-
-
-@pytest.mark.parametrize("version", ["v7", "v8"])
-def test_openai_on_bug17_equals_the_plain_rule(version):
-    """The CLI's openai figures on bug17 equal the rule computed independently from the texts."""
-    contexts = [ctx for _, ctx in read_run(BUG17)]
-    enc = tokens.get_encoding()
-    texts = [ENCODERS[int(version[1:])].render(c.state, c.hypothesis).text for c in contexts]
-    runs = [enc.encode_ordinary(t) for t in texts]  # a reader's own tokenization, whole text
-    times, now = [], float("-inf")
-    for c in contexts:  # each context is sent at its latest capture time
-        now = max([now, state_time(c.state)])
-        times.append(now)
-    assert max(b - a for a, b in zip(times, times[1:])) > 300  # bug17 has a gap past the 5m TTL
-    expected = _reference_openai(runs, times)
-    out = CliRunner().invoke(app, ["compare", str(BUG17), "--base", version, "--candidate", "v10",
-                                   "--cache", "openai", "--json"])  # fmt: skip
-    assert out.exit_code == 0, out.output
-    got = json.loads(out.stdout)["cache"]["openai"]["contexts"]
-    assert [(g[version]["uncached_tokens"], g[version]["written_tokens"], g[version]["read_tokens"]) for g in got] == expected
-    assert sum(e[2] for e in expected) > 0 and any(e[2] == 0 for e in expected[1:])
 
 
 # -- prompts: breakpoints as token offsets ------------------------------------------------------
@@ -177,13 +212,13 @@ def test_cutting_at_section_ends_tokenizes_like_the_whole_text(name):
 
 
 def test_baseline_breakpoint_is_the_end_of_its_last_message():
-    """The rolling breakpoint's prefix is a prefix of the next turn's tokens (messages tokenized alone)."""
+    """The rolling breakpoint's prefix is a block boundary of the next turn's body, and is read there."""
     contexts = [ctx for _, ctx in read_run(BUG17)]
     render = bench.baseline_renderers()["full-transcript"]
-    sent = [bench.prompt(render(c.state, c.hypothesis), None) for c in contexts[:4]]
+    sent = [body_prompt(render(c.state, c.hypothesis).body("anthropic", None), "anthropic") for c in contexts[:4]]
     for prev, cur in zip(sent, sent[1:]):
         (point,) = prev.breakpoints
-        assert point == len(prev.tokens) - 1  # all but the closing newline
+        assert point == len(prev.tokens) and point in cur.blocks
         assert cur.tokens[:point] == prev.tokens[:point]
     bills = bill("anthropic", sent, CacheOptions(ttl="1h"))
     assert [b.read for b in bills[1:]] == [p.breakpoints[0] for p in sent[:-1]]
@@ -208,13 +243,15 @@ def test_every_encoder_declares_at_most_four_breakpoints():
 
 
 def test_model_names_and_options_are_validated():
-    assert model_names(["openai,ideal", "anthropic", "ideal"]) == ("openai", "ideal", "anthropic")
-    with pytest.raises(UsageError, match="available: ideal, anthropic, openai"):
+    assert model_names(["openai,ideal", "anthropic", "ideal"]) == ("openai-auto", "ideal", "anthropic")
+    assert model_names(["openai-5.6,openai-auto,openai"]) == ("openai-5.6", "openai-auto")
+    with pytest.raises(UsageError, match="available: ideal, anthropic, openai-auto, openai-5.6"):
         model_names(["anthropic,gemini"])
     with pytest.raises(UsageError, match="available: 5m, 1h"):
         CacheOptions(ttl="10m")
     assert CacheOptions().write("anthropic") == 1.25 and CacheOptions(ttl="1h").write("anthropic") == 2.0
-    assert CacheOptions().write("openai") == 1.0 and CacheOptions(write_price=1.1).write("openai") == 1.1
+    assert CacheOptions().write("openai-auto") == 1.0 and CacheOptions(write_price=1.1).write("openai-auto") == 1.1
+    assert CacheOptions().write("openai-5.6") == 1.25
     assert tuple(TTLS) == providers.TTLS  # the TTLs `compare --ttl` and `render --messages --ttl` accept
 
 
@@ -233,21 +270,27 @@ def test_state_time_is_the_latest_capture_leap_seconds_and_lowercase_included():
 
 
 def _reference_anthropic(run: list[Prompt], opts: CacheOptions) -> list[tuple]:
-    """The anthropic rule written out plainly: (uncached, written, read) per prompt."""
+    """The anthropic rule written out plainly: (uncached, written, read) per prompt.
+
+    A hit is an earlier breakpoint's prefix, alive, equal to this prompt's tokens up to one of
+    its block boundaries that lies at most 19 boundaries before one of its breakpoints.
+    """
     entries: dict[tuple[int, ...], float] = {}  # prefix -> time last written or read
     out, now = [], 0.0
     for p in run:
         now = max(now, p.time) if p.time is not None else now
         tokens = list(p.tokens)
+        bounds = list(p.blocks or p.breakpoints)
         last = p.breakpoints[-1] if p.breakpoints else 0
         live = {e: t for e, t in entries.items() if now - t <= opts.ttl_seconds}
-        hits = [e for e in live if opts.cache_min <= len(e) <= last and tuple(tokens[: len(e)]) == e]
+        reach = {bounds[i] for b in p.breakpoints for i in range(len(bounds)) if 0 <= bounds.index(b) - i < 20}
+        hits = [e for e in live if len(e) >= max(opts.cache_min, 1) and len(e) in reach and tuple(tokens[: len(e)]) == e]
         read = max((len(e) for e in hits), default=0)
         written = last - read if last >= max(opts.cache_min, 1) else 0
         if read:
             live[tuple(tokens[:read])] = now
         for b in p.breakpoints:
-            if b >= opts.cache_min:
+            if b >= max(opts.cache_min, 1):
                 live[tuple(tokens[:b])] = now
         entries = live
         out.append((len(tokens) - read - written, written, read))
@@ -265,8 +308,12 @@ def runs(draw, length: int = 700):
         tail = draw(st.lists(st.integers(0, 3), min_size=1, max_size=length))
         tokens = base[:keep] + tail
         points = sorted(set(draw(st.lists(st.integers(1, len(tokens)), max_size=4))))
+        # Block ends: the breakpoints, some random ends, and (sometimes) every token, so lookbacks of 20 matter.
+        every = draw(st.booleans())
+        ends = set(range(1, len(tokens) + 1)) if every else set(draw(st.lists(st.integers(1, len(tokens)), max_size=30)))
+        blocks = tuple(sorted(ends | set(points) | {len(tokens)})) if draw(st.booleans()) else ()
         now += draw(st.sampled_from([0, 10, 200, 299, 300, 301, 4000]))
-        prompts.append(Prompt(tokens, tuple(points), now))
+        prompts.append(Prompt(tokens, tuple(points), now, blocks))
     return prompts
 
 
@@ -274,10 +321,10 @@ def runs(draw, length: int = 700):
 @given(runs(), st.sampled_from([0, 1, 64, 256]), st.sampled_from(["5m", "1h"]))
 def test_models_equal_plain_references_on_random_runs(run, floor, ttl):
     opts = CacheOptions(ttl=ttl, cache_min=floor)
-    got = {m: bill(m, run, opts) for m in ("ideal", "anthropic", "openai")}
+    got = {m: bill(m, run, opts) for m in ("ideal", "anthropic", "openai-auto", "openai-5.6")}
     for bills in got.values():
         assert all(b.uncached + b.written + b.read == b.tokens == len(p.tokens) for b, p in zip(bills, run))
     assert [(b.uncached, b.written, b.read) for b in got["anthropic"]] == _reference_anthropic(run, opts)
     times = [max(p.time for p in run[: i + 1]) for i in range(len(run))]
     reference = _reference_openai([list(p.tokens) for p in run], times, opts.ttl_seconds, floor)
-    assert [(b.uncached, b.written, b.read) for b in got["openai"]] == reference
+    assert [(b.uncached, b.written, b.read) for b in got["openai-auto"]] == reference

@@ -156,7 +156,7 @@ def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
     plain = json.loads(invoke("compare", str(run_dir), "--json").stdout)
     assert "cache" not in plain  # plain compare is unchanged
     data = json.loads(invoke("compare", str(run_dir), "--cache", "openai,ideal,anthropic", "--json").stdout)
-    assert list(data["cache"]) == ["openai", "ideal", "anthropic"]
+    assert list(data["cache"]) == ["openai-auto", "ideal", "anthropic"]  # `openai` is openai-auto's alias
     for model, block in data["cache"].items():
         for s in data["strategies"]:
             per = [c[s] for c in block["contexts"]]
@@ -164,12 +164,17 @@ def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
             for key in ("tokens", "uncached_tokens", "written_tokens", "read_tokens"):
                 assert block["total"][s][key] == sum(b[key] for b in per)
             assert block["last"][s] == per[-1]
-            assert [b["tokens"] for b in per] == [c["sizes"][s]["tokens"] for c in data["contexts"]]
-    ideal = data["cache"]["ideal"]
-    for s in data["strategies"]:  # ideal is the plain comparison's rule, written as a cache model
-        assert ideal["total"][s]["read_tokens"] == plain["total"][s]["cached_tokens"]
-        assert ideal["total"][s]["effective_cost"] == plain["total"][s]["effective_cost"]
-    assert data["cache"]["anthropic"]["write_price"] == 1.25 and data["cache"]["openai"]["write_price"] == 1.0
+            # What is billed is the request body: the text's tokens and more (the tool, the schema).
+            assert all(b["tokens"] > c["sizes"][s]["tokens"] for b, c in zip(per, data["contexts"]))
+    from workingset.wire import body_prompt
+
+    lines = [json.loads(line) for line in invoke("requests", str(run_dir), "--strategy", "v10").stdout.splitlines()]
+    for model, provider in (("anthropic", "anthropic"), ("openai-auto", "openai")):
+        bodies = lines if provider == "anthropic" else [
+            json.loads(line) for line in invoke("requests", str(run_dir), "--strategy", "v10", "--provider", "openai").stdout.splitlines()]
+        assert [c["v10"]["tokens"] for c in data["cache"][model]["contexts"]] == [
+            len(body_prompt(line["body"], provider).tokens) for line in bodies]  # the bodies `requests` prints
+    assert data["cache"]["anthropic"]["write_price"] == 1.25 and data["cache"]["openai-auto"]["write_price"] == 1.0
     assert data["cache"]["anthropic"]["timed"] is False  # every capture of the tiny run is at one moment
 
 

@@ -14,7 +14,7 @@ from workingset import DecisionRejected, Investigation, Request, UsageError, loa
 from workingset.cli import app
 from workingset.decisions import parse_decision
 from workingset.encoders import get_encoder
-from workingset.providers import MAX_BREAKPOINTS, PROVIDERS, strict_schema
+from workingset.providers import APPEND_ONLY, MAX_BREAKPOINTS, PROVIDERS, strict_schema
 from workingset.runs import read_run
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
@@ -58,9 +58,10 @@ def test_every_encoder_and_provider_joins_to_the_frozen_text(encoder, tmp_path):
         assert joined(req.messages(provider), provider) == out.text
     msgs = req.messages("anthropic")
     assert breakpoints(msgs) == list(out.stable_ends()) and 0 < len(breakpoints(msgs)) <= MAX_BREAKPOINTS
-    # One block per run of a section category, never an empty one.
+    # One block per run of a section category, an append-only section's chunks one each; never an empty one.
     texts = [p["text"] for p in msgs["messages"][0]["content"]]
-    assert all(texts) and len(texts) == len([c for i, (c, _) in enumerate(out.chunks) if i == 0 or out.chunks[i - 1][0] != c])
+    runs = [c for i, (c, _) in enumerate(out.chunks) if i == 0 or out.chunks[i - 1][0] != c or c in APPEND_ONLY]
+    assert all(texts) and len(texts) == len(runs)
 
 
 def test_render_messages_on_every_bug17_context():
@@ -270,3 +271,29 @@ def test_the_cli_retry_loop(tmp_path, monkeypatch):
     res = runner.invoke(app, ["next", *A, "--messages", "openai", "--retry", str(tmp_path / "bad.json"), "--json"])
     assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "invalid_file"
     assert runner.invoke(app, ["next", *A, "--retry", str(tmp_path / "none.json")]).exit_code == 2
+
+
+def test_gpt_56_requests_mark_the_stable_ends_and_older_models_none():
+    """From GPT-5.6 on the OpenAI form carries explicit breakpoints at the stable ends, the implicit one off."""
+    from workingset.providers import breakpoint_family
+
+    state = load_stored_context((BUG17 / "bug17-r0018.json").read_bytes()).state
+    out = get_encoder("v13").render(state, "H1")
+    req = Request.of(out, "bug17-r0018", state)
+    for provider in ("openai", "openai-responses"):
+        body = req.messages(provider, model="gpt-5.6")
+        key = "messages" if provider == "openai" else "input"
+        parts = body[key][0]["content"]
+        ends, at = [], 0
+        for part in parts:
+            at += len(part["text"])
+            if "prompt_cache_breakpoint" in part:
+                assert part["prompt_cache_breakpoint"] == {"mode": "explicit"}
+                ends.append(at)
+        assert ends == list(out.stable_ends()) and body["prompt_cache_options"] == {"mode": "explicit"}
+        assert joined(body, provider) == out.text
+        older = req.messages(provider, model="gpt-5.5")
+        assert "prompt_cache_options" not in older and "prompt_cache_breakpoint" not in str(older)
+        assert older == req.messages(provider)
+    assert [breakpoint_family(m) for m in ("gpt-5.6", "gpt-5.6-mini", "gpt-6", "gpt-5.10", "gpt-5", "gpt-4o", "o3", None)] == [
+        True, True, True, True, False, False, False, False]  # fmt: skip

@@ -8,23 +8,26 @@ previous context of the same run rendered by the same strategy (see
 `tokens.common_prefix_tokens`). The first context of a run has nothing cached.
 
 Effective cost is in full-price token units: `uncached + cached_price * cached`.
-With `cache` models named (`workingset.cache`), every text is also billed as a provider's
-prompt cache would bill it: encoders put their breakpoints at the ends of their declared
-stable sections, baselines one rolling breakpoint at the end of the message, and each
-context is sent at its state's latest capture time. Nothing here calls a model or the network.
+With `cache` models named (`workingset.cache`), every context is also billed as a provider's
+prompt cache would bill it, from the exact request body the provider would receive
+(`Rendering.body`: an encoder's `providers.messages`, tool and schema included; a
+baseline's `Baseline.body`), read by `wire.body_prompt`; each context is sent at its
+state's latest capture time. Stored runs record no rejected answers, so there are no retry
+turns to bill. Nothing here calls a model or the network.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 
 import msgspec
 
 from .availability import Availability, availability
-from .cache import Billing, CacheOptions, Meter, Prompt, model_names, state_time
+from .cache import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from .errors import UnknownEncoder, UsageError
+from .fixed_prompt import FixedPrompt
 from .model import State, StoredContext
 from .providers import MAX_BREAKPOINTS, section_ends
 from .tokens import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
@@ -49,6 +52,8 @@ class Rendering(NamedTuple):
     breakpoints: tuple[int, ...] = ()  # character offsets of the cache breakpoints (at most 4)
     cuts: tuple[int, ...] = ()  # character offsets where tokenization restarts (breakpoints included)
     reach: Availability | None = None  # identifiers of the state's evidence visible, addressable, gone
+    # The request body sent for this context: (provider, API model or None) -> the JSON the API receives.
+    body: Callable[[str, "str | None"], dict[str, Any]] | None = None
 
 
 Renderer = Callable[[State, str], Rendering]
@@ -203,6 +208,28 @@ def prompt(rendering: Rendering, time: float | None, encoding: str = DEFAULT_ENC
     return Prompt(tokens=tokens, breakpoints=tuple(at[b] for b in rendering.breakpoints if at[b] > 0), time=time)
 
 
+# The API model whose body each cache model bills: GPT-5.6 is sent explicit breakpoints, the older models none.
+API_MODEL = {"openai-5.6": "gpt-5.6"}
+
+
+def sent_prompts(rendering: Rendering, models: Sequence[str], time: float | None, options: CacheOptions,
+                 encoding: str = DEFAULT_ENCODING) -> dict[str, Prompt]:  # fmt: skip
+    """What each cache model bills for one context: its request body's blocks, or (no body) the bare text."""
+    from .wire import body_prompt
+
+    if rendering.body is None:
+        bare = prompt(rendering, time, encoding)
+        return {m: bare for m in models}
+    out: dict[str, Prompt] = {}
+    seen: dict[tuple[str, str | None], Prompt] = {}
+    for m in models:
+        key = (PROVIDER[m], API_MODEL.get(m, options.model if PROVIDER[m] == "anthropic" else None))
+        if key not in seen:
+            seen[key] = body_prompt(rendering.body(*key), key[0], time, encoding)
+        out[m] = seen[key]
+    return out
+
+
 def _bill_run(model: str, options: CacheOptions, run: Sequence[Rendering], encoding: str) -> tuple[Billing, ...]:
     meter = Meter(model, options)
     return tuple(meter(prompt(rendering, None, encoding)) for rendering in run)
@@ -225,6 +252,7 @@ def version_label(name: str) -> str:
 def version_renderer(label: str) -> Renderer:
     """Return the renderer of an encoder version given its label (`v8`)."""
     from .encoders import get_encoder, render
+    from .replies import Request
 
     name = "investigation_project_" + label
 
@@ -233,12 +261,16 @@ def version_renderer(label: str) -> Renderer:
         rendered = render(state, hypothesis, name)
         points = tuple(rendered.stable_ends()[-MAX_BREAKPOINTS:])
         reach = availability(state, rendered.shown, rendered.indexed, recall=get_encoder(name).supports_recall)
-        return Rendering(rendered.text, tuple(rendered.sections), points, tuple(section_ends(rendered.chunks)), reach)
+
+        def body(provider: str, model: str | None) -> dict[str, Any]:
+            return Request.of(rendered, "", state).messages(provider, model=model)
+
+        return Rendering(rendered.text, tuple(rendered.sections), points, tuple(section_ends(rendered.chunks)), reach, body)
 
     return run
 
 
-def baseline_renderers() -> dict[str, Renderer]:
+def baseline_renderers(fixed: FixedPrompt | None = None) -> dict[str, Renderer]:
     """Return the transcript baselines of `workingset.baselines` as renderers.
 
     A baseline is a chat transcript whose agent (SWE-agent, mini-swe-agent) puts one
@@ -246,7 +278,7 @@ def baseline_renderers() -> dict[str, Renderer]:
     cache models each message is tokenized on its own (cut where its `\n\n` separator
     starts) and the breakpoint is the end of the last message, before the closing newline.
     """
-    from .baselines import BASELINES
+    from .baselines import for_run
 
     def renderer(baseline: Callable[[State, str], str]) -> Renderer:
         def run(state: State, hypothesis: str) -> Rendering:
@@ -257,15 +289,51 @@ def baseline_renderers() -> dict[str, Renderer]:
                 ends.append(at)
             masked = baseline.masked(state)  # type: ignore[attr-defined]
             reach = availability(state, [ev.id for ev in state.evidence if ev.id not in masked], (), recall=False)
-            return Rendering("\n\n".join(messages) + "\n", (), (ends[-1],), tuple(ends), reach)
+
+            def body(provider: str, model: str | None) -> dict[str, Any]:
+                return baseline.body(state, hypothesis, provider, model)  # type: ignore[attr-defined]
+
+            return Rendering("\n\n".join(messages) + "\n", (), (ends[-1],), tuple(ends), reach, body)
 
         return run
 
-    return {name: renderer(fn) for name, fn in BASELINES.items()}
+    return {name: renderer(fn) for name, fn in for_run(fixed).items()}
 
 
-def strategies(base: str, candidate: str, all_versions: bool, baselines: bool) -> dict[str, Renderer]:
-    """Resolve the command line's choice of strategies to renderers, in column order."""
+def strategy_renderer(name: str, fixed: FixedPrompt | None = None) -> Renderer:
+    """The renderer of one strategy `compare` knows: a baseline's name or an encoder version (`v13`)."""
+    renderers = baseline_renderers(fixed)
+    if name in renderers:
+        return renderers[name]
+    try:
+        return version_renderer(version_label(name))
+    except UnknownEncoder:
+        raise UsageError(f"no strategy {name!r}: an encoder version (v1 to v13) or a baseline ({', '.join(renderers)})",
+                         code="unknown_encoder", details={"valid": list(renderers)}) from None  # fmt: skip
+
+
+def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, model: str | None = None,
+                   fixed: FixedPrompt | None = None) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Each context's request under one strategy, as sent: `{"request_id", "sent_at", "body"}` (`workingset requests`).
+
+    A baseline sends `fixed`, the run's source agent's fixed prompt (`runs.read_fixed_prompt`), where it has one.
+    """
+    from datetime import datetime, timezone
+
+    render = strategy_renderer(name, fixed)
+    for ctx in contexts:
+        rendering = render(ctx.state, ctx.hypothesis)
+        assert rendering.body is not None
+        body = rendering.body(provider, model)
+        if model is not None:
+            body = {"model": model, **body}
+        sent = datetime.fromtimestamp(state_time(ctx.state), timezone.utc).isoformat().replace("+00:00", "Z")
+        yield {"request_id": ctx.request_id, "sent_at": sent, "body": body}
+
+
+def strategies(base: str, candidate: str, all_versions: bool, baselines: bool,
+               fixed: FixedPrompt | None = None) -> dict[str, Renderer]:  # fmt: skip
+    """Resolve the command line's choice of strategies to renderers, in column order (baselines send `fixed`)."""
     from .encoders import ENCODERS
 
     base_label = version_label(base)
@@ -279,7 +347,7 @@ def strategies(base: str, candidate: str, all_versions: bool, baselines: bool) -
             raise UsageError(f"base and candidate are both {labels[0]}")
     out = {label: version_renderer(label) for label in labels}
     if baselines:
-        for name, fn in baseline_renderers().items():
+        for name, fn in baseline_renderers(fixed).items():
             out[name if name not in out else f"baseline:{name}"] = fn
     return out
 
@@ -321,9 +389,9 @@ def compare_contexts(
                 reach[name].append(rendering.reach)
             prev[name] = text
             if models:
-                sent = prompt(rendering, time, encoding)
+                sent = sent_prompts(rendering, models, time, options, encoding)
                 for m in models:
-                    bills[(m, name)].append(meters[(m, name)](sent))
+                    bills[(m, name)].append(meters[(m, name)](sent[m]))
             if step is not None:
                 step(1)
     return Comparison(

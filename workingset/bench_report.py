@@ -93,7 +93,7 @@ def _cache_data(cmp: Comparison) -> dict[str, Any]:
         for s in cmp.strategies[1:]:
             total[s]["change_percent"] = _pct(total[base]["effective_cost"], total[s]["effective_cost"])
         out[model] = {
-            "ttl": None if model == "ideal" else opts.ttl,
+            "ttl": None if model == "ideal" else "30m" if model == "openai-5.6" else opts.ttl,
             "cache_min": None if model == "ideal" else opts.cache_min,
             "cached_price": opts.cached_price, "write_price": None if model == "ideal" else opts.write(model),
             "timed": cmp.timed, "total": total,
@@ -109,10 +109,14 @@ def _cache_caption(cmp: Comparison, model: str) -> str:
     price = f"reads {opts.cached_price:g}x"
     if model == "ideal":
         return f"Cache model ideal: the longest common token prefix with the previous context is read; {price}, nothing written"
-    where = ("breakpoints at each encoder's stable section ends, a baseline's at the end of its last message"
-             if model == "anthropic" else "every prompt an entry, reads in 128-token blocks")  # fmt: skip
+    where = {
+        "anthropic": "each request body's cache_control breakpoints, reads at a block boundary within 20 blocks of one",
+        "openai-auto": "models before GPT-5.6: every prompt an entry, reads in 128-token blocks",
+        "openai-5.6": "GPT-5.6 family: entries at the explicit and implicit breakpoints, matched exactly",
+    }.get(model, model)  # fmt: skip
+    ttl = "30m" if model == "openai-5.6" else opts.ttl
     when = "the contexts' capture times" if cmp.timed else "no distinct times in the run: all turns taken to be within the TTL"
-    return (f"Cache model {model}: {where}; TTL {opts.ttl} ({when}); nothing under {opts.cache_min:,} tokens "
+    return (f"Cache model {model}: {where}; TTL {ttl} ({when}); nothing under {opts.cache_min:,} tokens "
             f"cached; {price}, writes {opts.write(model):g}x")  # fmt: skip
 
 

@@ -45,11 +45,13 @@ StrictOpt = Annotated[Optional[bool], typer.Option(
 # checked by `check_prices`.
 CachedPriceOpt = Annotated[float, typer.Option(help="Price of a cached token as a fraction of the full price (0 to 1000).")]
 CacheOpt = Annotated[Optional[list[str]], typer.Option(
-    help="Bill under cache models: ideal, anthropic, openai (repeatable or a comma list).")]
+    help="Bill under cache models: ideal, anthropic, openai-auto (alias openai), openai-5.6 (repeatable or a comma list).")]
 CacheTtlOpt = Annotated[str, typer.Option("--ttl", help="Cache entry lifetime for anthropic and openai: 5m or 1h.")]
-CacheMinOpt = Annotated[int, typer.Option(min=0, max=MAX_COUNT, help="Fewest tokens a cache entry holds (anthropic, openai).")]
+CacheMinOpt = Annotated[Optional[int], typer.Option(min=0, max=MAX_COUNT,
+    help="Fewest tokens a cache entry holds (default: the --model's minimum, else 1,024).")]
+ModelOpt = Annotated[Optional[str], typer.Option("--model", help="The provider model billed, for its minimum cacheable length (e.g. claude-opus-4-6: 4,096).")]
 WritePriceOpt = Annotated[Optional[float], typer.Option(
-    help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai 1.0).")]
+    help="Price of a cache-written token, 0 to 1000 (default: anthropic 1.25 for 5m, 2.0 for 1h; openai-auto 1.0; openai-5.6 1.25).")]
 
 
 def check_prices(cached_price: float, write_price: float | None) -> None:
@@ -209,7 +211,8 @@ def compare(
     cached_price: CachedPriceOpt = DEFAULT_CACHED_PRICE,
     cache: CacheOpt = None,
     ttl: CacheTtlOpt = "5m",
-    cache_min: CacheMinOpt = 1024,
+    cache_min: CacheMinOpt = None,
+    model: ModelOpt = None,
     write_price: WritePriceOpt = None,
     availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
     token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
@@ -223,16 +226,17 @@ def compare(
     from .cache import CacheOptions, model_names
     from .parallel import compare_parallel
     from .progress import progress
-    from .runs import read_run
+    from .runs import read_fixed_prompt, read_run
     from .tokens import get_encoding
     from .verdict import verdict
 
     check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
     models = model_names(cache or ())
-    cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price)
-    renderers = strategies(base or (ALL_BASE if all_versions else DEFAULT_BASE), candidate, all_versions, baselines)
+    cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price, model=model)
     run = read_run(directory)
+    renderers = strategies(base or (ALL_BASE if all_versions else DEFAULT_BASE), candidate, all_versions, baselines,
+                           read_fixed_prompt(directory))  # fmt: skip
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
     with progress("comparing", len(contexts) * len(renderers)) as step:
@@ -249,13 +253,36 @@ def compare(
 
 @app.command()
 @guarded
+def requests(
+    directory: Annotated[str, typer.Argument(metavar="RUN", help="A run: a directory of stored-context files, or a run file.")],
+    strategy: Annotated[str, typer.Option(help="An encoder version (v13) or a baseline compare knows.")] = "v13",
+    provider: Annotated[str, typer.Option(help="The API the bodies are for: anthropic (Messages) or openai (Chat Completions).")] = "anthropic",
+    model: Annotated[Optional[str], typer.Option(help="The API model, put in each body; from gpt-5.6 on OpenAI bodies carry cache breakpoints.")] = None,
+) -> None:
+    """Print each turn's request body as the provider receives it, one JSON object a line (see docs/billing.md)."""
+    from .bench import request_bodies
+    from .errors import UsageError
+    from .runs import read_fixed_prompt, read_run
+
+    if provider not in ("anthropic", "openai"):
+        raise UsageError(f"no provider {provider!r}; available: anthropic, openai", code="unknown_provider",
+                         details={"valid": ["anthropic", "openai"]})  # fmt: skip
+    run = read_run(directory)
+    bodies = request_bodies([ctx for _, ctx in run], strategy, provider, model, read_fixed_prompt(directory))
+    lines = [msgspec.json.encode(line) for line in bodies]
+    sys.stdout.buffer.write(b"".join(line + b"\n" for line in lines))
+    sys.stdout.flush()
+
+
+@app.command()
+@guarded
 def report(
     directory: Annotated[str, typer.Argument(metavar="RUN", help="A run: a directory of stored-context files, or a run file.")],
     out: Annotated[str, typer.Option("--out", help="The HTML file to write.")],
     strategies: Annotated[Optional[list[str]], typer.Option(help="Strategies, the base first (repeatable or a comma list; default v7,v10,v11,v12,v13,full-transcript,masking-10,last-5).")] = None,
     cache: CacheOpt = None,
     ttl: CacheTtlOpt = "5m",
-    cache_min: CacheMinOpt = 1024,
+    cache_min: CacheMinOpt = None,
     write_price: WritePriceOpt = None,
     recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,

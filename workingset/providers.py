@@ -12,6 +12,7 @@ part never changes. Nothing here calls a provider: the SDKs are test dependencie
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any, Iterable, Protocol, Sequence, Union
 
 import msgspec
@@ -44,12 +45,17 @@ class Renderable(Protocol):
     def decision_schema(self) -> dict[str, Any]: ...
 
 
+# Sections that only ever grow by whole chunks (v11's journal: one chunk per iteration): each
+# chunk is its own block, so the previous turn's end is a block boundary a cache can read at.
+APPEND_ONLY = frozenset({"journal"})
+
+
 def section_ends(chunks: Iterable[tuple[str, int]]) -> list[int]:
-    """Offsets where each run of same-category chunks ends: the block boundaries of the text."""
+    """Offsets where each block of the text ends: a run of same-category chunks, or one append-only chunk."""
     ends: list[int] = []
     at, previous = 0, None
     for category, n in chunks:
-        if category != previous and at:
+        if (category != previous or category in APPEND_ONLY) and at:
             ends.append(at)
         at += n
         previous = category
@@ -75,6 +81,15 @@ def text_blocks(req: Renderable) -> list[tuple[str, bool]]:
     return blocks
 
 
+_GPT = re.compile(r"^gpt-(\d+)(?:\.(\d+))?")
+
+
+def breakpoint_family(model: str | None) -> bool:
+    """Whether an OpenAI model takes explicit `prompt_cache_breakpoint`s: GPT-5.6 and later families."""
+    match = _GPT.match(model or "")
+    return match is not None and (int(match.group(1)), int(match.group(2) or 0)) >= (5, 6)
+
+
 def messages(
     req: Renderable,
     provider: str,
@@ -82,6 +97,7 @@ def messages(
     retry: Retry = (),
     ttl: str | None = None,
     strict: bool | None = None,
+    model: str | None = None,
 ) -> dict[str, Any]:
     """The JSON object to merge into a provider call for `req` (model, max_tokens etc. are the caller's).
 
@@ -89,7 +105,10 @@ def messages(
     `openai-responses` (Responses API). `retry` lists earlier (answer, rejection) pairs of
     this same request, oldest first. `ttl` (`5m` or `1h`, Anthropic only) is the cache
     entries' lifetime; `strict` (OpenAI only, default True) picks the strict transformed
-    schema, or with False the frozen one as a hint the API does not enforce.
+    schema, or with False the frozen one as a hint the API does not enforce. `model` (the
+    API model, OpenAI only) from GPT-5.6 on marks the declared stable ends with explicit
+    `prompt_cache_breakpoint`s and turns the implicit breakpoint off (`prompt_cache_options`),
+    which would otherwise write the changing tail every turn; older models get no marks.
     """
     check_options(provider, ttl, strict)
     strict = strict is not False
@@ -97,15 +116,25 @@ def messages(
     if provider == "anthropic":
         return _anthropic(req, pairs, ttl)
     schema = strict_schema(req.decision_schema, req.assess) if strict else req.decision_schema
+    marked = breakpoint_family(model)
+    kind = "text" if provider == "openai" else "input_text"
+    parts = []
+    for block, cached in text_blocks(req):
+        part: dict[str, Any] = {"type": kind, "text": block}
+        if cached and marked:
+            part["prompt_cache_breakpoint"] = {"mode": "explicit"}
+        parts.append(part)
+    turns = [{"role": "user", "content": parts}, *_plain_retry(req, pairs, provider)]
+    out: dict[str, Any]
     if provider == "openai":
-        parts = [{"type": "text", "text": block} for block, _ in text_blocks(req)]
-        turns = [{"role": "user", "content": parts}, *_plain_retry(req, pairs, "openai")]
         fmt = {"name": SCHEMA_NAME, "description": _DESCRIPTION, "schema": schema, "strict": strict}
-        return {"messages": turns, "response_format": {"type": "json_schema", "json_schema": fmt}}
-    parts = [{"type": "input_text", "text": block} for block, _ in text_blocks(req)]
-    turns = [{"role": "user", "content": parts}, *_plain_retry(req, pairs, "openai-responses")]
-    fmt = {"type": "json_schema", "name": SCHEMA_NAME, "description": _DESCRIPTION, "schema": schema, "strict": strict}
-    return {"input": turns, "text": {"format": fmt}}
+        out = {"messages": turns, "response_format": {"type": "json_schema", "json_schema": fmt}}
+    else:
+        fmt = {"type": "json_schema", "name": SCHEMA_NAME, "description": _DESCRIPTION, "schema": schema, "strict": strict}
+        out = {"input": turns, "text": {"format": fmt}}
+    if marked:
+        out["prompt_cache_options"] = {"mode": "explicit"}
+    return out
 
 
 def check_options(provider: str | None, ttl: str | None = None, strict: bool | None = None) -> None:

@@ -45,11 +45,12 @@ class Request(msgspec.Struct, kw_only=True):
 
         return copy.deepcopy(get_encoder(self.encoder).decision_schema)
 
-    def messages(self, provider: str, *, retry: Any = (), ttl: str | None = None, strict: bool | None = None) -> dict[str, Any]:
+    def messages(self, provider: str, *, retry: Any = (), ttl: str | None = None, strict: bool | None = None,
+                 model: str | None = None) -> dict[str, Any]:  # fmt: skip
         """The JSON to merge into an `anthropic`, `openai` or `openai-responses` call (see `providers.messages`)."""
         from .providers import messages
 
-        return messages(self, provider, retry=retry, ttl=ttl, strict=strict)
+        return messages(self, provider, retry=retry, ttl=ttl, strict=strict, model=model)
 
     @classmethod
     def of(cls, out: RenderedContext, request_id: str, state: State, **overrides: Any) -> Request:

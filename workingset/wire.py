@@ -9,6 +9,13 @@ content block, marking the blocks that carry a cache breakpoint (Anthropic's
 its own and returns the `cache.Prompt` the cache models bill, with every block's end and
 every breakpoint as exact token offsets.
 
+OpenAI's structured-output schema (`response_format`) is a prefix of the prompt after the
+tools ("the structured output schema serves as a prefix to the system message"), so it is
+a block there. `body_prompt` also places the implicit breakpoints: Anthropic's automatic
+caching (a top-level `cache_control`) marks the last block; GPT-5.6's implicit breakpoint
+sits at the end of the latest user or tool message unless `prompt_cache_options.mode` is
+`explicit`.
+
 A tool definition, a tool call and any non-text block count as the canonical JSON of their
 content (sorted keys, no spaces): the provider's own rendering of them is not published, so
 this is an estimate of their size, and the same estimate for every strategy.
@@ -16,6 +23,7 @@ this is an estimate of their size, and the same estimate for every strategy.
 
 from __future__ import annotations
 
+import dataclasses
 from array import array
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
@@ -79,6 +87,9 @@ def body_blocks(body: Mapping[str, Any], provider: str) -> list[Block]:
     out: list[Block] = []
     for tool in body.get("tools") or ():
         out.append(Block(_json({k: v for k, v in tool.items() if k != "cache_control"}), "tools", cache=_marked(tool)))
+    schema = body.get("response_format")
+    if provider == "openai" and isinstance(schema, Mapping) and schema.get("type") == "json_schema":
+        out.append(Block(_json(schema), "system"))
     system = body.get("system")
     if isinstance(system, str):
         out.append(Block(system, "system"))
@@ -90,8 +101,13 @@ def body_blocks(body: Mapping[str, Any], provider: str) -> list[Block]:
     return out
 
 
-def to_prompt(blocks: list[Block], time: float | None = None, encoding: str = DEFAULT_ENCODING) -> Prompt:
-    """Tokenize each block on its own; block ends and breakpoints become exact token offsets."""
+def to_prompt(
+    blocks: list[Block], time: float | None = None, encoding: str = DEFAULT_ENCODING, implicit: int | None = None
+) -> Prompt:
+    """Tokenize each block on its own; block ends and breakpoints become exact token offsets.
+
+    `implicit` is the index of the block the provider's implicit breakpoint ends (None: none).
+    """
     text = "".join(b.text for b in blocks)
     cuts, at = [], 0
     for block in blocks:
@@ -99,4 +115,20 @@ def to_prompt(blocks: list[Block], time: float | None = None, encoding: str = DE
         cuts.append(at)
     tokens, ends = encode_at(text, cuts, encoding) if blocks else (array("I"), ())
     points = sorted({end for end, block in zip(ends, blocks) if block.cache and end > 0})
-    return Prompt(tokens=tokens, breakpoints=tuple(points), time=time, blocks=tuple(sorted(set(e for e in ends if e > 0))))
+    at_implicit = ends[implicit] if implicit is not None and ends[implicit] > 0 else None
+    return Prompt(tokens=tokens, breakpoints=tuple(points), time=time, blocks=tuple(sorted(set(e for e in ends if e > 0))),
+                  implicit=at_implicit)  # fmt: skip
+
+
+def body_prompt(body: Mapping[str, Any], provider: str, time: float | None = None, encoding: str = DEFAULT_ENCODING) -> Prompt:
+    """A request body as its cache bills it: `body_blocks`, the implicit breakpoints placed, `to_prompt`."""
+    blocks = body_blocks(body, provider)
+    implicit = None
+    if provider == "anthropic" and body.get("cache_control") and blocks:
+        # Automatic caching: "the system automatically applies the cache breakpoint to the last cacheable block".
+        blocks[-1] = dataclasses.replace(blocks[-1], cache=True)
+    options = body.get("prompt_cache_options")
+    if provider == "openai" and not (isinstance(options, Mapping) and options.get("mode") == "explicit"):
+        latest = [i for i, b in enumerate(blocks) if b.part == "messages" and b.role in ("user", "tool")]
+        implicit = latest[-1] if latest else None
+    return to_prompt(blocks, time, encoding, implicit)

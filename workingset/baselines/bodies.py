@@ -21,13 +21,13 @@ older models (they cache automatically). Model, max_tokens and the like are the 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..fixed_prompt import FixedPrompt
 from ..model import State
+from ..providers import breakpoint_family
 from .transcript import Part
 
 if TYPE_CHECKING:
@@ -49,12 +49,6 @@ PLACEMENTS: dict[str, tuple[bool, Callable[[Messages], list[int]]]] = {
     "swe-agent": (False, lambda m: _last_user(m, 2)),
     "mini-swe-agent": (False, lambda m: [len(m) - 1] if m else []),
 }
-
-
-def explicit_breakpoints(model: str | None) -> bool:
-    """Whether an OpenAI model takes `prompt_cache_breakpoint` marks: the GPT-5.6 family and later."""
-    match = re.match(r"^gpt-(\d+)\.(\d+)", model or "")
-    return match is not None and (int(match.group(1)), int(match.group(2))) >= (5, 6)
 
 
 def _messages(parts: list[Part]) -> Messages:
@@ -98,7 +92,7 @@ def body(baseline: Baseline, state: State, hypothesis: str, provider: str = "ant
             out["system"] = [block]
         out["messages"] = messages
         return out
-    explicit = explicit_breakpoints(model)
+    explicit = breakpoint_family(model)
     if explicit:  # OpenAI takes no breakpoint on assistant output
         for i in marked(messages):
             if messages[i]["role"] != "assistant":

@@ -234,6 +234,10 @@ class Plan:
     same_as: dict[str, str] = field(default_factory=dict)
     compactions: int = 0
     body: str = ""  # the kept entries' texts, each separated by a blank line
+    # Where each iteration's run of kept entries starts in `body` (the first at 0): the journal's
+    # append-only blocks. A turn appends a new iteration, so last turn's journal ends at a cut.
+    cuts: list[int] = field(default_factory=list)
+    last_iteration: int | None = None  # the iteration of the body's last entry
     index_text: str = ""  # the captioned index block the journal starts with ("" while nothing is archived)
     archived_ids: frozenset[str] = frozenset()
 
@@ -395,6 +399,8 @@ class Journal:
             texts: list[str] = []
             shown: list[Evidence] = []
             same_as: dict[str, str] = {}
+            cuts: list[int] = []
+            at, last = 0, None
             for pos, (kind, item) in enumerate(zip(walk.kinds, walk.items)):
                 if kind == "evidence":
                     if pos < walk.cursor:  # archived
@@ -407,7 +413,11 @@ class Journal:
                     if ref:
                         same_as[item.id] = ref
                     shown.append(item)
+                if item.iteration != last or not cuts:
+                    cuts.append(at)
+                    last = item.iteration
                 texts.append(walk.texts[pos])
+                at += len(walk.texts[pos]) + 2
             body = "\n\n".join(texts)
         else:
             previous = self.plan_
@@ -415,6 +425,13 @@ class Journal:
             first = len(walk.items) - len(new.items)
             added = walk.texts[first:]
             body = "\n\n".join([previous.body, *added]) if previous.body else "\n\n".join(added)
+            cuts, last = list(previous.cuts), previous.last_iteration
+            at = len(previous.body) + 2 if previous.body else 0
+            for item, text in zip(walk.items[first:], added):
+                if item.iteration != last or not cuts:
+                    cuts.append(at)
+                    last = item.iteration
+                at += len(text) + 2
             shown = previous.shown + [item for kind, item in zip(new.kinds, new.items) if kind == "evidence"]
             same_as = dict(previous.same_as)
             same_as.update({walk.items[pos].id: walk.same_as[pos] for pos in range(first, len(walk.items))
@@ -427,7 +444,8 @@ class Journal:
             index_text = self.fmt.index_block(len(walk.archived), rows) if walk.archived else ""
             archived_ids = frozenset(ev.id for ev in walk.archived)
         return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
-                    body=body, index_text=index_text, archived_ids=archived_ids)  # fmt: skip
+                    body=body, index_text=index_text, archived_ids=archived_ids, cuts=cuts,
+                    last_iteration=last)  # fmt: skip
 
 
 def plan(state: State, limit: int, fmt: Format = V11_FORMAT) -> Plan:

@@ -175,9 +175,16 @@ class V11(V10):
         ])
 
     def journal_blocks(self, view: JournalView) -> list[str]:
-        """The journal: its heading, the evidence_index once anything is archived, then the entries."""
+        """The journal: its heading, the evidence_index once anything is archived, then the entries.
+
+        The entries come one block per iteration (`Plan.cuts`): joined by the layout's blank
+        lines they are the body byte for byte, and a provider request sends each as its own
+        content block, so the journal of the previous turn ends at a block boundary.
+        """
         assert view.journal is not None
-        return [heading(2, "Journal"), view.journal.index_text, view.journal.body]
+        body, cuts = view.journal.body, view.journal.cuts
+        ends = [cut - 2 for cut in cuts[1:]] + [len(body)]
+        return [heading(2, "Journal"), view.journal.index_text, *(body[a:b] for a, b in zip(cuts, ends))]
 
     # -- the tail --------------------------------------------------------------------------
 

@@ -17,20 +17,21 @@ from ..bench import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_
 from ..cache import CacheOptions, model_names
 from ..errors import UnknownEncoder, UsageError
 from ..files import os_error
-from ..runs import read_run
+from ..fixed_prompt import FixedPrompt
+from ..runs import read_fixed_prompt, read_run
 from ..tokens import DEFAULT_ENCODING, get_encoding
 
 DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")
-DEFAULT_CACHE = ("anthropic", "openai", "ideal")  # the first is the one the page opens with
+DEFAULT_CACHE = ("anthropic", "openai-auto", "ideal")  # the first is the one the page opens with
 
 
-def resolve_strategies(names: Sequence[str]) -> tuple[dict[str, Renderer], dict[str, str | None]]:
+def resolve_strategies(names: Sequence[str], fixed: FixedPrompt | None = None) -> tuple[dict[str, Renderer], dict[str, str | None]]:
     """Resolve strategy names to compare's renderers and to encoder names (None for a baseline).
 
     An encoder is named as `compare` names it (`v11`, `v11:budget=60000`); a baseline by
     its name in `workingset.baselines`. The first is the base the changes are relative to.
     """
-    baselines = baseline_renderers()
+    baselines = baseline_renderers(fixed)
     renderers: dict[str, Renderer] = {}
     encoders: dict[str, str | None] = {}
     for name in names:
@@ -98,8 +99,8 @@ def report_data(
     get_encoding(encoding)
     models = model_names(cache) or DEFAULT_CACHE
     options = cache_options or CacheOptions(cached_price=cached_price)
-    renderers, encoders = resolve_strategies(strategies)
     run = read_run(directory)
+    renderers, encoders = resolve_strategies(strategies, read_fixed_prompt(directory))
     contexts = [ctx for _, ctx in run]
     sent: dict[str, list] = {name: [] for name in renderers}
     recorded = {name: recording(renderer, sent[name]) for name, renderer in renderers.items()}

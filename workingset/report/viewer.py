@@ -15,7 +15,7 @@ from typing import Any, Mapping, Sequence
 import msgspec
 
 from ..baselines import BASELINES, unrecoverable
-from ..bench import Rendering, prompt
+from ..bench import API_MODEL, Rendering, prompt, sent_prompts
 from ..model import StoredContext
 from ..hashing import hash_text
 from ..tokens import prefix_chars
@@ -48,6 +48,48 @@ def _view(state: Any, hypothesis: str, name: str, encoder: str | None, sent: Ren
             "shown": id_ranges(rendered.shown), "indexed": id_ranges(rendered.indexed)}  # fmt: skip
 
 
+def _text_chars(rendering: Rendering, model: str, counts: Sequence[int], encoding: str) -> list[int]:
+    """Where in the text each count of billed tokens ends: the models bill the request body
+    (the tool first, then the text's blocks), so a count is found in its block and mapped to
+    that block's place in the text; a count that ends before the text (in the tool) is 0."""
+    from ..cache import PROVIDER, CacheOptions
+    from ..wire import body_blocks
+
+    if rendering.body is None:
+        return prefix_chars(prompt(rendering, None, encoding).tokens, counts, encoding)
+    sent = sent_prompts(rendering, (model,), None, CacheOptions(), encoding)[model]
+    blocks = body_blocks(rendering.body(PROVIDER[model], API_MODEL.get(model)), PROVIDER[model])
+    starts, at, where = [], 0, 0  # each block's token start, and its text's start in the rendering's text
+    places = []
+    for block, end in zip(blocks, _ends(blocks, sent)):
+        starts.append((at, end))
+        found = rendering.text.find(block.text, where) if block.part == "messages" and block.text else -1
+        places.append(found)
+        where = found + len(block.text) if found >= 0 else where
+        at = end
+    out = []
+    for n in counts:
+        k = next((j for j, (a, b) in enumerate(starts) if a < n <= b), None)
+        if k is None or places[k] < 0:
+            out.append(max([places[j] + len(blocks[j].text) for j, (a, b) in enumerate(starts) if b <= n and places[j] >= 0],
+                           default=0))  # fmt: skip
+            continue
+        a, _ = starts[k]
+        out.append(places[k] + prefix_chars(sent.tokens[a:], [n - a], encoding)[0])
+    return out
+
+
+def _ends(blocks: list, sent: Any) -> list[int]:
+    """Each block's end as a token offset (an empty block ends where the one before it does)."""
+    ends, at, known = [], 0, iter(sent.blocks)
+    pending = next(known, None)
+    for block in blocks:
+        if block.text and pending is not None:
+            at, pending = pending, next(known, None)
+        ends.append(at)
+    return ends
+
+
 def view_data(
     contexts: Sequence[StoredContext],
     strategies: Mapping[str, str | None],
@@ -75,11 +117,10 @@ def view_data(
             if hash_text(text) != sent[name][i].text:
                 raise AssertionError(f"{name} rendered {ctx.request_id} differently for the viewer than for compare")
             rendering = sent[name][i]._replace(text=text)
-            tokens = prompt(rendering, None, encoding).tokens  # as the cache models billed them
             served = {}
             for model, per in series.items():
                 read, written = per[name]["read"][i], per[name]["written"][i]
-                served[model] = prefix_chars(tokens, (read, read + written), encoding)
+                served[model] = _text_chars(rendering, model, (read, read + written), encoding)
             ends, at = [], 0
             for _, n in view["sections"]:
                 at += n
