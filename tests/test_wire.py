@@ -42,3 +42,10 @@ def test_openai_tool_calls_count_and_unknown_provider_is_refused():
     assert [b.text for b in body_blocks(body, "openai")] == ['{"id":"c","type":"function"}']
     with pytest.raises(UsageError, match="available: anthropic, openai"):
         body_blocks(body, "gemini")
+
+
+def test_a_tool_result_counts_as_its_text_not_as_escaped_json():
+    nested = {"type": "tool_result", "tool_use_id": "x", "content": [{"type": "text", "text": 'say "hi"\n'}, {"type": "text", "text": "2"}]}
+    plain = {"type": "tool_result", "tool_use_id": "x", "content": "done"}
+    body = {"messages": [{"role": "user", "content": [nested, plain]}]}
+    assert [b.text for b in body_blocks(body, "anthropic")] == ['say "hi"\n2', "done"]

@@ -57,9 +57,18 @@ def _marked(block: Mapping[str, Any]) -> bool:
 
 
 def _content_text(block: Mapping[str, Any]) -> str:
-    """The billed text of one content block: its text, else the canonical JSON of the rest."""
+    """The billed text of one content block: its text, a tool result's content, else the canonical JSON of the rest.
+
+    A tool result carries text for the model to read, so its content counts as that text
+    (each nested block's), not as an escaped JSON string of it.
+    """
     if block.get("type") in ("text", "input_text", "output_text") and isinstance(block.get("text"), str):
         return block["text"]
+    content = block.get("content")
+    if block.get("type") == "tool_result" and isinstance(content, (str, list)):
+        if isinstance(content, str):
+            return content
+        return "".join(_content_text(part) for part in content if isinstance(part, Mapping))
     rest = {k: v for k, v in block.items() if k not in ("cache_control", "prompt_cache_breakpoint")}
     return _json(rest)
 
