@@ -116,6 +116,56 @@ def test_block_split_tokenizes_exactly_like_the_whole_text(text):
     assert list(tokens._encode(text, "cl100k_base")) == tokens.get_encoding().encode_ordinary(text)
 
 
+def _line_mismatches(texts) -> list[str]:
+    """The texts whose lines (`tokens._lines`), tokenized one by one, do not give the whole text's tokens."""
+    enc = tokens.get_encoding()
+    bad = []
+    for text in texts:
+        lines = tokens._lines(text)
+        assert "".join(lines) == text
+        if [t for line in lines for t in enc.encode_ordinary(line)] != enc.encode_ordinary(text):
+            bad.append(text)
+    return bad
+
+
+INDENTS = ("  x", "\t\tx", "    {", " \t }")
+LINE_CASES = BOUNDARY_CASES + [b + r + i for b in BEFORE for r in RUNS for i in INDENTS]
+
+
+def test_line_split_at_every_boundary_kind():
+    assert _line_mismatches(LINE_CASES) == []
+
+
+@pytest.mark.parametrize("wrong", [r"\n(?=[ -~])", r"\n(?=\s*[!-~])", r"\n(?=[ \t]*.)"])
+def test_line_cases_reject_wrong_line_rules(monkeypatch, wrong):
+    """Each of these rules cuts where cl100k does not restart; the fixed cases must show it."""
+    monkeypatch.setattr(tokens, "_LINE_BOUNDARY", re.compile(wrong))
+    assert _line_mismatches(LINE_CASES)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(PIECES, max_size=80).map("".join))
+def test_long_blocks_tokenized_by_lines_exactly(monkeypatch_text_limit, text):
+    """Every block taken as long (cut into lines on first sight) still tokenizes like the whole text."""
+    assert _line_mismatches([text]) == []
+    tokens._block_cache.clear()
+    tokens._arrays.clear()
+    assert list(tokens._encode(text, "cl100k_base")) == tokens.get_encoding().encode_ordinary(text)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_text_limit():
+    """Every block counts as long (and the caches start empty), so `_encode` takes the line path."""
+    saved = tokens._LINE_SPLIT_CHARS
+    tokens._LINE_SPLIT_CHARS = 0
+    tokens._block_cache.clear()
+    tokens._arrays.clear()
+    yield
+    tokens._LINE_SPLIT_CHARS = saved
+    tokens._block_cache.clear()
+    tokens._arrays.clear()
+
+
 def test_block_split_on_every_rendered_version():
     ctx = _context()
     enc = tokens.get_encoding()

@@ -200,7 +200,7 @@ def verify(
 @app.command()
 @guarded
 def compare(
-    directory: Annotated[str, typer.Argument(help="A run: a directory of stored-context files, or a run file.")],
+    runs: Annotated[list[str], typer.Argument(metavar="RUN…", help="A run (a directory of stored-context files, or a run file), several runs, or folders holding runs; with --merge, compare --json outputs.")],
     base: Annotated[Optional[str], typer.Option(help=f"Base encoder version; changes are relative to it (default {DEFAULT_BASE}, with --all {ALL_BASE}).")] = None,
     candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = DEFAULT_CANDIDATE,
     all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
@@ -216,14 +216,18 @@ def compare(
     write_price: WritePriceOpt = None,
     availability: Annotated[bool, typer.Option("--availability", help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.")] = False,
     token_cache: Annotated[bool, typer.Option("--token-cache/--no-token-cache", help="Keep token counts on disk across runs (see README).")] = True,
-    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes, one strategy at a time each.")] = 1,
-    summary: Annotated[bool, typer.Option("--summary", help="Totals only: no per-context tables (with --json, no contexts).")] = False,
+    jobs: Annotated[int, typer.Option("--jobs", "-j", help="Worker processes: one strategy at a time each (one run), one run at a time each (several).")] = 1,
+    summary: Annotated[bool, typer.Option("--summary", help="Totals only: no per-context tables (with --json, no contexts; several runs: the aggregate only).")] = False,
+    shard: Annotated[Optional[str], typer.Option("--shard", metavar="I/N", help="Compare only the I-th of N slices of the sorted run list (see docs/compare.md).")] = None,
+    merge: Annotated[bool, typer.Option("--merge", help="The arguments are compare --json outputs of several runs (shards): print their runs and one aggregate.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Compare a run's sizes, tokens and prompt-cache cost across encoder versions (SPEC §9)."""
+    """Compare runs' sizes, tokens and prompt-cache cost across encoder versions; several runs get an aggregate (docs/compare.md)."""
     from .bench import strategies
     from .bench_report import run_data, to_text
     from .cache import CacheOptions, model_names
+    from .compare_many import compare_runs_cli, is_run, merged
+    from .compare_many import to_text as many_text
     from .parallel import compare_parallel
     from .progress import progress
     from .runs import read_fixed_prompt, read_run
@@ -234,9 +238,21 @@ def compare(
     get_encoding(encoding)  # fail before rendering anything
     models = model_names(cache or ())
     cache_options = CacheOptions(ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price, model=model)
+    base = base or (ALL_BASE if all_versions else DEFAULT_BASE)
+    if merge or shard is not None or len(runs) > 1 or not is_run(runs[0]):
+        renderers = strategies(base, candidate, all_versions, baselines)  # the columns; each run's own below
+
+        def per_run(run: str) -> dict:
+            return strategies(base, candidate, all_versions, baselines, read_fixed_prompt(run))
+
+        many = merged(runs) if merge else compare_runs_cli(runs, shard, renderers, jobs, per_run=per_run, summary=summary,
+            token_cache=token_cache, recall=recall, encoding=encoding, cached_price=cached_price, cache=models,
+            cache_options=cache_options, sections=sections, availability=availability)  # fmt: skip
+        emit_json(many) if as_json else sys.stdout.write(many_text(many, summary=summary))
+        return
+    directory = runs[0]
     run = read_run(directory)
-    renderers = strategies(base or (ALL_BASE if all_versions else DEFAULT_BASE), candidate, all_versions, baselines,
-                           read_fixed_prompt(directory))  # fmt: skip
+    renderers = strategies(base, candidate, all_versions, baselines, read_fixed_prompt(directory))
     contexts = [ctx for _, ctx in run]
     options = dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=models, cache_options=cache_options)
     with progress("comparing", len(contexts) * len(renderers)) as step:

@@ -41,6 +41,11 @@ _block_chars = 0
 _BLOCK_CHARS_KEPT = 64_000_000
 _SPLITTABLE = frozenset({"cl100k_base"})
 _BLOCK_BOUNDARY = re.compile(r"\n\n(?=[!-~])")
+# A block longer than this is tokenized line by line (`_lines`) and the lines cached too: a
+# table that gains a row each turn, or an indented JSON document, is one block, and
+# tokenizing it whole every turn made a long run's cold compare quadratic in its rows.
+_LINE_BOUNDARY = re.compile(r"\n(?=[ \t]*[!-~])")
+_LINE_SPLIT_CHARS = 4096
 # Tokens compared per slice in `common_prefix_tokens`: one C-level comparison covers most of
 # a prefix, and only the slice holding the first difference is walked token by token.
 _COMPARE_SLICE = 4096
@@ -115,12 +120,25 @@ def _blocks(text: str, encoding: str) -> list[str]:
     just after a newline and before a printable ASCII character is a chunk boundary, and
     the text's tokens are the concatenation of its pieces' tokens (a property test checks
     this). Splitting after blank lines gives Markdown blocks (an evidence item, a table, a
-    paragraph) that recur across turns and versions, so each is tokenized once.
+    paragraph) that recur across turns and versions, so each is tokenized once. A long
+    block is tokenized line by line on its first sight (see `_block_tokens`).
     """
     if encoding not in _SPLITTABLE:
         return [text]
     cuts = [m.end() for m in _BLOCK_BOUNDARY.finditer(text)]
     return [text[a:b] for a, b in zip([0, *cuts], [*cuts, len(text)])]
+
+
+def _lines(block: str) -> list[str]:
+    """Cut a block after each newline that ends a whitespace run before printable ASCII.
+
+    The pre-tokenizer's `\\s*[\\r\\n]` takes a run of whitespace through its last newline,
+    and no chunk that holds a newline continues past the run, so the last newline of a run
+    that a printable ASCII character ends (after spaces or tabs, as in indented JSON) is a
+    chunk boundary, like the blank lines of `_blocks` (a property test checks both).
+    """
+    cuts = [m.end() for m in _LINE_BOUNDARY.finditer(block)]
+    return [block[a:b] for a, b in zip([0, *cuts], [*cuts, len(block)])]
 
 
 def _block_tokens(block: str, encoding: str) -> array:
@@ -131,8 +149,24 @@ def _block_tokens(block: str, encoding: str) -> array:
         if _block_chars > _BLOCK_CHARS_KEPT:  # a long-lived process must not grow without bound
             _block_cache.clear()
             _block_chars = 0
-        tokens = _block_cache[key] = array("I", get_encoding(encoding).encode_ordinary(block))
+        if len(block) > _LINE_SPLIT_CHARS and encoding in _SPLITTABLE:
+            tokens = array("I")
+            for line in _lines(block):
+                tokens.extend(_line_tokens(line, encoding))
+        else:
+            tokens = array("I", get_encoding(encoding).encode_ordinary(block))
+        _block_cache[key] = tokens
         _block_chars += len(block)
+    return tokens
+
+
+def _line_tokens(line: str, encoding: str) -> array:
+    global _block_chars
+    key = (encoding, line)
+    tokens = _block_cache.get(key)
+    if tokens is None:
+        tokens = _block_cache[key] = array("I", get_encoding(encoding).encode_ordinary(line))
+        _block_chars += len(line)
     return tokens
 
 
