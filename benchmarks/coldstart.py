@@ -8,7 +8,9 @@ call. Three first calls are timed, each in its own processes:
 
 - `state`: reaching the current state, what `submit`, `record`, `pause`… do before their
   own work (a read transaction that restores the analysis's state and keeps it in the
-  handle for the calls after it, as each of those calls does; payloads are not read), from
+  handle for the calls after it, as each of those calls does; payloads are not read: the
+  writes' check that they are stored and hash right, `journal.check_stored`, which reads
+  their bytes once per handle, is not part of this time), from
   the log alone: the snapshot `create` stored with the large initial state is removed first;
 - `state, from a snapshot`: the same after a snapshot of the current state was written
   (the log has nothing after it);

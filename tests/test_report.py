@@ -14,6 +14,7 @@ from workingset.report import DEFAULT_STRATEGIES, report_data
 from workingset.report.page import _json, render_page
 from workingset.report.texts import LineTable, decode, edits, expand_ids, id_ranges
 from workingset.runs import read_run
+from workingset.session import Investigation
 
 from conftest import BUG17, CORPUS, invoke, needs_corpus
 from report_page import embedded, texts
@@ -230,3 +231,62 @@ def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_e
 def test_a_run_of_an_encoder_the_page_does_not_show_opens_on_the_second_strategy():
     data = report_data(str(BUG17), ["v10", "v13"], cache=["ideal"])
     assert data["own"] is None and list(data["verdicts"]) == ["ideal"]
+
+
+# -- an exported run: each turn's decision, rejections and outcome (issue 23.15) ----------------------------
+
+
+def test_an_exported_run_shows_each_turns_decision_rejections_and_outcome(tmp_path):
+    from report_page import exported_run
+
+    run, action, eid = exported_run(tmp_path)
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    refused = [{"code": a["code"], "message": a["message"]} for a in answers if a["outcome"] == "rejected"]
+    assert [r["code"] for r in refused] == ["malformed_json", "unknown_evidence"]
+    data = report_data(str(run), ["v10", "v13"], cache=["ideal"])
+    assert data["record"] == {"outcome": "completed (root_cause_found)", "turns": [
+        {"decision": "query pg:orders: select 1 (purpose: check)", "rejections": refused[:1],
+         "outcome": f"{action} ran: its result is {eid} (1 item); the analysis stays active"},
+        {"decision": f"assessed {eid} as supports (confidence 0.7); conclude supported: because (citing {eid})",
+         "rejections": refused[1:], "outcome": "the analysis is completed (root_cause_found)"},
+    ]}  # fmt: skip
+    page = render_page(data)
+    assert embedded(page, "ws-report")["record"] == data["record"]
+    assert '<p id="outcome-line">' in page.split("<main>", 1)[0] and '<div id="turn-record">' in page
+
+
+def test_a_plain_run_has_no_record(bug17_report):
+    data, page = bug17_report
+    assert data["record"] is None and embedded(page, "ws-report")["record"] is None  # the page says "not recorded"
+
+
+def test_a_request_left_open_or_closed_by_a_cancel(tmp_path):
+    from session_helpers import decision, query, state_bytes
+    from workingset.report.record import turn_records
+
+    with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v10") as inv:
+        first = inv.next_request("H1")
+        action = inv.submit(first.request_id, decision(query("select 1"))).action
+        second = inv.next_request("H2")
+        inv.export(tmp_path / "open")
+        inv.cancel()
+        inv.export(tmp_path / "cancelled")
+    ids = [first.request_id, second.request_id]
+    open_, cancelled = (turn_records(str(tmp_path / d), ids) for d in ("open", "cancelled"))
+    assert (open_["outcome"], cancelled["outcome"]) == ("active", "cancelled (cancelled)")
+    assert open_["turns"][0]["outcome"] == f"{action} decided: no result recorded; the analysis stays active"
+    assert [r["turns"][1] for r in (open_, cancelled)] == [
+        {"decision": None, "rejections": [], "outcome": "no decision accepted: the request was still open"},
+        {"decision": None, "rejections": [], "outcome": "no decision accepted: the analysis was cancelled"},
+    ]
+
+
+def test_a_damaged_journal_is_invalid_file_and_writes_no_report(tmp_path):
+    from report_page import exported_run
+
+    run, _, _ = exported_run(tmp_path)
+    (run / "journal.jsonl").write_text("{not json\n")
+    out = tmp_path / "report.html"
+    res = invoke("report", str(run), "--strategies", "v10", "--cache", "ideal", "--out", str(out), "--json")
+    assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "invalid_file"
+    assert not out.exists()

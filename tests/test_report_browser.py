@@ -11,7 +11,7 @@ from workingset.runs import read_run
 
 from browser import chromium, missing
 from conftest import BUG17, invoke
-from report_page import embedded
+from report_page import embedded, exported_run
 
 # In CI the browser is installed by .ci/run: a missing one is a failure there, not a skip.
 if missing() and os.environ.get("CI") != "true":
@@ -33,6 +33,9 @@ def test_report_in_headless_chromium(tmp_path):
         assert viewer.get_attribute("data-strategy") == "v7"  # the run's own encoder, not the second strategy
         verdicts = embedded(out.read_text("utf-8"), "ws-report")["verdicts"]
         assert driver.find_element("id", "verdict-line").text == f"Verdict: {verdicts['anthropic']}."
+        # A plain run records no decisions: the page says so rather than showing nothing.
+        assert driver.find_element("id", "outcome-line").text.startswith("Outcome: not recorded (a plain run;")
+        assert driver.find_element("id", "turn-record").text.startswith("Decision, rejections and outcome: not recorded")
         Select(driver.find_element("id", "turn")).select_by_index(turn)
         Select(driver.find_element("id", "strategy")).select_by_value(strategy)
         viewer = driver.find_element("id", "viewer")
@@ -64,4 +67,32 @@ def test_report_in_headless_chromium(tmp_path):
         driver.save_screenshot(str(tmp_path / "report.png"))
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert (tmp_path / "report.png").stat().st_size > 10_000
+    assert errors == []
+
+
+def test_an_exported_run_in_headless_chromium(tmp_path):
+    """Each turn's decision, rejected answers and outcome, and the run's outcome, as the export recorded them."""
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    run, action, eid = exported_run(tmp_path)
+    out = tmp_path / "report.html"
+    assert invoke("report", str(run), "--strategies", "v10,v13", "--out", str(out)).exit_code == 0
+    record = embedded(out.read_text("utf-8"), "ws-report")["record"]
+    with chromium() as driver:
+        driver.get(out.as_uri())
+        WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+        assert driver.find_element("id", "viewer").get_attribute("data-strategy") == "v10"  # the run's own encoder
+        assert driver.find_element("id", "outcome-line").text == "Outcome: completed (root_cause_found)"
+        box = driver.find_element("id", "turn-record")
+        seen = []
+        for turn, rec in enumerate(record["turns"]):
+            Select(driver.find_element("id", "turn")).select_by_index(turn)
+            seen.append(box.text.splitlines())
+            assert box.get_attribute("data-rejections") == "1"
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert seen[0] == ["Decision: query pg:orders: select 1 (purpose: check)",
+                       f"Rejected answers: malformed_json: {record['turns'][0]['rejections'][0]['message']}",
+                       f"Outcome: {action} ran: its result is {eid} (1 item); the analysis stays active"]  # fmt: skip
+    assert seen[1][1] == "Rejected answers: unknown_evidence: not evidence of analysis demo: E999999"
+    assert seen[1][2] == "Outcome: the analysis is completed (root_cause_found)"
     assert errors == []

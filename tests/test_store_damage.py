@@ -19,6 +19,7 @@ from os_helpers import cli, snapshot
 from session_helpers import assess, db_dump, decision, query, result, state_bytes
 from workingset.errors import WorkingsetError
 from workingset.session import Investigation
+from workingset.store.sqltx import TABLE_NAMES
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
@@ -262,30 +263,136 @@ def test_soak_random_cell_damage(pristine, tmp_path, seed):
     _random_cells(pristine, tmp_path, cases=150, seed=1000 + seed)
 
 
-# -- the same damage on either backend: every command that reads the state refuses it (issue 23.4) ----------
+# -- the same damage on either backend: every command refuses it alike, nothing is appended (issue 23.4) -------
 
-BACKEND_DAMAGE = {
-    "last event deleted": ["DELETE FROM events WHERE seq = (SELECT max(seq) FROM events)"],
-    "request row past the log": ["UPDATE requests SET state_seq = 999"],
-}
+_FORGED = b'{"kind": "text", "language": null, "text": "forged"}'  # a valid payload, not the one its hash names
+
+
+def _drop(table: str):
+    return lambda pg: [(f"DROP TABLE {table}" + (" CASCADE" if pg else ""), ())]  # CASCADE: only the foreign keys
+
+
+# Damage to the store itself (a table gone): every command refuses it, cancel and `export --as-stored` too.
+STORE_DAMAGE = {f"{table} table dropped": _drop(table) for table in sorted(TABLE_NAMES)}
+# Damage to one analysis's log or rows: every command that reads its state refuses it; cancel, which reads
+# only its row, still closes it, and `export --as-stored` still reads it out (see docs/protocol.md).
+ANALYSIS_DAMAGE = {
+    "last event deleted": lambda pg: [("DELETE FROM events WHERE seq = (SELECT max(seq) FROM events)", ())],
+    "request row past the log": lambda pg: [("UPDATE requests SET state_seq = 999", ())],
+    "payload row corrupted": lambda pg: [("UPDATE payloads SET data = ? WHERE hash = (SELECT min(hash) FROM payloads)",
+                                          (_FORGED,))],
+    "payload row deleted": lambda pg: [("DELETE FROM payloads WHERE hash = (SELECT max(hash) FROM payloads)", ())],
+}  # fmt: skip
+BACKEND_DAMAGE = {**STORE_DAMAGE, **ANALYSIS_DAMAGE}
+
+
+def _damaged_analysis(store: str, name: str, *, paused: bool = False) -> str:
+    """demo: request r1 (H1) answered by a query (its action pending), then request r2 (H2) open, the last event
+    (then paused, if `paused`); then the damage `name`. Returns the pending action."""
+    from store_sql import execute
+
+    with Investigation.create(store, state_bytes(), clock=CLOCK) as inv:
+        req = inv.next_request("H1")
+        action = inv.submit(req.request_id, decision(query("select 1"))).action
+        inv.next_request("H2")
+        if paused:
+            inv.pause()
+    pg = store.startswith("postgresql://")
+    execute(store, "ALTER TABLE events DISABLE TRIGGER USER" if pg else "DROP TRIGGER events_append_only_delete")
+    for statement, args in BACKEND_DAMAGE[name](pg):
+        execute(store, statement, args)
+    return action
+
+
+def _events(store: str) -> list[tuple]:
+    from store_sql import query as sql
+
+    return sql(store, "SELECT seq, kind, at, data FROM events ORDER BY seq")
 
 
 @pytest.mark.parametrize("name", list(BACKEND_DAMAGE))
-def test_damage_is_refused_by_show_submit_next_and_export_alike(store, tmp_path, name):
-    from store_sql import execute
-    from store_sql import query as sql
+def test_damage_is_refused_by_every_command_alike(store, tmp_path, name):
+    action = _damaged_analysis(store, name)
+    rows = _events(store) if name != "events table dropped" else None
+    a = ["--analysis", "demo", "--store", store, "--json"]
+    refused = [
+        ["show", *a],
+        ["submit", *a, "--request", "demo-r0002", json.dumps(decision(query("select 2")))],  # reads no payload
+        ["submit", *a, "--request", "demo-r0002", "{"],  # a rejected answer is kept only in a sound store
+        ["next", *a],
+        ["export", *a, "--out", str(tmp_path / "x")],
+        ["record", *a, "--action", action, json.dumps(result("first"))],
+        ["pause", *a],  # a pause would fill the gap a deleted last event left, hiding it from the next call
+    ]
+    for args in refused:
+        cli(*args).rejected("store_corrupt")
+        if rows is not None:
+            assert _events(store) == rows, args  # nothing appended, not even an answer
+    cancel, as_stored = ["cancel", *a], ["export", *a, "--as-stored", "--out", str(tmp_path / "stored")]
+    if name in STORE_DAMAGE:
+        cli(*cancel).rejected("store_corrupt")
+        cli(*as_stored).rejected("store_corrupt")
+        assert rows is None or _events(store) == rows
+        return
+    res = cli(*cancel)
+    assert res.code == 0, res.err
+    after = _events(store)
+    assert after[:-1] == rows and after[-1][1] == "cancel"  # the cancel event alone
+    res = cli(*as_stored)
+    assert res.code == 0, res.err
+    lines = (tmp_path / "stored" / "journal.jsonl").read_text().splitlines()
+    assert json.loads(lines[-2])["kind"] == "cancel"
+
+
+@pytest.mark.parametrize("name", list(ANALYSIS_DAMAGE))
+def test_a_damaged_payload_or_log_is_refused_by_a_process_s_first_write(store, name):
+    """Through the API too: a fresh handle's submit and record check the log and the payloads before they write."""
+    action = _damaged_analysis(store, name)
+    rows = _events(store)
+    with Investigation.open(store, "demo", clock=CLOCK) as inv:
+        with pytest.raises(WorkingsetError) as err:
+            inv.submit("demo-r0002", decision(query("select 2")))
+        assert err.value.code == "store_corrupt"
+        with pytest.raises(WorkingsetError) as err:
+            inv.record(action, result("first"))
+        assert err.value.code == "store_corrupt"
+    assert _events(store) == rows
+
+
+@pytest.mark.parametrize("name", ["request row past the log", "payload row corrupted", "payload row deleted"])
+def test_resume_refuses_a_damaged_analysis(store, name):
+    """Resume reads the state (to evaluate the termination policy), so it checks it as submit does."""
+    _damaged_analysis(store, name, paused=True)
+    rows = _events(store)
+    with Investigation.open(store, "demo", clock=CLOCK) as inv:
+        with pytest.raises(WorkingsetError) as err:
+            inv.resume()
+        assert err.value.code == "store_corrupt"
+    assert _events(store) == rows
+
+
+def test_a_sound_store_checks_each_payload_once_per_kept_state(store, monkeypatch):
+    """The payload check costs a handle's later writes nothing: a kept state's payloads are not read again."""
+    from workingset.store.sqltx import SqlTx
 
     with Investigation.create(store, state_bytes(), clock=CLOCK) as inv:
         inv.next_request("H1")
-    if store.startswith("postgresql://"):
-        execute(store, "ALTER TABLE events DISABLE TRIGGER USER")
-    else:
-        execute(store, "DROP TRIGGER events_append_only_delete")
-    for statement in BACKEND_DAMAGE[name]:
-        execute(store, statement)
-    rows = sql(store, "SELECT seq, kind FROM events ORDER BY seq")
-    a = ["--analysis", "demo", "--store", store, "--json"]
-    for args in (["show", *a], ["submit", *a, "--request", "demo-r0001", json.dumps(decision(query()))],
-                 ["submit", *a, "--request", "demo-r0001", "{"], ["next", *a], ["export", *a, "--out", str(tmp_path / "x")]):
-        cli(*args).rejected("store_corrupt")
-    assert sql(store, "SELECT seq, kind FROM events ORDER BY seq") == rows  # nothing appended, not even an answer
+    read: list[str] = []
+    rows = SqlTx._payload_rows
+
+    def counted(self, hashes):
+        hashes = list(hashes)
+        read.extend(hashes)
+        return rows(self, hashes)
+
+    monkeypatch.setattr(SqlTx, "_payload_rows", counted)
+    stored = {ev["content_hash"] for ev in json.loads(state_bytes())["evidence"] if ev["content_hash"]}
+    with Investigation.open(store, "demo", clock=CLOCK) as inv:
+        act = inv.submit("demo-r0001", decision(query("select 1"))).action
+        assert set(read) == stored and len(read) == len(stored)  # checked, each once
+        inv.record(act, result("first"))
+        assert len(read) == len(stored)  # the kept state's payloads were checked already
+        inv.next_request("H2")  # the render reads them into the state (decoded), once
+        filled = len(read)
+        inv.submit("demo-r0002", decision(query("select 2")))
+        assert len(read) == filled

@@ -9,7 +9,7 @@ import msgspec
 from . import controller as ctl
 from .encoders import get_encoder
 from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
-from .journal import Replayed, ResultInput, catch_up, encode_event, fill, stored_payload
+from .journal import Replayed, ResultInput, catch_up, check_stored, encode_event, fill, stored_payload
 from .model import State
 from .replies import PendingAction
 from .store import ActionRow, AnalysisRow, RequestRecord, Tx
@@ -46,6 +46,17 @@ class Call:
         view, self.view = self.view, None  # unusable if catching up fails half-way
         self.view = catch_up(self.tx, self.analysis_id, view)
         return self.view
+
+    def checked(self, path: str, open_req: RequestRecord | None) -> Replayed:
+        """The synced state, found whole before a write that needs it: its open request in the log, its payloads stored right.
+
+        What `show`, `next` and `export` find by rendering or reading everything, checked here
+        without reading the payloads into the state (see `journal.check_stored`), so that no
+        command appends to a log they refuse.
+        """
+        view = self.sync()
+        check_in_log(path, self.analysis_id, open_req, view)
+        return check_stored(self.tx, view)
 
     def complete(self) -> Replayed:
         """The synced state with every payload in place (for rendering or showing it)."""

@@ -188,6 +188,9 @@ class Replayed:
     # Evidence whose payload is still in the store (its content hash kept): payloads are read
     # only when something needs them (`fill`: rendering, showing, a recall or span check).
     unfilled: list[Evidence] = field(default_factory=list)
+    # How many of `unfilled`, from its start, have been found stored and hashing right
+    # (`check_stored`): each is checked once per kept state, not again at every call.
+    checked: int = 0
     # Bytes of events since the latest snapshot (or the `created` event), and that one's size:
     # a new snapshot is due when the first reaches the second (see `snapshots.snapshot_due`).
     logged: int = 0
@@ -264,6 +267,20 @@ def fill(tx: Tx, view: Replayed) -> Replayed:
     if view.unfilled:
         _fill(view.unfilled, tx.payloads(ev.content_hash for ev in view.unfilled))
         view.unfilled.clear()
+        view.checked = 0
+    return view
+
+
+def check_stored(tx: Tx, view: Replayed) -> Replayed:
+    """Check that the payloads the view does not hold yet are stored and hash right, without reading them into it.
+
+    For the calls that need the state but not its payloads (`submit`, `record`, `resume`):
+    a damaged payload row is then refused by them as by `show` and `next`, for the cost of
+    reading and hashing the bytes once per kept state (not of decoding them, nor of keeping them).
+    """
+    if view.checked < len(view.unfilled):
+        tx.check_payloads(ev.content_hash for ev in view.unfilled[view.checked :])
+        view.checked = len(view.unfilled)
     return view
 
 

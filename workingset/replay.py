@@ -86,7 +86,7 @@ class _Stop(Exception):
 def replay_export(directory: str | Path) -> ReplayReport:
     """Replay the export in `directory` in a fresh temporary store; never touches any other store."""
     root = Path(directory)
-    header, steps, end = _read_journal(root)
+    header, steps, end = read_journal(root)
     contexts = _read_contexts(root)
     report = ReplayReport(analysis_id=header["analysis_id"])
     with tempfile.TemporaryDirectory(prefix="workingset-replay-") as tmp:
@@ -299,8 +299,8 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _read_journal(root: Path) -> tuple[dict[str, Any], list[list[dict[str, Any]]], dict[str, Any]]:
-    """The header, the steps (each the recorded events one API call wrote) and the end line."""
+def read_journal(root: Path) -> tuple[dict[str, Any], list[list[dict[str, Any]]], dict[str, Any]]:
+    """An export's header, its steps (each the recorded events one API call wrote) and its end line (`{}` if none)."""
     if not root.is_dir():
         raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$"})
     for name in (JOURNAL, ANSWERS):

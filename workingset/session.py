@@ -329,18 +329,22 @@ class Investigation(Turns):
                 if row.status == ctl.PAUSED:
                     raise SessionError(f"analysis {aid} is already paused", code="invalid_transition",
                                        details={"status": row.status})  # fmt: skip
+                # The analysis stays open, so it must be sound: a pause appended to a damaged log
+                # (after a deleted last event) would fill the gap and hide the damage from later calls.
+                call.checked(self.store.path, tx.open_request(aid))
                 status, prior = ctl.PAUSED, row.status
             elif verb == "resume":
                 if row.status != ctl.PAUSED:
                     raise SessionError(f"analysis {aid} is {row.status}, not paused", code="invalid_transition",
                                        details={"status": row.status})  # fmt: skip
-                status, reason = ctl.termination(call.sync().state, row.prior_status or ctl.ACTIVE, busy_hypotheses(tx, aid))
+                state = call.checked(self.store.path, tx.open_request(aid)).state
+                status, reason = ctl.termination(state, row.prior_status or ctl.ACTIVE, busy_hypotheses(tx, aid))
             else:
                 status = ctl.CANCELLED if verb == "cancel" else ctl.FAILED
                 reason = status
                 tx.abandon_open_requests(aid)
             event = LifecycleEvent(status=status, prior_status=prior, termination_reason=reason, message=message)
-            if verb == "resume":
+            if verb in ("pause", "resume"):
                 call.change()  # synced above: the kept state's position moves past this event
             call.append(verb, event, self._clock())
             tx.set_status(aid, status, prior, reason)

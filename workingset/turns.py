@@ -14,7 +14,7 @@ import msgspec
 from . import controller as ctl
 from .answers import answer_of
 from .calls import (
-    Call, as_bytes, busy_hypotheses, check_in_log, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
+    Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
 )  # fmt: skip
 from .costs import add_cost, cost_text
 from .decisions import Query, Recall, check_decision, check_spans, parse_decision
@@ -105,7 +105,7 @@ class Turns:
         if size is not None:  # where `parse_decision` refuses an answer given whole
             raise too_large("decision", "<decision>", size, self.limits or Limits.current())
         enc = stored_encoder(req.encoder, f"request {req.request_id}")
-        check_in_log(self.store.path, aid, req, call.sync())  # before any answer could be kept
+        call.checked(self.store.path, req)  # a damaged store keeps no answer (the code `show` and `next` give)
         supports_recall = enc.supports_recall
         parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
                                 limits=self.limits)
@@ -189,7 +189,7 @@ class Turns:
             # A ResultInput built in Python is checked like JSON: its numbers have ranges too.
             parsed = decode_result(as_bytes(result, "result"), source, self.limits)
             check_result_matches(parsed, action)
-            view = call.sync()
+            view = call.checked(self.store.path, tx.open_request(aid))
             state = view.state
             if add_cost(state.budget.cost_used, parsed.cost) > MAX_COST:
                 raise InvalidFile(

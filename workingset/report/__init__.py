@@ -2,7 +2,8 @@
 
 The numbers are `compare --json`'s data for the chosen strategies, embedded as they are
 (the page's charts read them through `cache_series`); the context viewer's texts are
-re-rendered here and stored once (`texts`). The page is `page.render_page`.
+re-rendered here and stored once (`texts`); an exported run's decisions, rejections and
+outcomes come from its journal (`record`). The page is `page.render_page`.
 """
 
 from __future__ import annotations
@@ -94,6 +95,7 @@ def report_data(
     `cache` names the cache models (`workingset.cache`), `DEFAULT_CACHE` when empty.
     """
     from ..bench_report import run_data
+    from .record import turn_records
     from .viewer import recording, view_data
 
     get_encoding(encoding)
@@ -111,6 +113,7 @@ def report_data(
     return {
         "compare": data, "series": series, "budgets": budgets(encoders), "own": own_strategy(contexts, encoders),
         "verdicts": {model: verdict_of(data, model) for model in data["cache"]},
+        "record": turn_records(directory, [ctx.request_id for ctx in contexts]),  # None: a plain run
         "viewer": view_data(contexts, encoders, sent, series, recall=recall, encoding=encoding),
     }  # fmt: skip
 

@@ -126,8 +126,11 @@ class PostgresStore(StoreBase):
                     c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
                 c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
             elif not TABLE_NAMES <= tables:
-                raise StoreCorrupt(f"{self.path} is a PostgreSQL database but not a workingset store "
-                                   f"(it has other tables)", details={"store": self.path})  # fmt: skip
+                missing = sorted(TABLE_NAMES - tables)
+                # Most of the schema there but a table gone is a damaged store, not someone else's database.
+                what = (f"a damaged workingset store (its tables {', '.join(missing)} are missing)"
+                        if len(missing) < len(TABLE_NAMES) - 1 else "not a workingset store (it has other tables)")
+                raise StoreCorrupt(f"{self.path} is a PostgreSQL database but {what}", details={"store": self.path})
             rows = c.execute("SELECT version FROM schema_version").fetchall()
             c.execute("COMMIT")
         except BaseException:
@@ -171,7 +174,10 @@ class PostgresStore(StoreBase):
         except psycopg.Error as exc:
             raise self._translate(exc, self.path) from None
         try:
-            yield _PgTx(c, self.path, lock, snapshots=self.snapshots)
+            tx = _PgTx(c, self.path, lock, snapshots=self.snapshots)
+            if not self.empty:
+                tx.check_tables()
+            yield tx
         except BaseException as exc:
             self._rollback()
             if isinstance(exc, psycopg.errors.UniqueViolation) and "analyses_pkey" in str(exc):
@@ -199,6 +205,7 @@ class _PgTx(SqlTx):
 
     id_order = ' COLLATE "C"'
     lock_clause = " FOR UPDATE"
+    tables_sql = "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
     _converted: dict[str, str] = {}
 
     def _q(self, sql: str, args: tuple | list = ()) -> Any:

@@ -162,7 +162,10 @@ class SqliteStore(StoreBase):
         except sqlite3.Error as exc:
             raise _translate(exc, self.path) from None
         try:
-            yield SqlTx(c, self.path, snapshots=self.snapshots)
+            tx = SqlTx(c, self.path, snapshots=self.snapshots)
+            if not self.empty:
+                tx.check_tables()
+            yield tx
         except BaseException as exc:
             if c.in_transaction:
                 c.execute("ROLLBACK")

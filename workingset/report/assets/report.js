@@ -204,6 +204,27 @@
     return a ? " Identifiers of earlier evidence: " + fmt(a.visible) + " visible, " + fmt(a.addressable) + " addressable, " + fmt(a.gone) + " gone." : "";
   }
 
+  // What an exported run's journal recorded of the turn (report.record is null for a plain run).
+  function drawRecord(i) {
+    const box = $("turn-record"), rec = report.record && report.record.turns[i];
+    const line = (name, text) => {
+      const p = document.createElement("p");
+      p.appendChild(span("label", name + ": "));
+      p.appendChild(document.createTextNode(text));
+      box.appendChild(p);
+    };
+    box.replaceChildren();
+    if (!rec) {
+      delete box.dataset.rejections;
+      line("Decision, rejections and outcome", "not recorded (a plain run; a run written by workingset export records them)");
+      return;
+    }
+    line("Decision", rec.decision || "none accepted");
+    line("Rejected answers", rec.rejections.length ? rec.rejections.map((r) => r.code + ": " + r.message).join(" | ") : "none");
+    line("Outcome", rec.outcome);
+    box.dataset.rejections = String(rec.rejections.length);
+  }
+
   function drawViewer() {
     const s = state.strategy, i = state.turn;
     const entry = report.viewer.turns[s][i];
@@ -232,6 +253,7 @@
       line("Evidence shown in full", count(entry.shown), entry.shown.join(" "));
       line("Evidence only indexed (recall brings it back)", count(entry.indexed), entry.indexed.join(" "));
     } else line("Earlier outputs masked or omitted, gone for good", entry.gone, entry.gone ? "their outputs are no longer in the context" : "");
+    drawRecord(i);
     $("turn").value = String(i);
     $("strategy").value = s;
     $("viewer").dataset.turn = ctx.request_id;
@@ -265,6 +287,8 @@
   strategies.forEach((s) => option($("strategy"), s, s));
   $("summary-line").textContent = labels.length + " contexts; tokens: " + compare.encoding + "; cached tokens at " + compare.cached_price +
     "\u00d7 the full price; recall selections " + (compare.recall ? "kept" : "removed") + "; changes relative to " + compare.base + ".";
+  $("outcome-line").textContent = "Outcome: " + (report.record ? report.record.outcome || "not recorded (the journal has no end line)"
+    : "not recorded (a plain run; a run written by workingset export records each turn's decision, rejections and outcome)");
   $("model").addEventListener("change", (e) => { state.model = e.target.value; drawAll(); });
   $("turn").addEventListener("change", (e) => { state.turn = Number(e.target.value); drawViewer(); });
   $("strategy").addEventListener("change", (e) => { state.strategy = e.target.value; drawViewer(); });
