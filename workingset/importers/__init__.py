@@ -20,6 +20,7 @@ from ..runs import make_stored_context, write_layout
 from . import mini_swe_agent, openhands, swe_agent
 from ._build import HYPOTHESIS, build_states
 from ._sniff import WHAT, identify
+from ._stream import StreamingRender
 from ._trajectory import Trajectory, analysis_id, fail
 
 FORMATS: dict[str, Callable[[Path], Trajectory]] = {
@@ -76,8 +77,9 @@ def write_import(imported: Imported, out: str | Path, layout: str = "run", step:
     """
     root = check_new_run_dir(out)  # before rendering anything
     contexts = []
+    rendered = StreamingRender(encoder)  # each state's hash continues from the one before (`_stream`)
     for k, state in enumerate(imported.states, start=1):
-        contexts.append(make_stored_context(imported.request_id(k), encoder, HYPOTHESIS, state))
+        contexts.append(make_stored_context(imported.request_id(k), encoder, HYPOTHESIS, state, rendered(state, HYPOTHESIS)))
         if step is not None:
             step(1)
     return write_layout(root, contexts, layout, imported.trajectory.fixed_prompt)
