@@ -14,7 +14,10 @@ Each result is a function of its state alone, as `V7.render` is: a block's text 
 on the item, the encoder and the item's v5 reference (the `_cache` module's account), and the
 reference of an item depends only on the items shown before it; so two states whose header
 and case texts are equal and whose shown items agree (equal items, in order) up to item m
-render the same text up to the end of block m. Anything else starts from nothing. Only v7
+render the same text up to the end of block m. Anything else starts from nothing. States
+are values, as everywhere in the import: an item changed in place after its block was hashed
+(rather than replaced) is not seen, as the block cache does not see a payload changed in
+place. Only v7
 itself streams (its layout is frozen; later versions select and order differently); every
 other encoder renders each state in full. The tests compare both for every state of every
 stored run and import, and for generated ones.
