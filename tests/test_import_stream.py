@@ -23,7 +23,7 @@ from workingset.encoders import get_encoder
 from workingset.hashing import content_hash
 from workingset.importers import import_trajectory, write_import
 from workingset.importers._stream import StreamingRender
-from workingset.model import Case, EvidenceBudget, State, validate_state
+from workingset.model import Case, EvidenceBudget, HistoryEntry, Note, State, validate_state
 from workingset.runfile import common_prefix
 from workingset.runs import read_run
 
@@ -133,18 +133,19 @@ def test_write_import_pauses_the_collector_and_restores_it(monkeypatch, tmp_path
 
 @st.composite
 def runs(draw) -> list[tuple[State, str]]:
-    """A run of states: items added (IDs in any order, payloads repeated), changed, settled, removed; the case edited."""
+    """A run of states: items added (IDs in any order, payloads repeated), changed, settled, removed; the case edited; notes and history added."""
     base = sample_state()
     items = {ev.id: ev for ev in base.evidence}
     fixed = set(items)  # the sample's own items: its hypotheses and recall cite them
     case, out = base.case, []
+    notes, history = list(base.notes), list(base.hypotheses[0].history)
     for step in range(draw(st.integers(1, 6))):
         for _ in range(draw(st.integers(0, 3))):
             n = draw(st.integers(10, 59).filter(lambda k: f"E{k:06d}" not in items))
             old = draw(st.sampled_from(sorted(items.values(), key=lambda e: e.id)))
             payload = old.payload if draw(st.booleans()) else draw(props.payloads())  # a repeat makes a v5 reference
             items[f"E{n:06d}"] = evidence(n, draw(st.sampled_from(["H1", "H2", "H3"])), payload, query=draw(props.texts))
-        change = draw(st.sampled_from(["none", "settle", "payload", "capture", "remove", "case"]))
+        change = draw(st.sampled_from(["none", "settle", "payload", "capture", "remove", "case", "note", "history"]))
         eid = draw(st.sampled_from(sorted(items)))
         ev = items[eid]
         if change == "settle":
@@ -158,7 +159,13 @@ def runs(draw) -> list[tuple[State, str]]:
             del items[eid]
         elif change == "case":
             case = Case(title=draw(props.texts) or "t", statement=case.statement, opened_at=case.opened_at, entities=case.entities)
-        state = replace(base, iteration=base.iteration + step, case=case, evidence=list(items.values()))
+        elif change == "note":
+            notes.append(Note(id=f"N{len(notes) + 1:06d}", hypothesis="H2", kind="note", text=draw(props.texts), iteration=9))
+        elif change == "history":
+            history.append(HistoryEntry(iteration=9, kind="assessment", evidence_refs=["E000007"], verdict="neutral", text=draw(props.texts)))
+        hypotheses = [replace(base.hypotheses[0], history=list(history)), *base.hypotheses[1:]]
+        state = replace(base, iteration=base.iteration + step, case=case, evidence=list(items.values()), notes=list(notes),
+                        hypotheses=hypotheses)  # fmt: skip
         validate_state(state)
         out.append((state, draw(st.sampled_from(["H1", "H2", "H3"]))))
     return out

@@ -67,6 +67,8 @@ def common_prefix(a: list[Any], b: list[Any]) -> int:
     n = min(len(a), len(b))
     if a[:n] == b[:n]:  # the common case, an append-only list
         return n
+    if n > 1 and a[: n - 1] == b[: n - 1]:  # the next: only the last item changed (an import's settled result)
+        return n - 1
     lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
     while hi - lo > 1:
         mid = (lo + hi) // 2
