@@ -7,8 +7,10 @@ Its recorded hash is xxh3-128 over the text's UTF-8 bytes (`hashing.hash_text`),
 streaming xxh3-128 over the same bytes fed in pieces is the same hash by construction; so
 `StreamingRender` keeps the hasher's state after each evidence block and, for the next state,
 copies it at the end of the blocks the two states share and feeds only the new blocks and
-the mutable sections after them. Rendering every text in full cost about 9 GB of text at
-2,400 steps; this hashes each block once, plus each state's mutable part.
+the mutable sections after them. Those sections (the captures, history, notes and evidence
+budget tables, `_Table`) keep each row's JSON line while its item is unchanged, so a state
+costs what it adds plus joining its table lines. Rendering every text in full cost about
+9 GB of text at 2,400 steps; this renders each block and each row once.
 
 Each result is a function of its state alone, as `V7.render` is: a block's text depends only
 on the item, the encoder and the item's v5 reference (the `_cache` module's account), and the
@@ -17,9 +19,8 @@ and case texts are equal and whose shown items agree (equal items, in order) up 
 render the same text up to the end of block m. Anything else starts from nothing. States
 are values, as everywhere in the import: an item changed in place after its block was hashed
 (rather than replaced) is not seen, as the block cache does not see a payload changed in
-place. Only v7
-itself streams (its layout is frozen; later versions select and order differently); every
-other encoder renders each state in full. The tests compare both for every state of every
+place. Only v7 itself streams (its layout is frozen; later versions select and order
+differently); every other encoder renders each state in full. The tests compare both for every state of every
 stored run and import, and for generated ones.
 """
 
