@@ -57,14 +57,30 @@ def _fail(source: str, path: str, message: str) -> InvalidFile:
     return InvalidFile(f"{source}: {message} (at {path})", details={"file": source, "path": path})
 
 
+def common_prefix(a: list[Any], b: list[Any]) -> int:
+    """How many leading items two lists share (equal item by item), compared at C speed.
+
+    List comparison checks identity before equality, so two lists of the same objects
+    compare without calling `__eq__`; a mismatch is found by halving the slice compared
+    (equal prefixes nest), a few dozen C-speed comparisons instead of a Python loop.
+    """
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:  # the common case, an append-only list
+        return n
+    if n > 1 and a[: n - 1] == b[: n - 1]:  # the next: only the last item changed (an import's settled result)
+        return n - 1
+    lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
 def _delta(refs: list[str], before: list[str]) -> dict[str, Any]:
-    if refs[: len(before)] == before:  # the common case, an append-only list: compared at C speed
-        return {"keep": len(before), "add": refs[len(before) :]}
-    keep = 0
-    for a, b in zip(refs, before):
-        if a != b:
-            break
-        keep += 1
+    keep = common_prefix(refs, before)
     return {"keep": keep, "add": refs[keep:]}
 
 
@@ -76,6 +92,8 @@ def pack(contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None)
     object is converted and hashed once, remembered by identity: the contexts keep every
     one of them alive while packing, so no identity is reused. Without this, packing a run
     converted and hashed every record of every context again, quadratic in the run's length.
+    Each list's leading records equal to the previous context's list keep their keys without
+    being looked up again (equal records have equal keys), so a context costs what it adds.
     """
     objects: dict[str, Any] = {}
     keys: dict[int, str] = {}  # id(record object) -> the key of its record
@@ -97,7 +115,17 @@ def pack(contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None)
             key = keys[id(obj)] = record(obj) if record is not None else put(msgspec.to_builtins(obj))
         return key
 
-    before: dict[Any, list[str]] = {}
+    # The previous context's lists: (records, their keys) by list name.
+    before: dict[Any, tuple[list[Any], list[str]]] = {}
+    lists: dict[Any, tuple[list[Any], list[str]]] = {}
+
+    def keyed(name: Any, records: list[Any], record: Callable[[Any], str] | None = None) -> dict[str, Any]:
+        old, old_keys = before.get(name, ([], []))
+        keep = common_prefix(records, old)
+        keys = old_keys[:keep] + [ref(r, record) for r in records[keep:]]
+        lists[name] = (records, keys)
+        return _delta(keys, old_keys)
+
     out = []
     for ctx in contexts:
         st = ctx.state
@@ -106,19 +134,16 @@ def pack(contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None)
         data = msgspec.to_builtins(replace(ctx, state=shell))
         state = data["state"]
         state["case"] = ref(st.case)
-        for ev in st.evidence:  # payloads first: `objects` keeps the order records were first met in
+        # Payloads first: `objects` keeps the order records were first met in (those of the
+        # shared leading items were met with them, in an earlier context).
+        for ev in st.evidence[common_prefix(st.evidence, before.get("evidence", ([], []))[0]) :]:
             if ev.payload is not None:
                 ref(ev.payload)
-        lists: dict[Any, list[str]] = {
-            "evidence": [ref(ev, evidence) for ev in st.evidence],
-            "notes": [ref(note) for note in st.notes],
-        }
-        state["evidence"] = _delta(lists["evidence"], before.get("evidence", []))
-        state["notes"] = _delta(lists["notes"], before.get("notes", []))
+        lists = {}
+        state["evidence"] = keyed("evidence", st.evidence, evidence)
+        state["notes"] = keyed("notes", st.notes)
         for hyp, h in zip(state["hypotheses"], st.hypotheses):
-            key = ("history", h.id)
-            lists[key] = [ref(row) for row in h.history]
-            hyp["history"] = _delta(lists[key], before.get(key, []))
+            hyp["history"] = keyed(("history", h.id), h.history)
         before = lists
         out.append(data)
     body: dict[str, Any] = {"format": RUN_FORMAT, "objects": objects, "contexts": out}

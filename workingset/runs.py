@@ -22,16 +22,23 @@ from .model import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_j
 from .runfile import RUN_FILE, RUN_FORMAT, is_run_file, pack, unpack, unpack_fixed_prompt
 
 
-def make_stored_context(request_id: str, encoder: str, hypothesis: str, state: State) -> StoredContext:
-    """Render `state` for `hypothesis` and wrap it as a stored context with its size and hash."""
+def make_stored_context(request_id: str, encoder: str, hypothesis: str, state: State,
+                        rendered: Rendered | None = None) -> StoredContext:  # fmt: skip
+    """Render `state` for `hypothesis` and wrap it as a stored context with its size and hash.
+
+    `rendered`, when given, is that size and hash computed by the caller without the text
+    (`importers._stream`); it must be what `render` would record.
+    """
     enc = get_encoder(encoder)
-    out = enc.render(state, hypothesis)
+    if rendered is None:
+        out = enc.render(state, hypothesis)
+        rendered = Rendered(chars=out.chars, hash=out.hash)
     return StoredContext(
         format=STORED_CONTEXT_FORMAT,
         request_id=request_id,
         encoder=enc.name,
         hypothesis=hypothesis,
-        rendered=Rendered(chars=out.chars, hash=out.hash),
+        rendered=rendered,
         state=state,
     )
 
