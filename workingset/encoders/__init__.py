@@ -22,8 +22,9 @@ from .v10 import V10
 from .v11 import V11
 from .v12 import V12
 from .v13 import V13
+from .v14 import V14
 
-ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10(), 11: V11(), 12: V12(), 13: V13()}
+ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10(), 11: V11(), 12: V12(), 13: V13(), 14: V14()}
 PREFIX = "investigation_project_v"
 LATEST = max(ENCODERS)
 DEFAULT_ENCODER = f"{PREFIX}10"
