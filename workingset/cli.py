@@ -148,10 +148,14 @@ def render(
     if as_messages:
         emit_json(Request.of(out, ctx.request_id, ctx.state).messages(messages, ttl=ttl, strict=strict))
     elif as_json:
-        emit_json({
+        doc = {
             "encoder": out.encoder, "hypothesis": out.hypothesis, "text": out.text,
             "shown": list(out.shown), "indexed": list(out.indexed), "chars": out.chars, "hash": out.hash,
-        })  # fmt: skip
+        }  # fmt: skip
+        budget = getattr(get_encoder(out.encoder), "budget", None)
+        if budget is not None:  # v11 and later: the context budget `chars` is held to (v14: at most it)
+            doc["budget"] = budget
+        emit_json(doc)
     else:
         sys.stdout.write(out.text)
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, State
-from ._journal import entries
+from ._journal import _cached, entries
 from ._render import fence
 
 # `ref paged: N chars, K pages; page 1:` heads a paged entry (see `paged_text`).
@@ -170,6 +170,7 @@ def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
     texts: list[str] = []  # each entry as the journal writes it
     pages: dict[str, int] = {}
     rows: list[str] = []  # the index row of each archived entry, in archive order
+    row_refs: list[str] = []
     spans = Spans(_ranks(state))
     span_cursor = 0  # rows before this position are written as ranges
     rows_size = 0
@@ -182,8 +183,8 @@ def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
     for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
         ref = item.id if kind != "history" else decision[id(item)]
         full = fmt.entry_text(kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None)
-        if len(full) > page_size:
-            text, count = paged_text(ref, full, page_size)
+        if len(full) > page_size:  # cached per process, as the entries' texts are
+            text, count = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)
             pages[ref] = count
         else:
             text = full
@@ -202,19 +203,21 @@ def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
             if old_kind == "evidence":
                 row = fmt.index_row_text(old_item)
                 archived_ev.append(old_item)
-                if old_ref in pages:
-                    row += f" pages={pages[old_ref]}"  # the row's head ends with `payload=…` or `ids=[…]`
+                if old_ref in pages:  # at the end of the head line, before the query line
+                    head, newline, query = row.partition("\n")
+                    row = f"{head} pages={pages[old_ref]}{newline}{query}"
             elif old_kind == "note":
                 row = f"{old_ref} {'null' if old_item.hypothesis is None else old_item.hypothesis} #{old_item.iteration} {old_item.kind} archived"
             else:
                 row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
             rows.append(row)
+            row_refs.append(old_ref)
             rows_size += len(row) + 1
             cursor += 1
             if rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
                 while rows_size > rows_kept and span_cursor < len(rows) - 1:
                     rows_size -= len(rows[span_cursor]) + 1
-                    spans.add(rows[span_cursor].split(" ", 1)[0])
+                    spans.add(row_refs[span_cursor])
                     span_cursor += 1
         threshold = max(limit, size + overhead + spans.size + rows_size + limit // 2)
     kept = range(cursor, len(refs))
