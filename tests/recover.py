@@ -169,8 +169,9 @@ def v12_evidence(text: str) -> dict[str, dict]:
         fields = entry["fields"]
         if fields.get("payload") == "unknown":
             entry["payload"] = None
-        elif "same_as" in fields:
-            entry["payload"] = out[fields["same_as"]]["payload"]
+        elif "same_as" in fields:  # v14 can point at an archived item: the reference stands for its payload
+            target = fields["same_as"]
+            entry["payload"] = out[target]["payload"] if target in out else {"same_as": target}
         elif "rows" not in fields:
             entry["payload"] = {"kind": "text", "language": fields.get("language"), "text": body_at[k]}
         elif fields["rows"]:

@@ -20,6 +20,7 @@ is a prefix of the next one's until a compaction rewrites it.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +32,8 @@ from ._render import fence
 PAGED = "{ref} paged: {chars} chars, {pages} pages; page 1:"
 
 
-def page_bounds(text: str, size: int) -> list[int]:
+@functools.lru_cache(maxsize=256)  # a recall of page k needs the bounds of every page before it
+def page_bounds(text: str, size: int) -> tuple[int, ...]:
     """Where each page of `text` ends: the longest slices whose fenced block is at most `size` characters.
 
     A page is fenced on its own (`fence`), so a run of backticks inside it lengthens its fence;
@@ -49,7 +51,7 @@ def page_bounds(text: str, size: int) -> list[int]:
             length = max(1, min(length - (fenced - size), length * size // fenced))
         start += length
         bounds.append(start)
-    return bounds
+    return tuple(bounds)
 
 
 def page(text: str, size: int, number: int) -> str | None:
