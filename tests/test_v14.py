@@ -459,3 +459,43 @@ def test_the_preamble_states_each_convention_once_and_is_the_same_under_every_bu
                    "`REF page P/K, N chars:`", "of the evidence this context shows", "note statuses of the notes it shows",
                    "shown or archived", "Lines with nothing to list are left out"):  # fmt: skip
         assert a.preamble.count(phrase) == 1, phrase
+
+
+# -- the journal only grows between compactions; the case is paged past its room ------------------------
+
+
+def test_between_two_compactions_the_journal_only_grows(long_run):
+    """Consecutive contexts of a run: while the index is the same, the last journal is a prefix of the next one."""
+    for name in BUDGETS:
+        enc = get_encoder(name)
+        rewrites, previous = 0, None
+        for state in long_run:
+            index, body, _tail = sections(enc.render(state, state.hypotheses[0].id).text)
+            if previous is not None:
+                if index == previous[0]:
+                    assert body.startswith(previous[1]), name
+                else:
+                    rewrites += 1
+            previous = (index, body)
+        assert 0 < rewrites < len(long_run) // 4, (name, rewrites)  # a compaction now and then, not every turn
+
+
+def test_a_case_longer_than_its_room_is_paged_and_recalled():
+    state = sample_state()
+    state.case.statement = "Intermittent 502s on /checkout since 20:00. " * 700
+    validate_state(state)
+    enc = get_encoder("v14:budget=20000")
+    out = enc.render(state, "H1")
+    assert out.chars <= enc.budget
+    case = out.text.split("\n## Journal\n", 1)[0].split("\n## Case\n", 1)[1]
+    _index, _body, _tail = sections(out.text)
+    first = paged_blocks(case)["case"]
+    full = enc.full_case_text(state)
+    parts = [first[2]]
+    for k in range(2, first[1] + 1):
+        s = copy_state(state)
+        s.recall["H1"] = RecallSelection(evidence_refs=[], entries=["case"], pages=[f"case:{k}"], iteration=9)
+        page_out = enc.render(s, "H1")
+        assert page_out.chars <= enc.budget
+        parts.append(read_tail(sections(page_out.text)[2])[1]["case"][3])
+    assert "".join(parts) == full and first[0] == len(full)
