@@ -499,3 +499,39 @@ def test_a_case_longer_than_its_room_is_paged_and_recalled():
         assert page_out.chars <= enc.budget
         parts.append(read_tail(sections(page_out.text)[2])[1]["case"][3])
     assert "".join(parts) == full and first[0] == len(full)
+
+
+# -- a session: a page recall is validated against the request's encoder, stored, replayed ----------------
+
+
+def test_a_session_recalls_a_page_and_refuses_an_unknown_one(tmp_path):
+    from session_helpers import db_dump
+
+    from workingset.session import Investigation
+
+    state = huge_state(60_000)
+    for ev in state.evidence:  # nothing to assess: a recall alone is a valid answer
+        ev.budget.status = "settled" if ev.budget.action is not None else "none"
+    state.recall = {}
+    validate_state(state)
+    big = state.evidence[-2].id
+    store = str(tmp_path / "v14.db")
+    inv = Investigation.create(store, msgspec.json.encode(state), encoder="v14:budget=20000",
+                               clock=lambda: "2026-06-10T21:00:00Z")  # fmt: skip
+    req = inv.next_request()
+    assert req.chars <= 20_000 and req.spec()["budget"] == 20_000
+    count = get_encoder("v14:budget=20000").page_count(state, big)
+    before = db_dump(store, answers=False)
+    for bad, code in [({"evidence_refs": [big], "pages": [f"{big}:{count + 1}"]}, "recall_page"),
+                      ({"evidence_refs": [], "entries": ["N000777"]}, "recall_entry")]:  # fmt: skip
+        with pytest.raises(DecisionRejected) as err:
+            inv.submit(req.request_id, {"next": {"kind": "recall", **bad}})
+        assert err.value.code == code
+    assert db_dump(store, answers=False) == before  # a rejected decision changes nothing
+    applied = inv.submit(req.request_id, {"next": {"kind": "recall", "evidence_refs": [big], "entries": ["N000001"],
+                                                   "pages": [f"{big}:{count}"]}})  # fmt: skip
+    assert applied.applied == "recall"
+    again = Investigation.open(store, state.analysis_id, clock=lambda: "2026-06-10T21:00:00Z")  # replayed from the log
+    nxt = again.next_request(req.hypothesis)
+    assert f"\n{big} page {count}/{count}, " in nxt.text and "\nN000001 null #1 question\n" in nxt.text
+    assert nxt.chars <= 20_000
