@@ -201,6 +201,11 @@ def parse_decision(
         raise _reject("schema_violation", f"{message} at {path}", path=path) from None
     if isinstance(decision.next, Recall):
         refs = [*decision.next.evidence_refs, *getattr(decision.next, "entries", ())]
+        if isinstance(decision.next, PagedRecall):  # each list distinct, as its schema says, before the count in all
+            for listed, path in ((refs, "$.next"), (decision.next.pages, "$.next.pages")):
+                if repeated := _repeated(listed):
+                    raise _reject("recall_duplicate", f"a recall names each reference and page once; repeated: "
+                                  f"{', '.join(repeated)}", path=path, ids=repeated)  # fmt: skip
         if not 1 <= len(refs) <= MAX_RECALL:
             raise _reject(
                 "recall_count",
