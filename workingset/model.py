@@ -171,7 +171,9 @@ EntryRef = Annotated[str, Meta(pattern=r"^(N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case)$"
 PageRef = Annotated[str, Meta(pattern=r"^(E[0-9]{6}|N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case):[1-9][0-9]*$")]
 
 
-class RecallSelection(_Strict, kw_only=True):
+class RecallSelection(_Strict, kw_only=True, omit_defaults=True):
+    """A hypothesis's recall; empty `entries` and `pages` are left out when written, so older states' bytes stay."""
+
     evidence_refs: list[EvidenceId]
     iteration: Count
     entries: list[EntryRef] = []
