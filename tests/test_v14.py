@@ -535,3 +535,31 @@ def test_a_session_recalls_a_page_and_refuses_an_unknown_one(tmp_path):
     nxt = again.next_request(req.hypothesis)
     assert f"\n{big} page {count}/{count}, " in nxt.text and "\nN000001 null #1 question\n" in nxt.text
     assert nxt.chars <= 20_000
+
+
+def test_a_state_whose_fixed_parts_pass_the_budget_is_refused_with_a_code():
+    """Thousands of hypotheses: one tail line each, which no walk can shrink; v14 refuses rather than pass its budget."""
+    from workingset.errors import TooLarge
+
+    state = sample_state()
+    template = state.hypotheses[2]
+    for k in range(4, 1_000):
+        state.hypotheses.append(msgspec.structs.replace(template, id=f"H{k}", history=[]))
+    validate_state(state)
+    before = msgspec.json.encode(state)
+    with pytest.raises(TooLarge) as err:
+        get_encoder("v14:budget=20000").render(state, "H1")
+    assert err.value.code == "too_large" and err.value.details["budget"] == 20_000
+    assert msgspec.json.encode(state) == before
+    assert get_encoder("v14:budget=200000").render(state, "H1").chars <= 200_000  # a larger budget holds them
+
+
+def test_the_output_schema_outline_reads_back_to_the_decision_schema():
+    from test_v13 import _read_outline
+
+    encoder = get_encoder("v14")
+    lines = encoder.preamble.split("\n")
+    assert lines[-3:-1] == ["## Output schema", "`?`: optional key; no other keys."]
+    schema, end = _read_outline(lines[-1])
+    assert end == len(lines[-1])
+    assert schema == {k: v for k, v in encoder.decision_schema.items() if k not in ("$schema", "title")}

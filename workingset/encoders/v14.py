@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..errors import TooLarge
 from ..model import State
 from ._journal import Journal
 from ._journal14 import Plan14, decision_refs, page, page_bounds, paged_text, same_as_targets, walk
@@ -159,8 +160,12 @@ class V14(V13):
             if out.chars <= self.budget:
                 return out
             room = self.journal_limit(view.case_text) if limit is None else limit
-            if room == 0:
-                raise AssertionError(f"v14 cannot fit {out.chars} characters in {self.budget}")  # the tail alone passes
+            if room == 0:  # what no walk shrinks (preamble, case page, the tail's lines) passes the budget
+                raise TooLarge(
+                    f"{self.name}: the preamble, the case and this turn's lines alone take {out.chars} characters, "
+                    f"more than the budget of {self.budget}; render with a larger budget (v14:budget=N)",
+                    details={"chars": out.chars, "budget": self.budget},
+                )
             limit = max(room - (out.chars - self.budget), 0)
 
     def full_case_text(self, state: State) -> str:
