@@ -104,6 +104,7 @@ class Plan14:
     whole_refs: frozenset[str] = frozenset()  # those shown whole (not paged)
     archived_refs: frozenset[str] = frozenset()
     pages: dict[str, int] = field(default_factory=dict)  # page count of every paged entry, shown or archived
+    same_as: dict[str, str] = field(default_factory=dict)  # `same_as_targets` of the state
     compactions: int = 0
 
 
@@ -115,8 +116,9 @@ class Spans:
     (evidence, notes, each hypothesis's decisions) extends its own last run.
     """
 
-    def __init__(self, ranks: dict[str, tuple[Any, int]]):
-        self.ranks = ranks  # ref -> (group, rank within the group)
+    def __init__(self, state: State):
+        self.state = state
+        self.ranks: dict[str, tuple[Any, int]] = {}  # ref -> (group, rank within the group), made at the first range
         self.runs: dict[Any, list[list[Any]]] = {}  # group -> runs [first, last, last rank], groups in order of first use
         self.size = 0
 
@@ -125,6 +127,8 @@ class Spans:
         return run[0] if run[0] == run[1] else f"{run[0]}..{run[1]}"
 
     def add(self, ref: str) -> None:
+        if not self.ranks:
+            self.ranks = _ranks(self.state)
         group, rank = self.ranks[ref]
         runs = self.runs.setdefault(group, [])
         last = runs[-1] if runs else None
@@ -173,7 +177,7 @@ def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
     pages: dict[str, int] = {}
     rows: list[str] = []  # the index row of each archived entry, in archive order
     row_refs: list[str] = []
-    spans = Spans(_ranks(state))
+    spans = Spans(state)
     span_cursor = 0  # rows before this position are written as ranges
     rows_size = 0
     size = 0
@@ -234,5 +238,5 @@ def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
         index_text=index_text, body=body,
         shown=[ents.items[i] for i in kept if ents.kinds[i] == "evidence"], archived=archived_ev,
         shown_refs=shown_refs, whole_refs=frozenset(r for r in shown_refs if r not in pages),
-        archived_refs=frozenset(refs[:cursor]), pages=pages, compactions=compactions,
+        archived_refs=frozenset(refs[:cursor]), pages=pages, same_as=same_as, compactions=compactions,
     )  # fmt: skip

@@ -124,14 +124,17 @@ class V14(V13):
 
     # -- entries by reference --------------------------------------------------------------
 
-    def entry_text(self, state: State, ref: str) -> str | None:
-        """The full text of the entry `ref` names (evidence, note, `H<n>/<k>`, `case`), or None."""
+    def entry_text(self, state: State, ref: str, same_as: dict[str, str] | None = None) -> str | None:
+        """The full text of the entry `ref` names (evidence, note, `H<n>/<k>`, `case`), or None.
+
+        `same_as` is the state's `same_as_targets`, when the caller has them."""
         fmt = self.journal_format
         if ref == "case":
             return self.full_case_text(state)
         if ref[0] == "E":
             ev = next((e for e in state.evidence if e.id == ref), None)
-            return None if ev is None else fmt.entry_text("evidence", ev, None, same_as_targets(state).get(ref))
+            targets = same_as_targets(state) if same_as is None else same_as
+            return None if ev is None else fmt.entry_text("evidence", ev, None, targets.get(ref))
         if ref[0] == "N":
             note = next((n for n in state.notes if n.id == ref), None)
             return None if note is None else fmt.entry_text("note", note, None)
@@ -219,7 +222,7 @@ class V14(V13):
                 in_view = case_text == self.full_case_text(state) or number == 1
             if in_view:
                 continue
-            text = self.entry_text(state, ref)
+            text = self.entry_text(state, ref, plan.same_as)
             if text is None:
                 continue
             if len(text) <= self.page_size:
@@ -241,7 +244,7 @@ class V14(V13):
         if not isinstance(view, View14) or view.plan14 is None:
             return {}
         shown = {ev.id for ev in view.shown}
-        return {k: v for k, v in same_as_targets(view.state).items() if k in shown}
+        return {k: v for k, v in view.plan14.same_as.items() if k in shown}
 
     # -- the tail --------------------------------------------------------------------------
 
