@@ -563,3 +563,37 @@ def test_the_output_schema_outline_reads_back_to_the_decision_schema():
     schema, end = _read_outline(lines[-1])
     assert end == len(lines[-1])
     assert schema == {k: v for k, v in encoder.decision_schema.items() if k not in ("$schema", "title")}
+
+
+def growing(full: State, steps: int):
+    """One state object that grows, turn by turn, into `full`: each turn appends the entries of its iterations."""
+    state = copy_state(full)
+    sources = [(state.evidence, list(state.evidence)), (state.notes, list(state.notes)),
+               *((h.history, list(h.history)) for h in state.hypotheses)]  # fmt: skip
+    for target, _ in sources:
+        target.clear()
+    last = max(x.iteration for _, whole in sources for x in whole)
+    for turn in range(1, steps + 1):
+        upto = last * turn // steps
+        for target, whole in sources:
+            target.extend(x for x in whole[len(target) :] if x.iteration <= upto)
+        yield state
+
+
+def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():
+    """The session keeps v14's walk between turns (`new_journal`); every render is byte for byte a fresh one's."""
+    full = make_state(3_000)
+    for name in BUDGETS:
+        enc = get_encoder(name)
+        journal = enc.new_journal(full)
+        walks = set()
+        for state in growing(full, 40):
+            kept = enc.render(state, "H1", journal=journal)
+            assert kept == enc.render(copy_state(state), "H1"), name
+            walks.add(id(journal.w))
+        assert len(walks) == 1, "every turn resumed the same walk"
+    # A state that is not an extension of the last one is walked afresh, with the same result.
+    enc = get_encoder("v14:budget=20000")
+    journal = enc.new_journal(huge_state())
+    for state in [make_state(n) for n in (10, 40, 41, 80)] + [huge_state(), make_state(120)]:
+        assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..model import Evidence, State
-from ._journal import _cached, entries
+from ._journal import Journal, _cached, entries
 from ._render import fence
 
 # `ref paged: N chars, K pages; page 1:` heads a paged entry (see `paged_text`).
@@ -127,7 +127,7 @@ class Spans:
         return run[0] if run[0] == run[1] else f"{run[0]}..{run[1]}"
 
     def add(self, ref: str) -> None:
-        if not self.ranks:
+        if ref not in self.ranks:  # first range, or IDs appended since (they sort after the others)
             self.ranks = _ranks(self.state)
         group, rank = self.ranks[ref]
         runs = self.runs.setdefault(group, [])
@@ -160,8 +160,8 @@ def _ranks(state: State) -> dict[str, tuple[Any, int]]:
     return ranks
 
 
-def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
-    """The journal of `state` within `limit` characters (index included), pages of `page_size`.
+class Walk14:
+    """One walk of a journal (`walk`), kept between the renders of a growing state to resume where it stopped.
 
     Entries are appended in order. When the journal passes its threshold, the oldest entries
     (any kind; never the newest) are archived until it is at most a third of the limit; the
@@ -169,74 +169,160 @@ def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
     rule). Index rows share the index's room: once they pass a quarter of the limit, the
     oldest rows become ID ranges until the rows left are at most an eighth of it.
     """
-    ents = entries(state)
-    decision = decision_refs(state)
-    same_as = same_as_targets(state)
-    refs: list[str] = []
-    texts: list[str] = []  # each entry as the journal writes it
-    pages: dict[str, int] = {}
-    rows: list[str] = []  # the index row of each archived entry, in archive order
-    row_refs: list[str] = []
-    spans = Spans(state)
-    span_cursor = 0  # rows before this position are written as ranges
-    rows_size = 0
-    size = 0
-    cursor = 0  # entries before this position are archived
-    threshold, compactions = limit, 0
-    row_room, rows_kept = limit // 4, limit // 8
-    overhead = 120  # the index caption and its line breaks, more than they ever take
-    archived_ev: list[Evidence] = []
-    for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
-        ref = item.id if kind != "history" else decision[id(item)]
-        full = fmt.entry_text(kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None)
-        if len(full) > page_size:  # cached per process, as the entries' texts are
-            text, count = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)
-            pages[ref] = count
-        else:
-            text = full
-        refs.append(ref)
-        texts.append(text)
-        size += len(text) + 2
-        index = (overhead + spans.size + rows_size) if rows else 0
-        if size + index <= threshold:
-            continue
-        compactions += 1
-        last = len(refs) - 1
-        while cursor < last and size + (overhead + spans.size + rows_size) > limit // 3:
-            old_ref, old_kind, old_item = refs[cursor], ents.kinds[cursor], ents.items[cursor]
-            size -= len(texts[cursor]) + 2
-            texts[cursor] = ""
-            if old_kind == "evidence":
-                row = fmt.index_row_text(old_item)
-                archived_ev.append(old_item)
-                if old_ref in pages:  # at the end of the head line, before the query line
-                    head, newline, query = row.partition("\n")
-                    row = f"{head} pages={pages[old_ref]}{newline}{query}"
-            elif old_kind == "note":
-                row = f"{old_ref} {'null' if old_item.hypothesis is None else old_item.hypothesis} #{old_item.iteration} {old_item.kind} archived"
+
+    OVERHEAD = 120  # the index caption and its line breaks, more than they ever take
+
+    def __init__(self, limit: int, page_size: int, fmt: Any):
+        self.limit, self.page_size, self.fmt = limit, page_size, fmt
+        self.kinds: list[str] = []
+        self.items: list[Any] = []
+        self.refs: list[str] = []
+        self.texts: list[str] = []  # each entry as the journal writes it ("" once archived)
+        self.pages: dict[str, int] = {}
+        self.rows: list[str] = []  # the index row of each archived entry, in archive order
+        self.row_refs: list[str] = []
+        self.spans: Spans | None = None
+        self.span_cursor = 0  # rows before this position are written as ranges
+        self.rows_size = self.size = 0
+        self.cursor = 0  # entries before this position are archived
+        self.threshold, self.compactions = limit, 0
+        self.archived_ev: list[Evidence] = []
+        self.first: dict[str, Evidence] = {}  # the first item of each content hash, in evidence order
+        self.same_as: dict[str, str] = {}
+
+    def targets(self, evidence: list[Evidence]) -> None:
+        """Extend the `same_as` targets (`same_as_targets`) with items appended to the state's evidence."""
+        for ev in evidence:
+            if ev.content_hash is None:
+                continue
+            seen = self.first.get(ev.content_hash)
+            if seen is None:
+                self.first[ev.content_hash] = ev
+            elif seen.payload == ev.payload:
+                self.same_as[ev.id] = seen.id
+
+    def feed(self, state: State, ents: Any, decision: dict[int, str]) -> None:
+        """Walk `ents`, entries of `state` after those already walked; `decision` gives each new decision row's reference."""
+        if self.spans is None:
+            self.spans = Spans(state)
+        spans = self.spans
+        spans.state = state
+        fmt, page_size, limit = self.fmt, self.page_size, self.limit
+        row_room, rows_kept = limit // 4, limit // 8
+        refs, texts, kinds, items = self.refs, self.texts, self.kinds, self.items
+        for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
+            ref = item.id if kind != "history" else decision[id(item)]
+            full = fmt.entry_text(kind, item, hypothesis, self.same_as.get(ref) if kind == "evidence" else None)
+            if len(full) > page_size:  # cached per process, as the entries' texts are
+                text, count = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)
+                self.pages[ref] = count
             else:
-                row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
-            rows.append(row)
-            row_refs.append(old_ref)
-            rows_size += len(row) + 1
-            cursor += 1
-            if rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
-                while rows_size > rows_kept and span_cursor < len(rows) - 1:
-                    rows_size -= len(rows[span_cursor]) + 1
-                    spans.add(row_refs[span_cursor])
-                    span_cursor += 1
-        threshold = max(limit, size + overhead + spans.size + rows_size + limit // 2)
-    kept = range(cursor, len(refs))
-    body = "\n\n".join(texts[i] for i in kept)
-    index_text = ""
-    if rows:
-        lines = [f"evidence_index (archived entries): {len(rows)} {'entry' if len(rows) == 1 else 'entries'}"]
-        lines += spans.lines() + rows[span_cursor:]
-        index_text = "\n".join(lines)
-    shown_refs = frozenset(refs[i] for i in kept)
-    return Plan14(
-        index_text=index_text, body=body,
-        shown=[ents.items[i] for i in kept if ents.kinds[i] == "evidence"], archived=archived_ev,
-        shown_refs=shown_refs, whole_refs=frozenset(r for r in shown_refs if r not in pages),
-        archived_refs=frozenset(refs[:cursor]), pages=pages, same_as=same_as, compactions=compactions,
-    )  # fmt: skip
+                text = full
+            refs.append(ref)
+            texts.append(text)
+            kinds.append(kind)
+            items.append(item)
+            self.size += len(text) + 2
+            index = (self.OVERHEAD + spans.size + self.rows_size) if self.rows else 0
+            if self.size + index <= self.threshold:
+                continue
+            self.compactions += 1
+            last = len(refs) - 1
+            while self.cursor < last and self.size + (self.OVERHEAD + spans.size + self.rows_size) > limit // 3:
+                self.archive(self.cursor)
+                if self.rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
+                    while self.rows_size > rows_kept and self.span_cursor < len(self.rows) - 1:
+                        self.rows_size -= len(self.rows[self.span_cursor]) + 1
+                        spans.add(self.row_refs[self.span_cursor])
+                        self.span_cursor += 1
+            self.threshold = max(limit, self.size + self.OVERHEAD + spans.size + self.rows_size + limit // 2)
+
+    def archive(self, pos: int) -> None:
+        """Archive the entry at `pos` (the oldest shown): drop its text, write its index row."""
+        old_ref, old_kind, old_item = self.refs[pos], self.kinds[pos], self.items[pos]
+        self.size -= len(self.texts[pos]) + 2
+        self.texts[pos] = ""
+        if old_kind == "evidence":
+            row = self.fmt.index_row_text(old_item)
+            self.archived_ev.append(old_item)
+            if old_ref in self.pages:  # at the end of the head line, before the query line
+                head, newline, query = row.partition("\n")
+                row = f"{head} pages={self.pages[old_ref]}{newline}{query}"
+        elif old_kind == "note":
+            who = "null" if old_item.hypothesis is None else old_item.hypothesis
+            row = f"{old_ref} {who} #{old_item.iteration} {old_item.kind} archived"
+        else:
+            row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
+        self.rows.append(row)
+        self.row_refs.append(old_ref)
+        self.rows_size += len(row) + 1
+        self.cursor += 1
+
+    def result(self) -> Plan14:
+        kept = range(self.cursor, len(self.refs))
+        refs, kinds, items = self.refs, self.kinds, self.items
+        body = "\n\n".join(self.texts[self.cursor :])
+        index_text = ""
+        if self.rows:
+            n = len(self.rows)
+            lines = [f"evidence_index (archived entries): {n} {'entry' if n == 1 else 'entries'}"]
+            lines += (self.spans.lines() if self.spans else []) + self.rows[self.span_cursor :]
+            index_text = "\n".join(lines)
+        shown_refs = frozenset(refs[self.cursor :])
+        return Plan14(
+            index_text=index_text, body=body,
+            shown=[items[i] for i in kept if kinds[i] == "evidence"], archived=list(self.archived_ev),
+            shown_refs=shown_refs, whole_refs=frozenset(r for r in shown_refs if r not in self.pages),
+            archived_refs=frozenset(refs[: self.cursor]), pages=dict(self.pages), same_as=self.same_as,
+            compactions=self.compactions,
+        )  # fmt: skip
+
+
+def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
+    """The journal of `state` within `limit` characters (index included), pages of `page_size` (`Walk14`), from the first entry."""
+    w = Walk14(limit, page_size, fmt)
+    w.targets(state.evidence)
+    w.feed(state, entries(state), decision_refs(state))
+    return w.result()
+
+
+class Journal14(Journal):
+    """A v14 walk kept between the renders of one analysis, so a turn costs what is new.
+
+    As v11's `Journal`, it resumes only when the state appended to every list the last walk
+    saw (object for object), the new entries come after the last one walked, and every new
+    evidence and note ID sorts after the old ones (ranges count IDs in sorted order); anything
+    else walks from the first entry. Either way the result is the fresh walk's (a test checks it).
+    """
+
+    def __init__(self, limit: int, page_size: int, fmt: Any):
+        super().__init__(limit, fmt)
+        self.page_size = page_size
+        self.w = Walk14(limit, page_size, fmt)
+        self.top = ("", "")  # the largest evidence and note IDs walked
+
+    def plan(self, state: State) -> Plan14:  # type: ignore[override]
+        new = self._new_entries(state)
+        old = self.sources
+        if new is not None:
+            ev_ids = [ev.id for ev in state.evidence[len(old[0]) :]]
+            note_ids = [n.id for n in state.notes[len(old[1]) :]]
+            if (ev_ids and min(ev_ids) <= self.top[0]) or (note_ids and min(note_ids) <= self.top[1]):
+                new = None
+        if new is None:
+            self.w = Walk14(self.limit, self.page_size, self.fmt)
+            old = tuple([] for _ in self._sources(state))
+            new = entries(state)
+        w = self.w
+        w.targets(state.evidence[len(old[0]) :])
+        decision = {id(row): f"{h.id}/{k}" for h, then in zip(state.hypotheses, old[2:] or [[]] * len(state.hypotheses))
+                    for k, row in enumerate(h.history[len(then) :], len(then) + 1)}  # fmt: skip
+        w.feed(state, new, decision)
+        self.top = (max([self.top[0], *(ev.id for ev in state.evidence[len(old[0]) :])]),
+                    max([self.top[1], *(n.id for n in state.notes[len(old[1]) :])]))  # fmt: skip
+        self.sources = tuple(list(source) for source in self._sources(state))
+        if new.orders:
+            self.last = new.orders[-1]
+        plan = w.result()
+        self.plan_ = plan  # type: ignore[assignment]
+        return plan

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import TooLarge
 from ..model import State
 from ._journal import Journal
-from ._journal14 import Plan14, decision_refs, page, page_bounds, paged_text, same_as_targets, walk
+from ._journal14 import Journal14, Plan14, decision_refs, page, page_bounds, paged_text, same_as_targets, walk
 from ._render import _ASSESSMENT, _CONCLUDE, _EID, _NOTES, _QUERY, compact, fence, heading
 from .v11 import JournalView
 from .v12 import _value
@@ -158,7 +158,7 @@ class V14(V13):
         selected = self.selected(state, hypothesis)
         limit = None
         while True:
-            view = self.select(state, selected, limit=limit)
+            view = self.select(state, selected, journal if limit is None else None, limit=limit)
             out = self.render_view(view)
             if out.chars <= self.budget:
                 return out
@@ -183,10 +183,16 @@ class V14(V13):
         return "\n".join([heading(2, "Case"), f"analysis: {state.analysis_id}",
                           f"context budget: {self.budget} characters", paged])  # fmt: skip
 
+    def new_journal(self, state: State) -> Journal14:
+        """A v14 walk to keep between the renders of one analysis's growing state (same bytes as a fresh walk)."""
+        return Journal14(self.journal_limit(self.case_text(state)), self.page_size, self.journal_format)
+
     def select(self, state: State, selected: Any, journal: Journal | None = None, limit: int | None = None) -> View14:
         roles = self.roles(state, selected)
         case_text = self.case_text(state)
-        plan = walk(state, self.journal_limit(case_text) if limit is None else limit, self.page_size, self.journal_format)
+        room = self.journal_limit(case_text) if limit is None else limit
+        kept = isinstance(journal, Journal14) and journal.limit == room and journal.page_size == self.page_size
+        plan = journal.plan(state) if kept else walk(state, room, self.page_size, self.journal_format)  # type: ignore[union-attr]
         tail = self.tail_entries(state, selected, plan, case_text)
         tail_refs = frozenset(ref for ref, _ in tail)
         tail_items = [ev for ev in state.evidence if ev.id in tail_refs]
