@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import UsageError as ClickUsageError
 
 from .bench import DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
+from .encoders import DEFAULT_ENCODER
 from .errors import UsageError, WorkingsetError
 from .limits import MAX_COUNT
 from .tokens import DEFAULT_ENCODING
@@ -382,7 +383,7 @@ def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
 @guarded
 def init(
     state: Annotated[str, typer.Option("--state", help="A state file (SPEC §3) or a stored context (§4); - for stdin.")],
-    encoder: Annotated[str, typer.Option(help="Encoder version for the analysis's new requests.")] = "v10",
+    encoder: Annotated[str, typer.Option(help="Encoder version for the analysis's new requests.")] = DEFAULT_ENCODER,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:

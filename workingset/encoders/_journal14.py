@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import AbstractSet, Any
 
 from ..model import Evidence, State
 from ._journal import Journal, _cached, entries
@@ -102,9 +102,10 @@ class Plan14:
     archived: list[Evidence] = field(default_factory=list)  # evidence archived, journal order
     shown_refs: frozenset[str] = frozenset()  # every reference whose entry is in the journal
     whole_refs: frozenset[str] = frozenset()  # those shown whole (not paged)
-    archived_refs: frozenset[str] = frozenset()
+    archived_refs: AbstractSet[str] = frozenset()  # the walk's own set: read it, never change it
     pages: dict[str, int] = field(default_factory=dict)  # page count of every paged entry, shown or archived
     same_as: dict[str, str] = field(default_factory=dict)  # `same_as_targets` of the state
+    positions: dict[str, int] = field(default_factory=dict)  # each evidence ID's position in the state's evidence
     compactions: int = 0
 
 
@@ -189,10 +190,13 @@ class Walk14:
         self.archived_ev: list[Evidence] = []
         self.first: dict[str, Evidence] = {}  # the first item of each content hash, in evidence order
         self.same_as: dict[str, str] = {}
+        self.positions: dict[str, int] = {}  # each evidence ID's position in the state's evidence
+        self.archived_set: set[str] = set()  # refs[:cursor], kept so that a turn does not rebuild it
 
     def targets(self, evidence: list[Evidence]) -> None:
         """Extend the `same_as` targets (`same_as_targets`) with items appended to the state's evidence."""
         for ev in evidence:
+            self.positions[ev.id] = len(self.positions)
             if ev.content_hash is None:
                 continue
             seen = self.first.get(ev.content_hash)
@@ -255,6 +259,7 @@ class Walk14:
             row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
         self.rows.append(row)
         self.row_refs.append(old_ref)
+        self.archived_set.add(old_ref)
         self.rows_size += len(row) + 1
         self.cursor += 1
 
@@ -273,8 +278,8 @@ class Walk14:
             index_text=index_text, body=body,
             shown=[items[i] for i in kept if kinds[i] == "evidence"], archived=list(self.archived_ev),
             shown_refs=shown_refs, whole_refs=frozenset(r for r in shown_refs if r not in self.pages),
-            archived_refs=frozenset(refs[: self.cursor]), pages=dict(self.pages), same_as=self.same_as,
-            compactions=self.compactions,
+            archived_refs=self.archived_set, pages=dict(self.pages), same_as=self.same_as,
+            positions=self.positions, compactions=self.compactions,
         )  # fmt: skip
 
 

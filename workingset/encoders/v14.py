@@ -195,12 +195,14 @@ class V14(V13):
         plan = journal.plan(state) if kept else walk(state, room, self.page_size, self.journal_format)  # type: ignore[union-attr]
         tail = self.tail_entries(state, selected, plan, case_text)
         tail_refs = frozenset(ref for ref, _ in tail)
-        tail_items = [ev for ev in state.evidence if ev.id in tail_refs]
-        shown_ids = {ev.id for ev in plan.shown} | {ev.id for ev in tail_items}
+        # The tail's evidence, in evidence order (at most five: no pass over the whole state each turn).
+        tail_items = sorted((state.evidence[plan.positions[r]] for r in tail_refs if r in plan.positions),
+                            key=lambda ev: plan.positions[ev.id])  # fmt: skip
+        in_journal = {ev.id for ev in plan.shown}
+        extra = [ev for ev in tail_items if ev.id not in in_journal]
         return View14(
-            state=state, selected=selected, shown=plan.shown + [ev for ev in tail_items if ev.id not in
-                                                                {e.id for e in plan.shown}],
-            indexed=[ev for ev in plan.archived if ev.id not in shown_ids], roles=roles,
+            state=state, selected=selected, shown=plan.shown + extra,
+            indexed=[ev for ev in plan.archived if ev.id not in tail_refs] if extra else plan.archived, roles=roles,
             journal=None, tail_items=tail_items, case_text=case_text,
             plan14=plan, tail_entries=tail, tail_refs=tail_refs,
         )  # fmt: skip
@@ -272,9 +274,10 @@ class V14(V13):
             lines.append(_bounded("next checks", checks, checks, self.page_size))
         pending = state.pending_result(h.id)
         in_view = view.plan14.shown_refs | view.tail_refs
-        exceptions = [f"{ev.id} {ev.budget.status}" for ev in state.evidence
-                      if ev.id in in_view and ev.id != pending
-                      and ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
+        # Only what the context shows, in evidence order.
+        seen = sorted((ev for ev in view.shown if ev.id != pending), key=lambda ev: view.plan14.positions[ev.id])  # type: ignore[union-attr]
+        exceptions = [f"{ev.id} {ev.budget.status}" for ev in seen
+                      if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
         if exceptions:
             lines.append("budget status: " + ", ".join(exceptions))
         by_status: dict[str, list[str]] = {}
