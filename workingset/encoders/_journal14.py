@@ -128,20 +128,23 @@ class Spans:
         return run[0] if run[0] == run[1] else f"{run[0]}..{run[1]}"
 
     def add(self, ref: str) -> None:
-        if ref not in self.ranks:  # first range, or IDs appended since (they sort after the others)
+        found = self.ranks.get(ref)
+        if found is None:  # first range, or IDs appended since (they sort after the others)
             self.ranks = _ranks(self.state)
-        group, rank = self.ranks[ref]
-        runs = self.runs.setdefault(group, [])
-        last = runs[-1] if runs else None
-        if last is not None and last[2] == rank - 1:
-            self.size -= len(self._run_text(last))
+            found = self.ranks[ref]
+        group, rank = found
+        runs = self.runs.get(group)
+        if runs is None:
+            runs = self.runs[group] = []
+            self.size += 24  # the line's label (`archived decisions of H2: `) and its line break
+        if runs and runs[-1][2] == rank - 1:
+            last = runs[-1]
+            # `A` becomes `A..ref`, `A..B` becomes `A..ref`: the run's text grows by the difference.
+            self.size += 2 + len(ref) if last[0] == last[1] else len(ref) - len(last[1])
             last[1], last[2] = ref, rank
-            self.size += len(self._run_text(last))
         else:
             runs.append([ref, ref, rank])
             self.size += len(ref) + 1
-        if len(runs) == 1 and last is None:
-            self.size += 24  # the line's label (`archived decisions: `) and its line break
 
     def lines(self) -> list[str]:
         names = {"E": "archived evidence", "N": "archived notes"}
