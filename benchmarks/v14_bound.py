@@ -59,9 +59,11 @@ def measure(contexts: list[tuple], with_v13: bool = True) -> list[str]:
 
 def main() -> None:
     """Render every run under v14 and v13 at both budgets; write the `v14_bound` section."""
-    from test_v14 import huge_state  # the worst output, built once for the tests and here
+    from test_v14 import (
+        huge_state,  # the worst output, built once for the tests and here
+    )
 
-    corpus, entries = corpus_entries(__doc__.splitlines()[0])
+    _corpus, entries = corpus_entries(__doc__.splitlines()[0])
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, directory in cost_runs(entries, Path(tmp)):

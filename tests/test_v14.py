@@ -14,24 +14,31 @@ import tarfile
 
 import msgspec
 import pytest
+from conftest import ROOT
+from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from journal_checks import DECISION_HEAD, NOTE_HEAD, _word
+from recover import _spans, v12_evidence
+from recover14 import paged_blocks, read_index, read_tail, sections
+from test_render_properties import states
+from test_v13 import check_index_row
 
 from workingset.availability import availability
 from workingset.decisions import PagedRecall, check_recall_pages, parse_decision
 from workingset.encoders import get_encoder
 from workingset.errors import DecisionRejected, InvalidFile
 from workingset.importers import import_trajectory
-from workingset.model import HistoryEntry, RecallSelection, State, TextPayload, copy_state, load_state, validate_state
+from workingset.model import (
+    HistoryEntry,
+    RecallSelection,
+    State,
+    TextPayload,
+    copy_state,
+    load_state,
+    validate_state,
+)
 from workingset.runs import read_run
-
-from conftest import ROOT
-from factory import evidence, sample_state
-from journal_checks import DECISION_HEAD, NOTE_HEAD, _word
-from recover import _spans, v12_evidence
-from recover14 import paged_blocks, read_index, read_tail, sections
-from test_render_properties import states
-from test_v13 import check_index_row
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from synthetic import make_state  # noqa: E402
@@ -143,7 +150,7 @@ def check_v14(state: State, hypothesis: str, name: str) -> dict:
         check_index_row(row, next(e for e in state.evidence if e.id == eid))
     paged = paged_blocks(body)
     whole_ev, notes, rows = journal_entries(body)
-    for eid, entry in whole_ev.items():
+    for eid in whole_ev:
         assert read_entry(state, eid, "\n".join(_entry_lines(body, eid)) + "\n") == expected(state, eid), eid
     whole_notes = set()
     for text in notes:
@@ -309,7 +316,7 @@ def test_a_100000_item_state_is_within_the_budget_and_its_index_names_every_id()
     out = get_encoder("v14").render(state, "H1")
     assert out.chars <= 100_000
     assert sorted(out.shown + out.indexed) == sorted(ev.id for ev in state.evidence)
-    index_text, body, _tail = sections(out.text)
+    index_text, _body, _tail = sections(out.text)
     index = read_index(index_text, sorted_ids(state))
     archived = set(index["ranged"]) | set(index["evidence"]) | set(index["notes"]) | set(index["decisions"])
     assert len(archived) == index["count"] > 240_000  # evidence, notes and decisions, named by ranges and rows
@@ -488,7 +495,6 @@ def test_a_case_longer_than_its_room_is_paged_and_recalled():
     out = enc.render(state, "H1")
     assert out.chars <= enc.budget
     case = out.text.split("\n## Journal\n", 1)[0].split("\n## Case\n", 1)[1]
-    _index, _body, _tail = sections(out.text)
     first = paged_blocks(case)["case"]
     full = enc.full_case_text(state)
     parts = [first[2]]

@@ -21,8 +21,9 @@ is a prefix of the next one's until a compaction rewrites it.
 from __future__ import annotations
 
 import functools
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
-from typing import AbstractSet, Any
+from typing import Any
 
 from ..model import Evidence, State
 from ._journal import Journal, _cached, entries

@@ -30,8 +30,26 @@ from typing import Any
 from ..errors import TooLarge
 from ..model import State
 from ._journal import Journal
-from ._journal14 import Journal14, Plan14, decision_refs, page, page_bounds, paged_text, same_as_targets, walk
-from ._render import _ASSESSMENT, _CONCLUDE, _EID, _NOTES, _QUERY, compact, fence, heading
+from ._journal14 import (
+    Journal14,
+    Plan14,
+    decision_refs,
+    page,
+    page_bounds,
+    paged_text,
+    same_as_targets,
+    walk,
+)
+from ._render import (
+    _ASSESSMENT,
+    _CONCLUDE,
+    _EID,
+    _NOTES,
+    _QUERY,
+    compact,
+    fence,
+    heading,
+)
 from .v11 import JournalView
 from .v12 import _value
 from .v13 import EXCERPT, V13, V13_FORMAT, schema_outline
@@ -300,4 +318,4 @@ def _bounded(name: str, written: str, value: str, room: int) -> str:
     return f"{name}~{len(value)}: {compact(value[:EXCERPT])}"
 
 
-__all__ = ["V14", "DEFAULT_BUDGET", "decision_refs"]
+__all__ = ["DEFAULT_BUDGET", "V14", "decision_refs"]
