@@ -222,7 +222,8 @@ class Walk14:
             ref = item.id if kind != "history" else decision[id(item)]
             full = fmt.entry_text(kind, item, hypothesis, self.same_as.get(ref) if kind == "evidence" else None)
             if len(full) > page_size:  # cached per process, as the entries' texts are
-                text, count = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)
+                paged: tuple[str, int] = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)  # type: ignore[assignment]
+                text, count = paged
                 self.pages[ref] = count
             else:
                 text = full

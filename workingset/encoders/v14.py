@@ -209,8 +209,11 @@ class V14(V13):
         roles = self.roles(state, selected)
         case_text = self.case_text(state)
         room = self.journal_limit(case_text) if limit is None else limit
-        kept = isinstance(journal, Journal14) and journal.limit == room and journal.page_size == self.page_size
-        plan = journal.plan(state) if kept else walk(state, room, self.page_size, self.journal_format)  # type: ignore[union-attr]
+        plan: Plan14
+        if isinstance(journal, Journal14) and journal.limit == room and journal.page_size == self.page_size:
+            plan = journal.plan(state)
+        else:
+            plan = walk(state, room, self.page_size, self.journal_format)
         tail = self.tail_entries(state, selected, plan, case_text)
         tail_refs = frozenset(ref for ref, _ in tail)
         # The tail's evidence, in evidence order (at most five: no pass over the whole state each turn).
