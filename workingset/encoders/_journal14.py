@@ -210,63 +210,70 @@ class Walk14:
                 self.same_as[ev.id] = seen.id
 
     def feed(self, state: State, ents: Any, decision: dict[int, str]) -> None:
-        """Walk `ents`, entries of `state` after those already walked; `decision` gives each new decision row's reference."""
+        """Walk `ents`, entries of `state` after those already walked; `decision` gives each new decision row's reference.
+
+        The walk's counters live in locals for the loop (a walk can take 250,000 entries) and
+        are written back at the end.
+        """
         if self.spans is None:
             self.spans = Spans(state)
         spans = self.spans
         spans.state = state
-        fmt, page_size, limit = self.fmt, self.page_size, self.limit
-        row_room, rows_kept = limit // 4, limit // 8
-        refs, texts, kinds, items = self.refs, self.texts, self.kinds, self.items
+        fmt, page_size, limit, overhead = self.fmt, self.page_size, self.limit, self.OVERHEAD
+        row_room, rows_kept, low = limit // 4, limit // 8, limit // 3
+        refs, texts, kinds, items, pages = self.refs, self.texts, self.kinds, self.items, self.pages
+        rows, row_refs, archived_set, archived_ev = self.rows, self.row_refs, self.archived_set, self.archived_ev
+        same_as, entry_text, index_row_text = self.same_as, fmt.entry_text, fmt.index_row_text
+        size, rows_size, cursor, span_cursor = self.size, self.rows_size, self.cursor, self.span_cursor
+        threshold, compactions = self.threshold, self.compactions
+        index = (overhead + spans.size + rows_size) if rows else 0  # the index's size; it changes only at a compaction
         for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
             ref = item.id if kind != "history" else decision[id(item)]
-            full = fmt.entry_text(kind, item, hypothesis, self.same_as.get(ref) if kind == "evidence" else None)
+            full = entry_text(kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None)
             if len(full) > page_size:  # cached per process, as the entries' texts are
                 paged: tuple[str, int] = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)  # type: ignore[assignment]
-                text, count = paged
-                self.pages[ref] = count
+                text, pages[ref] = paged
             else:
                 text = full
             refs.append(ref)
             texts.append(text)
             kinds.append(kind)
             items.append(item)
-            self.size += len(text) + 2
-            index = (self.OVERHEAD + spans.size + self.rows_size) if self.rows else 0
-            if self.size + index <= self.threshold:
+            size += len(text) + 2
+            if size + index <= threshold:
                 continue
-            self.compactions += 1
+            compactions += 1
             last = len(refs) - 1
-            while self.cursor < last and self.size + (self.OVERHEAD + spans.size + self.rows_size) > limit // 3:
-                self.archive(self.cursor)
-                if self.rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
-                    while self.rows_size > rows_kept and self.span_cursor < len(self.rows) - 1:
-                        self.rows_size -= len(self.rows[self.span_cursor]) + 1
-                        spans.add(self.row_refs[self.span_cursor])
-                        self.span_cursor += 1
-            self.threshold = max(limit, self.size + self.OVERHEAD + spans.size + self.rows_size + limit // 2)
-
-    def archive(self, pos: int) -> None:
-        """Archive the entry at `pos` (the oldest shown): drop its text, write its index row."""
-        old_ref, old_kind, old_item = self.refs[pos], self.kinds[pos], self.items[pos]
-        self.size -= len(self.texts[pos]) + 2
-        self.texts[pos] = ""
-        if old_kind == "evidence":
-            row = self.fmt.index_row_text(old_item)
-            self.archived_ev.append(old_item)
-            if old_ref in self.pages:  # at the end of the head line, before the query line
-                head, newline, query = row.partition("\n")
-                row = f"{head} pages={self.pages[old_ref]}{newline}{query}"
-        elif old_kind == "note":
-            who = "null" if old_item.hypothesis is None else old_item.hypothesis
-            row = f"{old_ref} {who} #{old_item.iteration} {old_item.kind} archived"
-        else:
-            row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
-        self.rows.append(row)
-        self.row_refs.append(old_ref)
-        self.archived_set.add(old_ref)
-        self.rows_size += len(row) + 1
-        self.cursor += 1
+            while cursor < last and size + overhead + spans.size + rows_size > low:
+                # Archive the oldest entry shown: drop its text, write its index row.
+                old_ref, old_kind, old_item = refs[cursor], kinds[cursor], items[cursor]
+                size -= len(texts[cursor]) + 2
+                texts[cursor] = ""
+                if old_kind == "evidence":
+                    row = index_row_text(old_item)
+                    archived_ev.append(old_item)
+                    if old_ref in pages:  # at the end of the head line, before the query line
+                        head, newline, query = row.partition("\n")
+                        row = f"{head} pages={pages[old_ref]}{newline}{query}"
+                elif old_kind == "note":
+                    who = "null" if old_item.hypothesis is None else old_item.hypothesis
+                    row = f"{old_ref} {who} #{old_item.iteration} {old_item.kind} archived"
+                else:
+                    row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
+                rows.append(row)
+                row_refs.append(old_ref)
+                archived_set.add(old_ref)
+                rows_size += len(row) + 1
+                cursor += 1
+                if rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
+                    while rows_size > rows_kept and span_cursor < len(rows) - 1:
+                        rows_size -= len(rows[span_cursor]) + 1
+                        spans.add(row_refs[span_cursor])
+                        span_cursor += 1
+            index = (overhead + spans.size + rows_size) if rows else 0
+            threshold = max(limit, size + overhead + spans.size + rows_size + limit // 2)
+        self.size, self.rows_size, self.cursor, self.span_cursor = size, rows_size, cursor, span_cursor
+        self.threshold, self.compactions = threshold, compactions
 
     def result(self) -> Plan14:
         kept = range(self.cursor, len(self.refs))
