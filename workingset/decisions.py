@@ -5,7 +5,8 @@ the bytes' size, nesting and repeated keys (too_large, schema_violation) and tur
 a `Decision` for one version's schema (malformed_json, recall_unsupported,
 schema_violation with the JSON path, recall_count, recall_duplicate). `check_decision` then
 checks it against the analysis: unknown_evidence, rule A (assessment_missing /
-assessment_mismatch) and rule G (ungrounded_reference). The order is chosen so that the most
+assessment_mismatch) and rule G (ungrounded_reference); a v14 recall's entries and pages are
+checked by `check_recall_pages` (recall_entry, recall_page) against the request's encoder. The order is chosen so that the most
 specific code wins: a recall under a version without it is `recall_unsupported`, not a schema
 violation, and five recall IDs are `recall_count`.
 """
