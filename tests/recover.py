@@ -50,6 +50,8 @@ def evidence_payloads(text: str) -> dict[str, object]:
         return {eid: entry["payload"] for eid, entry in v12_evidence(text).items()}
     if "\nencoder: investigation_project_v13" in head:
         return {eid: entry["payload"] for eid, entry in v13_evidence(text).items()}
+    if "\nencoder: investigation_project_v14" in head:
+        return v14_evidence_payloads(text)
     lines = text.split("\n")
     spans = _spans(text)
     inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}
@@ -169,8 +171,9 @@ def v12_evidence(text: str) -> dict[str, dict]:
         fields = entry["fields"]
         if fields.get("payload") == "unknown":
             entry["payload"] = None
-        elif "same_as" in fields:
-            entry["payload"] = out[fields["same_as"]]["payload"]
+        elif "same_as" in fields:  # v14 can point at an archived item: the reference stands for its payload
+            target = fields["same_as"]
+            entry["payload"] = out[target]["payload"] if target in out else {"same_as": target}
         elif "rows" not in fields:
             entry["payload"] = {"kind": "text", "language": fields.get("language"), "text": body_at[k]}
         elif fields["rows"]:
@@ -348,3 +351,17 @@ def _note_statuses(text: str) -> dict[object, list[str]]:
         status, ids = group.split(" ", 1)
         out[_word(status)] = ids.split(", ")
     return out
+
+
+def v14_evidence_payloads(text: str) -> dict[str, object]:
+    """v14: the payloads of the evidence entries shown whole (journal and tail); the index rows left out.
+
+    A paged entry's first page is fenced, so v12's reader sees no head in it; such items are in
+    `shown` without a payload here (tests/test_v14.py joins their pages).
+    """
+    from recover14 import sections
+
+    index, _body, _tail = sections(text)
+    if index:  # the same line count, so that the entries' line numbers stay
+        text = text.replace("\n" + index + "\n", "\n" + "\n" * index.count("\n") + "\n", 1)
+    return {eid: entry["payload"] for eid, entry in v12_evidence(text).items()}

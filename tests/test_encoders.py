@@ -69,7 +69,7 @@ def test_output_schema_is_the_versions_decision_schema(encoder):
         block = next(b for b in blocks(out.text) if b[0] > schema_line)
         assert json.loads(block[2]) == encoder.decision_schema
     kinds = [v["properties"]["kind"]["const"] for v in encoder.decision_schema["properties"]["next"]["oneOf"]]
-    assert kinds == (["query", "recall", "conclude"] if encoder.version in (8, 9, 11, 12, 13) else ["query", "conclude"])
+    assert kinds == (["query", "recall", "conclude"] if encoder.version in (8, 9, 11, 12, 13, 14) else ["query", "conclude"])
 
 
 def test_references_point_only_at_payloads_shown_earlier(encoder):
@@ -249,10 +249,10 @@ def test_unknown_hypothesis_is_an_error():
 
 def test_encoder_names_and_aliases():
     assert get_encoder("v8") is get_encoder("investigation_project_v8") is ENCODERS[8]
-    for bad in ("v14", "v0", "v08", "investigation_project_v", "V8", "8", ""):
+    for bad in ("v15", "v0", "v08", "investigation_project_v", "V8", "8", ""):
         with pytest.raises(UnknownEncoder) as err:
             get_encoder(bad)
-        assert "v1–v13" in err.value.message
+        assert "v1–v14" in err.value.message
 
 
 def test_v7_new_evidence_keeps_earlier_payloads_in_the_prefix():

@@ -68,7 +68,9 @@ def test_random_states_are_lossless_under_every_version(state, hid):
         for eid, payload in recovered.items():
             assert payload == msgspec.to_builtins(by_id[eid].payload)
         assert sorted(out.shown + out.indexed) == sorted(by_id)
-        if encoder.version >= 13:  # index rows as heads; a query past 200 characters shows its first 160
+        if encoder.version >= 14:  # an index of every kind of entry: tests/test_v14.py reads it back
+            pass
+        elif encoder.version >= 13:  # index rows as heads; a query past 200 characters shows its first 160
             index = v13_index(out.text)
             assert set(out.indexed) <= set(index) and not set(out.indexed) & set(out.shown)
             for eid, row in index.items():

@@ -35,7 +35,7 @@ import _results  # noqa: E402
 
 SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", re.S)
 # Sections that read data kept outside the repository; skipped where it is absent.
-EXTERNAL = {"trajectories": CORPUS, "cache": CORPUS, "run_files": CORPUS, "v11_cost": CORPUS, "v13_budget": CORPUS, "calibrate": CORPUS}
+EXTERNAL = {"trajectories": CORPUS, "cache": CORPUS, "run_files": CORPUS, "v11_cost": CORPUS, "v13_budget": CORPUS, "calibrate": CORPUS, "v14_bound": CORPUS}
 
 
 def _sections() -> dict[str, str]:

@@ -189,5 +189,5 @@ def test_an_import_writes_contexts_that_verify_byte_exact(tmp_path, version):
     assert json.loads(res.stdout)["encoder"] == f"investigation_project_{version}:budget=20000"
     verdicts = json.loads(invoke("verify", str(out), "--json").stdout)
     assert verdicts["ok"] and all(v["status"] == "ok" for v in verdicts["contexts"])
-    bad = invoke("import", "mini-swe-agent", str(source), "--out", str(tmp_path / "x"), "--encoder", "v14")
+    bad = invoke("import", "mini-swe-agent", str(source), "--out", str(tmp_path / "x"), "--encoder", "v15")
     assert bad.exit_code == 2 and "unknown_encoder" in bad.stderr and not (tmp_path / "x").exists()

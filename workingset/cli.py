@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import UsageError as ClickUsageError
 
 from .bench import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
+from .encoders import DEFAULT_ENCODER
 from .errors import UsageError, WorkingsetError
 from .limits import MAX_COUNT
 from .tokens import DEFAULT_ENCODING
@@ -150,10 +151,14 @@ def render(
     if as_messages:
         emit_json(Request.of(out, ctx.request_id, ctx.state).messages(messages, ttl=ttl, strict=strict))
     elif as_json:
-        emit_json({
+        doc = {
             "encoder": out.encoder, "hypothesis": out.hypothesis, "text": out.text,
             "shown": list(out.shown), "indexed": list(out.indexed), "chars": out.chars, "hash": out.hash,
-        })  # fmt: skip
+        }  # fmt: skip
+        budget = getattr(get_encoder(out.encoder), "budget", None)
+        if budget is not None:  # v11 and later: the context budget `chars` is held to (v14: at most it)
+            doc["budget"] = budget
+        emit_json(doc)
     else:
         sys.stdout.write(out.text)
 
@@ -497,7 +502,7 @@ def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
 @guarded
 def init(
     state: Annotated[str, typer.Option("--state", help="A state file (SPEC §3) or a stored context (§4); - for stdin.")],
-    encoder: Annotated[str, typer.Option(help="Encoder version for the analysis's new requests.")] = "v10",
+    encoder: Annotated[str, typer.Option(help="Encoder version for the analysis's new requests.")] = DEFAULT_ENCODER,
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:

@@ -120,8 +120,12 @@ def apply_decision(state: State, hypothesis_id: str, decision: AnyDecision, ids:
     # 3–4. A recall replaces the selection; a query or a conclusion clears it.
     nxt = decision.next
     if isinstance(nxt, Recall):
-        state.recall[hypothesis_id] = RecallSelection(evidence_refs=list(nxt.evidence_refs), iteration=iteration)
-        hyp.history.append(HistoryEntry(iteration=iteration, kind="recall", evidence_refs=list(nxt.evidence_refs)))
+        entries, pages = list(getattr(nxt, "entries", ())), list(getattr(nxt, "pages", ()))
+        state.recall[hypothesis_id] = RecallSelection(evidence_refs=list(nxt.evidence_refs), iteration=iteration,
+                                                      entries=entries, pages=pages)  # fmt: skip
+        # A v14 recall's entries and pages are not evidence IDs: the row's text names them.
+        text = " ".join([*(f"entry={ref}" for ref in entries), *(f"page={item}" for item in pages)]) or None
+        hyp.history.append(HistoryEntry(iteration=iteration, kind="recall", evidence_refs=list(nxt.evidence_refs), text=text))
     else:
         state.recall.pop(hypothesis_id, None)
     if isinstance(nxt, Query):

@@ -5,7 +5,8 @@ the bytes' size, nesting and repeated keys (too_large, schema_violation) and tur
 a `Decision` for one version's schema (malformed_json, recall_unsupported,
 schema_violation with the JSON path, recall_count, recall_duplicate). `check_decision` then
 checks it against the analysis: unknown_evidence, rule A (assessment_missing /
-assessment_mismatch) and rule G (ungrounded_reference). The order is chosen so that the most
+assessment_mismatch) and rule G (ungrounded_reference); a v14 recall's entries and pages are
+checked by `check_recall_pages` (recall_entry, recall_page) against the request's encoder. The order is chosen so that the most
 specific code wins: a recall under a version without it is `recall_unsupported`, not a schema
 violation, and five recall IDs are `recall_count`.
 """
@@ -21,7 +22,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
 from .limits import Limits, check_json
-from .model import EvidenceId, State, Unit, split_validation_error
+from .model import EntryRef, EvidenceId, PageRef, State, Unit, entry_refs, split_validation_error
 from .spans import MAX_SPANS, Span, canonical_text
 
 MAX_NOTES = 8
@@ -98,9 +99,32 @@ class CitingRecallDecision(_Answer, kw_only=True):
     next: Union[Query, Recall, CitingConclude]
 
 
-AnyDecision = Union[Decision, RecallDecision, CitingDecision, CitingRecallDecision]
-# The widest schema: the event log stores every version's decisions in it (`spans` defaults to []).
-StoredDecision = CitingRecallDecision
+class PagedRecall(Recall, tag="recall"):
+    """v14's recall: evidence IDs as before (0 to 4), notes, decision rows (`H<n>/<k>`) or `case`, and pages.
+
+    `pages` names a page of a recalled entry as `REF:page` (1-based); 1 to 4 references in all.
+    """
+
+    entries: list[EntryRef] = []
+    pages: list[PageRef] = []
+
+
+class PagedRecallDecision(_Answer, kw_only=True):
+    """A decision of a version with paged recall (v14)."""
+
+    next: Union[Query, PagedRecall, Conclude]
+
+
+class StoredRecallDecision(_Answer, kw_only=True):
+    """The stored form of every decision: spans and paged recall, each defaulting to empty."""
+
+    next: Union[Query, PagedRecall, CitingConclude]
+
+
+AnyDecision = Union[Decision, RecallDecision, CitingDecision, CitingRecallDecision, PagedRecallDecision]
+# The widest schema: the event log stores every version's decisions in it (`spans`, `entries` and
+# `pages` default to []).
+StoredDecision = StoredRecallDecision
 
 # The decision type of each version schema (recall?, spans?), and its decoder, built once.
 DECISION_TYPES: dict[tuple[bool, bool], type[msgspec.Struct]] = {
@@ -110,6 +134,7 @@ DECISION_TYPES: dict[tuple[bool, bool], type[msgspec.Struct]] = {
     (True, True): CitingRecallDecision,
 }
 _DECODERS = {key: msgspec.json.Decoder(cls) for key, cls in DECISION_TYPES.items()}
+_PAGED_DECODER = msgspec.json.Decoder(PagedRecallDecision)
 
 
 def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
@@ -144,7 +169,8 @@ def malformed_hint(data: bytes) -> str:
 
 
 def parse_decision(
-    data: bytes, *, supports_recall: bool, supports_spans: bool = False, limits: Limits | None = None
+    data: bytes, *, supports_recall: bool, supports_spans: bool = False, limits: Limits | None = None,
+    supports_pages: bool = False,
 ) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code.
 
@@ -168,13 +194,19 @@ def parse_decision(
             "this request was rendered by a version without recall; answer with a query or a conclusion",
             path="$.next.kind",
         )
+    decision_type = PagedRecallDecision if supports_pages else DECISION_TYPES[supports_recall, supports_spans]
     try:
-        decision = _DECODERS[supports_recall, supports_spans].decode(data)
+        decision = (_PAGED_DECODER if supports_pages else _DECODERS[supports_recall, supports_spans]).decode(data)
     except msgspec.ValidationError as exc:
-        message, path = split_validation_error(exc, DECISION_TYPES[supports_recall, supports_spans])
+        message, path = split_validation_error(exc, decision_type)
         raise _reject("schema_violation", f"{message} at {path}", path=path) from None
     if isinstance(decision.next, Recall):
-        refs = decision.next.evidence_refs
+        refs = [*decision.next.evidence_refs, *getattr(decision.next, "entries", ())]
+        if isinstance(decision.next, PagedRecall):  # each list distinct, as its schema says, before the count in all
+            for listed, path in ((refs, "$.next"), (decision.next.pages, "$.next.pages")):
+                if repeated := _repeated(listed):
+                    raise _reject("recall_duplicate", f"a recall names each reference and page once; repeated: "
+                                  f"{', '.join(repeated)}", path=path, ids=repeated)  # fmt: skip
         if not 1 <= len(refs) <= MAX_RECALL:
             raise _reject(
                 "recall_count",
@@ -281,6 +313,37 @@ def check_decision(
             f"{listed} {'was' if len(ungrounded) == 1 else 'were'} not shown in full in request {request_id}; {hint}",
             ids=ungrounded,
         )
+
+
+def check_recall_pages(decision: AnyDecision, state: State, page_count: Any) -> None:
+    """Check a v14 recall's entries and pages against the analysis (`recall_entry`, `recall_page`).
+
+    `page_count(state, ref)` is the encoder's count of the reference's pages. An entry the
+    analysis does not have, or a page of a reference the recall does not name, or past its
+    count, rejects the whole decision.
+    """
+    nxt = decision.next
+    if not isinstance(nxt, PagedRecall):
+        return
+    if nxt.entries:
+        known = entry_refs(state)
+        unknown = [ref for ref in nxt.entries if ref not in known]
+        if unknown:
+            raise _reject("recall_entry", f"no such note, decision row or case in analysis {state.analysis_id}: "
+                          f"{', '.join(unknown)}", path="$.next.entries", ids=unknown)  # fmt: skip
+    recalled = [*nxt.evidence_refs, *nxt.entries]
+    named: list[str] = []
+    for k, item in enumerate(nxt.pages):
+        ref, _, number = item.rpartition(":")
+        path = f"$.next.pages[{k}]"
+        if ref not in recalled or ref in named:
+            raise _reject("recall_page", f"{item} asks for a page of {ref}, which this recall does not name once; "
+                          "name the entry in evidence_refs or entries, and one page of it", path=path, page=item)  # fmt: skip
+        named.append(ref)
+        count = page_count(state, ref)
+        if not 1 <= int(number) <= count:
+            raise _reject("recall_page", f"{ref} has {count} page{'s' if count != 1 else ''}, not a page {number}",
+                          path=path, page=item, pages=count)  # fmt: skip
 
 
 def check_recall_retained(decision: AnyDecision, state: State) -> None:

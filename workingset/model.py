@@ -176,9 +176,19 @@ class Note(_Strict, kw_only=True):
     iteration: Count
 
 
-class RecallSelection(_Strict, kw_only=True):
+# A v14 recall can also name a note, a decision row (`H<n>/<k>`: hypothesis H<n>'s k-th row) or the
+# case, and a page of any recalled entry (`REF:page`). Older selections have neither (defaults).
+EntryRef = Annotated[str, Meta(pattern=r"^(N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case)$")]
+PageRef = Annotated[str, Meta(pattern=r"^(E[0-9]{6}|N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case):[1-9][0-9]*$")]
+
+
+class RecallSelection(_Strict, kw_only=True, omit_defaults=True):
+    """A hypothesis's recall; empty `entries` and `pages` are left out when written, so older states' bytes stay."""
+
     evidence_refs: list[EvidenceId]
     iteration: Count
+    entries: list[EntryRef] = []
+    pages: list[PageRef] = []
 
 
 class State(_Strict, kw_only=True):
@@ -563,8 +573,10 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
         if hid not in hids:
             raise _fail(source, rp, f"unknown hypothesis {hid}")
         _check_number(sel.iteration, source, f"{rp}.iteration")
-        if not 1 <= len(sel.evidence_refs) <= 4:
-            raise _fail(source, f"{rp}.evidence_refs", f"a recall selection holds 1 to 4 IDs, not {len(sel.evidence_refs)}")
+        if not 1 <= len(sel.evidence_refs) + len(sel.entries) <= 4:
+            raise _fail(source, f"{rp}.evidence_refs",
+                        f"a recall selection holds 1 to 4 IDs, not {len(sel.evidence_refs) + len(sel.entries)}")
+        check_recall_entries(state, sel, source, rp)
         seen: set[str] = set()
         for k, ref in enumerate(sel.evidence_refs):
             if ref not in eids:
@@ -572,3 +584,29 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
             if ref in seen:
                 raise _fail(source, f"{rp}.evidence_refs[{k}]", f"repeated evidence {ref}")
             seen.add(ref)
+
+
+def entry_refs(state: State) -> set[str]:
+    """Every note ID, decision row reference (`H<n>/<k>`) and `case`: what a v14 recall's `entries` can name."""
+    refs = {n.id for n in state.notes} | {"case"}
+    refs.update(f"{h.id}/{k}" for h in state.hypotheses for k in range(1, len(h.history) + 1))
+    return refs
+
+
+def check_recall_entries(state: State, sel: RecallSelection, source: str, rp: str) -> None:
+    """A v14 selection's entries exist and repeat nothing; each page names a recalled reference, once."""
+    if not sel.entries and not sel.pages:
+        return
+    known = entry_refs(state)
+    for k, ref in enumerate(sel.entries):
+        if ref not in known:
+            raise _fail(source, f"{rp}.entries[{k}]", f"unknown entry {ref}")
+        if ref in sel.entries[:k]:
+            raise _fail(source, f"{rp}.entries[{k}]", f"repeated entry {ref}")
+    recalled = set(sel.evidence_refs) | set(sel.entries)
+    named: set[str] = set()
+    for k, item in enumerate(sel.pages):
+        ref = item.rpartition(":")[0]
+        if ref not in recalled or ref in named:
+            raise _fail(source, f"{rp}.pages[{k}]", f"a page of {ref}, which the selection does not recall once")
+        named.add(ref)

@@ -35,8 +35,14 @@ class Request(msgspec.Struct, kw_only=True):
                                             "chars", "hash")  # fmt: skip
 
     def spec(self) -> dict[str, Any]:
-        """The SPEC §8 object of `next --json`."""
-        return {key: getattr(self, key) for key in self.SPEC_KEYS}
+        """The SPEC §8 object of `next --json`, and `budget` when the encoder has a context budget (v11 and later)."""
+        from .encoders import get_encoder
+
+        out = {key: getattr(self, key) for key in self.SPEC_KEYS}
+        budget = getattr(get_encoder(self.encoder), "budget", None)
+        if budget is not None:
+            out["budget"] = budget
+        return out
 
     @property
     def decision_schema(self) -> dict[str, Any]:

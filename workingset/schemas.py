@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from .decisions import DECISION_TYPES, MAX_RECALL
+from .decisions import DECISION_TYPES, MAX_RECALL, PagedRecallDecision
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import UsageError
 from .journal import ResultInput
@@ -41,8 +41,13 @@ def json_schema(kind: str, encoder: str | None = None) -> dict[str, Any]:
             raise UsageError(f"--encoder applies to decision schemas only, not to {kind}")
         return {"$schema": DRAFT, **msgspec.json.schema(TYPES[kind])}
     enc = get_encoder(encoder or DEFAULT_ENCODER)
-    schema = msgspec.json.schema(DECISION_TYPES[enc.supports_recall, enc.supports_spans])
+    paged = getattr(enc, "supports_pages", False)
+    schema = msgspec.json.schema(PagedRecallDecision if paged else DECISION_TYPES[enc.supports_recall, enc.supports_spans])
     recall = schema["$defs"].get("Recall")
     if recall is not None:
         recall["properties"]["evidence_refs"].update(minItems=1, maxItems=MAX_RECALL, uniqueItems=True)
+    paged_recall = schema["$defs"].get("PagedRecall")
+    if paged_recall is not None:  # v14: 1 to 4 references in all, which no schema keyword says (checked after decoding)
+        for key in ("evidence_refs", "entries", "pages"):
+            paged_recall["properties"][key].update(maxItems=MAX_RECALL, uniqueItems=True)
     return {"$schema": DRAFT, "title": f"{enc.name} decision", **schema}

@@ -17,7 +17,7 @@ from .calls import (
     Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
 )  # fmt: skip
 from .costs import add_cost, cost_text
-from .decisions import Query, Recall, check_decision, check_spans, parse_decision
+from .decisions import Query, Recall, check_decision, check_recall_pages, check_spans, parse_decision
 from .encoders import RenderedContext
 from .encoders.v11 import V11
 from .errors import DecisionRejected, InvalidFile, ReplyUnusable, SessionError, StoreCorrupt, UsageError, WorkingsetError
@@ -107,8 +107,9 @@ class Turns:
         enc = stored_encoder(req.encoder, f"request {req.request_id}")
         call.checked(self.store.path, req)  # a damaged store keeps no answer (the code `show` and `next` give)
         supports_recall = enc.supports_recall
+        supports_pages = getattr(enc, "supports_pages", False)
         parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
-                                limits=self.limits)
+                                limits=self.limits, supports_pages=supports_pages)
         view = call.sync()
         if isinstance(parsed.next, Recall) or (enc.supports_spans and getattr(parsed.next, "spans", None)):
             view = call.complete()  # what a recall or a span is checked against includes the payloads
@@ -119,6 +120,8 @@ class Turns:
                        shown=shown, supports_recall=supports_recall)  # fmt: skip
         if enc.supports_spans:
             check_spans(parsed, state, shown=shown, request_id=request_id)
+        if supports_pages:
+            check_recall_pages(parsed, state, enc.page_count)
         ids = ctl.allocate(state, parsed, numbers=view.numbers)
         busy = busy_hypotheses(tx, aid) | ({req.hypothesis} if ids.action else set())
         call.change()

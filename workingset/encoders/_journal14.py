@@ -1,0 +1,345 @@
+"""The journal of v14: every entry appended once, paged when long, archived (any kind) past the limit.
+
+v14 keeps v13's entries and index rows (`V13Format`) and changes the walk in three ways, so
+that the journal has a hard size bound on any state:
+
+- an entry (evidence, note or decision) longer than a page is written as its first page,
+  its length and its page count: a single output can never pass the journal's room;
+- a compaction archives the oldest entries of every kind, notes and decisions too, not
+  only evidence (v11–v13 kept every note and decision, which alone could pass the budget);
+- index rows are themselves compacted: when the rows pass their share of the limit, the
+  oldest ones become ranges of IDs (`E000001..E004000`), which still name every archived
+  ID in a few characters.
+
+Every entry has a reference: an evidence or note ID, `H<n>/<k>` for the k-th decision row
+of hypothesis H<n>, and `case` for the case. What is archived or paged is reachable by that
+reference (a v14 recall, which can also name a page). The walk is a pure function of the
+state and the limit; entries are appended between compactions, so the journal of one turn
+is a prefix of the next one's until a compaction rewrites it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..model import Evidence, State
+from ._journal import Journal, _cached, entries
+from ._render import fence
+
+# `ref paged: N chars, K pages; page 1:` heads a paged entry (see `paged_text`).
+PAGED = "{ref} paged: {chars} chars, {pages} pages; page 1:"
+
+
+@functools.lru_cache(maxsize=256)  # a recall of page k needs the bounds of every page before it
+def page_bounds(text: str, size: int) -> tuple[int, ...]:
+    """Where each page of `text` ends: the longest slices whose fenced block is at most `size` characters.
+
+    A page is fenced on its own (`fence`), so a run of backticks inside it lengthens its fence;
+    the slice shrinks until the fenced page fits. A page holds at least one character
+    (a fenced character is 9 characters; `size` is always far more).
+    """
+    bounds: list[int] = []
+    start, n = 0, len(text)
+    while start < n:
+        length = min(n - start, size - 8)  # 8: two fences of 3 and their line breaks
+        while True:
+            fenced = len(fence(text[start : start + length]))
+            if fenced <= size:
+                break
+            length = max(1, min(length - (fenced - size), length * size // fenced))
+        start += length
+        bounds.append(start)
+    return tuple(bounds)
+
+
+def page(text: str, size: int, number: int) -> str | None:
+    """Page `number` (1-based) of `text`, un-fenced; None when there is no such page."""
+    bounds = page_bounds(text, size)
+    if not 1 <= number <= len(bounds):
+        return None
+    return text[(bounds[number - 2] if number > 1 else 0) : bounds[number - 1]]
+
+
+def paged_text(ref: str, text: str, size: int) -> tuple[str, int]:
+    """The entry as the journal writes it when longer than a page: its head line, then page 1 fenced; and the page count."""
+    bounds = page_bounds(text, size)
+    return PAGED.format(ref=ref, chars=len(text), pages=len(bounds)) + "\n" + fence(text[: bounds[0]]), len(bounds)
+
+
+def decision_refs(state: State) -> dict[int, str]:
+    """`H<n>/<k>` of every decision row, keyed by the row object's id (a row has no ID of its own)."""
+    return {id(row): f"{h.id}/{k}" for h in state.hypotheses for k, row in enumerate(h.history, 1)}
+
+
+def same_as_targets(state: State) -> dict[str, str]:
+    """Each evidence item whose payload equals an earlier item's: that earlier item's ID.
+
+    Unlike v11–v13, the target is the first equal payload whether it is still shown or not
+    (an archived one is recalled by its ID), so an entry never changes once written.
+    """
+    first: dict[str, Evidence] = {}
+    out: dict[str, str] = {}
+    for ev in state.evidence:
+        if ev.content_hash is None:
+            continue
+        seen = first.get(ev.content_hash)
+        if seen is None:
+            first[ev.content_hash] = ev
+        elif seen.payload == ev.payload:
+            out[ev.id] = seen.id
+    return out
+
+
+@dataclass
+class Plan14:
+    """What the journal shows and what it archived, by reference."""
+
+    index_text: str = ""
+    body: str = ""
+    shown: list[Evidence] = field(default_factory=list)  # evidence in the journal (whole or its first page)
+    archived: list[Evidence] = field(default_factory=list)  # evidence archived, journal order
+    shown_refs: frozenset[str] = frozenset()  # every reference whose entry is in the journal
+    whole_refs: frozenset[str] = frozenset()  # those shown whole (not paged)
+    archived_refs: AbstractSet[str] = frozenset()  # the walk's own set: read it, never change it
+    pages: dict[str, int] = field(default_factory=dict)  # page count of every paged entry, shown or archived
+    same_as: dict[str, str] = field(default_factory=dict)  # `same_as_targets` of the state
+    positions: dict[str, int] = field(default_factory=dict)  # each evidence ID's position in the state's evidence
+    compactions: int = 0
+
+
+class Spans:
+    """Archived references as runs of consecutive IDs (`A..B`, or `A` alone), per kind and group.
+
+    Consecutive means next in the state's own sorted order of that kind's IDs (decision rows:
+    the next row of the same hypothesis), so a run names every ID between its ends. Each group
+    (evidence, notes, each hypothesis's decisions) extends its own last run.
+    """
+
+    def __init__(self, state: State):
+        self.state = state
+        self.ranks: dict[str, tuple[Any, int]] = {}  # ref -> (group, rank within the group), made at the first range
+        self.runs: dict[Any, list[list[Any]]] = {}  # group -> runs [first, last, last rank], groups in order of first use
+        self.size = 0
+
+    @staticmethod
+    def _run_text(run: list[Any]) -> str:
+        return run[0] if run[0] == run[1] else f"{run[0]}..{run[1]}"
+
+    def add(self, ref: str) -> None:
+        found = self.ranks.get(ref)
+        if found is None:  # first range, or IDs appended since (they sort after the others)
+            self.ranks = _ranks(self.state)
+            found = self.ranks[ref]
+        group, rank = found
+        runs = self.runs.get(group)
+        if runs is None:
+            runs = self.runs[group] = []
+            self.size += 24  # the line's label (`archived decisions of H2: `) and its line break
+        if runs and runs[-1][2] == rank - 1:
+            last = runs[-1]
+            # `A` becomes `A..ref`, `A..B` becomes `A..ref`: the run's text grows by the difference.
+            self.size += 2 + len(ref) if last[0] == last[1] else len(ref) - len(last[1])
+            last[1], last[2] = ref, rank
+        else:
+            runs.append([ref, ref, rank])
+            self.size += len(ref) + 1
+
+    def lines(self) -> list[str]:
+        names = {"E": "archived evidence", "N": "archived notes"}
+        return [f"{names.get(group, 'archived decisions of ' + str(group))}: " + " ".join(map(self._run_text, runs))
+                for group, runs in self.runs.items()]  # fmt: skip
+
+
+def _ranks(state: State) -> dict[str, tuple[Any, int]]:
+    ranks: dict[str, tuple[Any, int]] = {}
+    for k, eid in enumerate(sorted(ev.id for ev in state.evidence)):
+        ranks[eid] = ("E", k)
+    for k, nid in enumerate(sorted(n.id for n in state.notes)):
+        ranks[nid] = ("N", k)
+    for h in state.hypotheses:
+        for k in range(1, len(h.history) + 1):
+            ranks[f"{h.id}/{k}"] = (h.id, k)
+    return ranks
+
+
+class Walk14:
+    """One walk of a journal (`walk`), kept between the renders of a growing state to resume where it stopped.
+
+    Entries are appended in order. When the journal passes its threshold, the oldest entries
+    (any kind; never the newest) are archived until it is at most a third of the limit; the
+    next threshold is the larger of the limit and the size left plus half the limit (v12's
+    rule). Index rows share the index's room: once they pass a quarter of the limit, the
+    oldest rows become ID ranges until the rows left are at most an eighth of it.
+    """
+
+    OVERHEAD = 120  # the index caption and its line breaks, more than they ever take
+
+    def __init__(self, limit: int, page_size: int, fmt: Any):
+        self.limit, self.page_size, self.fmt = limit, page_size, fmt
+        self.kinds: list[str] = []
+        self.items: list[Any] = []
+        self.refs: list[str] = []
+        self.texts: list[str] = []  # each entry as the journal writes it ("" once archived)
+        self.pages: dict[str, int] = {}
+        self.rows: list[str] = []  # the index row of each archived entry, in archive order
+        self.row_refs: list[str] = []
+        self.spans: Spans | None = None
+        self.span_cursor = 0  # rows before this position are written as ranges
+        self.rows_size = self.size = 0
+        self.cursor = 0  # entries before this position are archived
+        self.threshold, self.compactions = limit, 0
+        self.archived_ev: list[Evidence] = []
+        self.first: dict[str, Evidence] = {}  # the first item of each content hash, in evidence order
+        self.same_as: dict[str, str] = {}
+        self.positions: dict[str, int] = {}  # each evidence ID's position in the state's evidence
+        self.archived_set: set[str] = set()  # refs[:cursor], kept so that a turn does not rebuild it
+
+    def targets(self, evidence: list[Evidence]) -> None:
+        """Extend the `same_as` targets (`same_as_targets`) with items appended to the state's evidence."""
+        for ev in evidence:
+            self.positions[ev.id] = len(self.positions)
+            if ev.content_hash is None:
+                continue
+            seen = self.first.get(ev.content_hash)
+            if seen is None:
+                self.first[ev.content_hash] = ev
+            elif seen.payload == ev.payload:
+                self.same_as[ev.id] = seen.id
+
+    def feed(self, state: State, ents: Any, decision: dict[int, str]) -> None:
+        """Walk `ents`, entries of `state` after those already walked; `decision` gives each new decision row's reference.
+
+        The walk's counters live in locals for the loop (a walk can take 250,000 entries) and
+        are written back at the end.
+        """
+        if self.spans is None:
+            self.spans = Spans(state)
+        spans = self.spans
+        spans.state = state
+        fmt, page_size, limit, overhead = self.fmt, self.page_size, self.limit, self.OVERHEAD
+        row_room, rows_kept, low = limit // 4, limit // 8, limit // 3
+        refs, texts, kinds, items, pages = self.refs, self.texts, self.kinds, self.items, self.pages
+        rows, row_refs, archived_set, archived_ev = self.rows, self.row_refs, self.archived_set, self.archived_ev
+        same_as, entry_text, index_row_text = self.same_as, fmt.entry_text, fmt.index_row_text
+        size, rows_size, cursor, span_cursor = self.size, self.rows_size, self.cursor, self.span_cursor
+        threshold, compactions = self.threshold, self.compactions
+        index = (overhead + spans.size + rows_size) if rows else 0  # the index's size; it changes only at a compaction
+        for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
+            ref = item.id if kind != "history" else decision[id(item)]
+            full = entry_text(kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None)
+            if len(full) > page_size:  # cached per process, as the entries' texts are
+                paged: tuple[str, int] = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)  # type: ignore[assignment]
+                text, pages[ref] = paged
+            else:
+                text = full
+            refs.append(ref)
+            texts.append(text)
+            kinds.append(kind)
+            items.append(item)
+            size += len(text) + 2
+            if size + index <= threshold:
+                continue
+            compactions += 1
+            last = len(refs) - 1
+            while cursor < last and size + overhead + spans.size + rows_size > low:
+                # Archive the oldest entry shown: drop its text, write its index row.
+                old_ref, old_kind, old_item = refs[cursor], kinds[cursor], items[cursor]
+                size -= len(texts[cursor]) + 2
+                texts[cursor] = ""
+                if old_kind == "evidence":
+                    row = index_row_text(old_item)
+                    archived_ev.append(old_item)
+                    if old_ref in pages:  # at the end of the head line, before the query line
+                        head, newline, query = row.partition("\n")
+                        row = f"{head} pages={pages[old_ref]}{newline}{query}"
+                elif old_kind == "note":
+                    who = "null" if old_item.hypothesis is None else old_item.hypothesis
+                    row = f"{old_ref} {who} #{old_item.iteration} {old_item.kind} archived"
+                else:
+                    row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
+                rows.append(row)
+                row_refs.append(old_ref)
+                archived_set.add(old_ref)
+                rows_size += len(row) + 1
+                cursor += 1
+                if rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
+                    while rows_size > rows_kept and span_cursor < len(rows) - 1:
+                        rows_size -= len(rows[span_cursor]) + 1
+                        spans.add(row_refs[span_cursor])
+                        span_cursor += 1
+            index = (overhead + spans.size + rows_size) if rows else 0
+            threshold = max(limit, size + overhead + spans.size + rows_size + limit // 2)
+        self.size, self.rows_size, self.cursor, self.span_cursor = size, rows_size, cursor, span_cursor
+        self.threshold, self.compactions = threshold, compactions
+
+    def result(self) -> Plan14:
+        kept = range(self.cursor, len(self.refs))
+        refs, kinds, items = self.refs, self.kinds, self.items
+        body = "\n\n".join(self.texts[self.cursor :])
+        index_text = ""
+        if self.rows:
+            n = len(self.rows)
+            lines = [f"evidence_index (archived entries): {n} {'entry' if n == 1 else 'entries'}"]
+            lines += (self.spans.lines() if self.spans else []) + self.rows[self.span_cursor :]
+            index_text = "\n".join(lines)
+        shown_refs = frozenset(refs[self.cursor :])
+        return Plan14(
+            index_text=index_text, body=body,
+            shown=[items[i] for i in kept if kinds[i] == "evidence"], archived=list(self.archived_ev),
+            shown_refs=shown_refs, whole_refs=frozenset(r for r in shown_refs if r not in self.pages),
+            archived_refs=self.archived_set, pages=dict(self.pages), same_as=self.same_as,
+            positions=self.positions, compactions=self.compactions,
+        )  # fmt: skip
+
+
+def walk(state: State, limit: int, page_size: int, fmt: Any) -> Plan14:
+    """The journal of `state` within `limit` characters (index included), pages of `page_size` (`Walk14`), from the first entry."""
+    w = Walk14(limit, page_size, fmt)
+    w.targets(state.evidence)
+    w.feed(state, entries(state), decision_refs(state))
+    return w.result()
+
+
+class Journal14(Journal):
+    """A v14 walk kept between the renders of one analysis, so a turn costs what is new.
+
+    As v11's `Journal`, it resumes only when the state appended to every list the last walk
+    saw (object for object), the new entries come after the last one walked, and every new
+    evidence and note ID sorts after the old ones (ranges count IDs in sorted order); anything
+    else walks from the first entry. Either way the result is the fresh walk's (a test checks it).
+    """
+
+    def __init__(self, limit: int, page_size: int, fmt: Any):
+        super().__init__(limit, fmt)
+        self.page_size = page_size
+        self.w = Walk14(limit, page_size, fmt)
+        self.top = ("", "")  # the largest evidence and note IDs walked
+
+    def plan(self, state: State) -> Plan14:  # type: ignore[override]
+        new = self._new_entries(state)
+        old = self.sources
+        if new is not None:
+            ev_ids = [ev.id for ev in state.evidence[len(old[0]) :]]
+            note_ids = [n.id for n in state.notes[len(old[1]) :]]
+            if (ev_ids and min(ev_ids) <= self.top[0]) or (note_ids and min(note_ids) <= self.top[1]):
+                new = None
+        if new is None:
+            self.w = Walk14(self.limit, self.page_size, self.fmt)
+            old = tuple([] for _ in self._sources(state))
+            new = entries(state)
+        w = self.w
+        w.targets(state.evidence[len(old[0]) :])
+        decision = {id(row): f"{h.id}/{k}" for h, then in zip(state.hypotheses, old[2:] or [[]] * len(state.hypotheses))
+                    for k, row in enumerate(h.history[len(then) :], len(then) + 1)}  # fmt: skip
+        w.feed(state, new, decision)
+        self.top = (max([self.top[0], *(ev.id for ev in state.evidence[len(old[0]) :])]),
+                    max([self.top[1], *(n.id for n in state.notes[len(old[1]) :])]))  # fmt: skip
+        self.sources = tuple(list(source) for source in self._sources(state))
+        if new.orders:
+            self.last = new.orders[-1]
+        plan = w.result()
+        self.plan_ = plan  # type: ignore[assignment]
+        return plan
