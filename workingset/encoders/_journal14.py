@@ -99,6 +99,7 @@ class Plan14:
 
     index_text: str = ""
     body: str = ""
+    blocks: list[str] = field(default_factory=list)  # the body one iteration's entries a block: joined by blank lines, the body
     shown: list[Evidence] = field(default_factory=list)  # evidence in the journal (whole or its first page)
     archived: list[Evidence] = field(default_factory=list)  # evidence archived, journal order
     shown_refs: frozenset[str] = frozenset()  # every reference whose entry is in the journal
@@ -278,7 +279,17 @@ class Walk14:
     def result(self) -> Plan14:
         kept = range(self.cursor, len(self.refs))
         refs, kinds, items = self.refs, self.kinds, self.items
-        body = "\n\n".join(self.texts[self.cursor :])
+        # One block per iteration's entries, as v11-v13 send them: a turn appends whole
+        # iterations, so last turn's journal ends at a block boundary of this turn's request.
+        groups: list[list[str]] = []
+        last = None
+        for i in kept:
+            if not groups or items[i].iteration != last:
+                groups.append([])
+                last = items[i].iteration
+            groups[-1].append(self.texts[i])
+        blocks = ["\n\n".join(group) for group in groups]
+        body = "\n\n".join(blocks)
         index_text = ""
         if self.rows:
             n = len(self.rows)
@@ -287,7 +298,7 @@ class Walk14:
             index_text = "\n".join(lines)
         shown_refs = frozenset(refs[self.cursor :])
         return Plan14(
-            index_text=index_text, body=body,
+            index_text=index_text, body=body, blocks=blocks,
             shown=[items[i] for i in kept if kinds[i] == "evidence"], archived=list(self.archived_ev),
             shown_refs=shown_refs, whole_refs=frozenset(r for r in shown_refs if r not in self.pages),
             archived_refs=self.archived_set, pages=dict(self.pages), same_as=self.same_as,

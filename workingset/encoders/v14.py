@@ -267,7 +267,8 @@ class V14(V13):
 
     def journal_blocks(self, view: JournalView) -> list[str]:
         assert isinstance(view, View14) and view.plan14 is not None
-        return [heading(2, "Journal"), view.plan14.index_text, view.plan14.body]
+        # The entries one block per iteration (`Plan14.blocks`): the same bytes as one body.
+        return [heading(2, "Journal"), view.plan14.index_text, *(view.plan14.blocks or [""])]
 
     def references(self, view: Any) -> dict[str, str]:
         if not isinstance(view, View14) or view.plan14 is None:
