@@ -188,3 +188,11 @@ def test_the_controller_in_the_protocol_reference_runs_and_restarts(tmp_path):
     status = scope["drive"](store, state_bytes(), send, run_query)  # the restart: the same call again
     assert status == ("completed", "root_cause_found") and seen == [1, 3, 1]
     assert ran == [("pg:prod", "select count(*) from retries")] * 2
+
+
+def test_the_readme_stays_short_and_its_links_resolve():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 250, "the README is a front page: move detail to a page in docs/"
+    targets = {t.split("#", 1)[0] for t in re.findall(r"\]\(([^)\s]+)\)", readme) if "://" not in t}
+    missing = sorted(t for t in targets if t and not (ROOT / t).exists())
+    assert not missing, f"the README links to files that do not exist: {missing}"
