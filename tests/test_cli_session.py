@@ -1,4 +1,4 @@
-"""The session commands of the CLI (SPEC §8) through typer's CliRunner: outputs, stdin, the store option, exit codes."""
+"""The session commands of the CLI (docs/protocol.md, "Errors") through typer's CliRunner: outputs, stdin, the store option, exit codes."""
 
 from __future__ import annotations
 

@@ -50,17 +50,17 @@ def run_dir(tmp_path: Path) -> Path:
     return tmp_path / "run"
 
 
-def test_default_compares_the_default_encoder_with_v13_and_ends_with_the_verdict(run_dir: Path):
+def test_default_compares_the_default_encoder_with_v14_and_ends_with_the_verdict(run_dir: Path):
     result = invoke("compare", str(run_dir))
     assert result.exit_code == 0, result.output
-    assert "v10 chars" in result.stdout and "v13 chars" in result.stdout
+    assert "v10 chars" in result.stdout and "v14 chars" in result.stdout
     assert "\ntotal " in result.stdout and "\nlast " in result.stdout
     assert "comparing" not in result.stdout  # no progress bar off a terminal
     total = json.loads(invoke("compare", str(run_dir), "--json").stdout)["total"]
-    base, cand = total["v10"]["effective_cost"], total["v13"]["effective_cost"]
-    assert cand < base  # the tiny run: v13's small tail beats v10's whole payloads
+    base, cand = total["v10"]["effective_cost"], total["v14"]["effective_cost"]
+    assert cand < base  # the tiny run: v14's small tail beats v10's whole payloads
     assert result.stdout.endswith(
-        f"\n\nverdict: v13 is cheapest: {(base - cand) / base * 100:.1f}% less than v10 ({cand:,.1f} against "
+        f"\n\nverdict: v14 is cheapest: {(base - cand) / base * 100:.1f}% less than v10 ({cand:,.1f} against "
         f"{base:,.1f} full-price tokens, effective cost, cached tokens at 0.1x the price)\n"
     )
 
@@ -69,16 +69,16 @@ def test_the_verdict_names_the_cache_model_and_a_base_that_is_cheapest(run_dir: 
     args = ("--cache", "anthropic,ideal", "--cache-min", "10")
     data = json.loads(invoke("compare", str(run_dir), *args, "--json").stdout)
     line = invoke("compare", str(run_dir), *args).stdout.splitlines()[-1]
-    bills = {s: data["cache"]["anthropic"]["total"][s]["effective_cost"] for s in ("v10", "v13")}
+    bills = {s: data["cache"]["anthropic"]["total"][s]["effective_cost"] for s in ("v10", "v14")}
     assert line.startswith("verdict: ") and line.endswith("full-price tokens, billed under the anthropic cache model)")
     assert f"{min(bills.values()):,.1f} against {max(bills.values()):,.1f}" in line
-    swapped = invoke("compare", str(run_dir), "--base", "v13", "--candidate", "v10").stdout.splitlines()[-1]
-    assert swapped.startswith("verdict: v13 is cheapest: v10, the next, costs ") and "% more (" in swapped
+    swapped = invoke("compare", str(run_dir), "--base", "v14", "--candidate", "v10").stdout.splitlines()[-1]
+    assert swapped.startswith("verdict: v14 is cheapest: v10, the next, costs ") and "% more (" in swapped
 
 
 def test_json_has_the_table_numbers(run_dir: Path):
     data = json.loads(invoke("compare", str(run_dir), "--json").stdout)
-    assert data["strategies"] == ["v10", "v13"] and data["base"] == "v10"
+    assert data["strategies"] == ["v10", "v14"] and data["base"] == "v10"
     assert [c["file"] for c in data["contexts"]] == [f"tiny-r{i:04d}.json" for i in range(4)]
     for s in data["strategies"]:
         total = data["total"][s]
@@ -90,8 +90,8 @@ def test_json_has_the_table_numbers(run_dir: Path):
         assert last == data["contexts"][-1]["sizes"][s]
     assert data["contexts"][0]["sizes"]["v10"]["cached_tokens"] == 0
     text = invoke("compare", str(run_dir)).stdout
-    assert f"{data['total']['v13']['chars']:,}" in text
-    assert f"{data['total']['v13']['change_percent']['chars']:+.1f}%" in text
+    assert f"{data['total']['v14']['chars']:,}" in text
+    assert f"{data['total']['v14']['change_percent']['chars']:+.1f}%" in text
 
 
 def test_all_base_and_candidate(run_dir: Path):

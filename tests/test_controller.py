@@ -1,4 +1,4 @@
-"""Turn application, scheduling and termination as pure functions over a state (SPEC §6–7)."""
+"""Turn application, scheduling and termination as pure functions over a state (docs/protocol.md)."""
 
 from __future__ import annotations
 

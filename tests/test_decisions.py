@@ -1,4 +1,4 @@
-"""The decision union and its validation (SPEC §6), without a store: every code, and the order that picks it."""
+"""The decision union and its validation (docs/protocol.md, "Decisions"), without a store: every code, and the order that picks it."""
 
 from __future__ import annotations
 

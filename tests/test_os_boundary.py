@@ -1,6 +1,6 @@
 """Failures of the operating system through the CLI: each is exit 2 with a code, never a traceback or a hang.
 
-Inputs that cannot be read are `invalid_file` (SPEC §8) with the OS reason in
+Inputs that cannot be read are `invalid_file` (docs/protocol.md, "Errors") with the OS reason in
 `details.reason`; an `--out` that cannot be written gets the OS code itself
 (`files.OS_CODES`); special files are refused without being opened for reading.
 """

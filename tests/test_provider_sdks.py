@@ -151,11 +151,10 @@ def test_openai_responses_api_through_the_sdk(pending):
     assert inv.submit(req.request_id, response.output_text).applied == "query"
 
 
-def test_the_readme_example_runs(tmp_path, monkeypatch):
-    """The README's retry loop, with the Anthropic client pointed at a mock that first answers wrongly."""
+def test_the_providers_doc_example_runs(tmp_path, monkeypatch):
+    """docs/providers.md's retry loop, with the Anthropic client pointed at a mock that first answers wrongly."""
     root = Path(__file__).parent.parent
-    section = (root / "README.md").read_text().split("## Sending requests to providers", 1)[1]
-    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    code = (root / "docs" / "providers.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
     monkeypatch.chdir(tmp_path)
     with Investigation.create("demo.sqlite3", (root / "encodings" / "example-state.json").read_bytes()) as inv:
         req = inv.next_request()  # the example gets this open request back
@@ -167,7 +166,7 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
     real = anthropic.Anthropic
     monkeypatch.setattr(anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=server.client(), max_retries=0))
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)
+    exec(compile(code, "docs/providers.md", "exec"), scope)
     assert scope["applied"].applied == "query" and [e.code for _, e in scope["tries"]] == ["schema_violation"]
     assert len(server.bodies[1]["messages"]) == 3 and server.bodies[1]["messages"][0] == server.bodies[0]["messages"][0]
     assert server.bodies[1]["messages"][1]["content"] == in_text["content"]  # the text try replayed as text

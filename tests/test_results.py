@@ -210,21 +210,40 @@ def readme_claims() -> list[str]:
     return claims
 
 
+# The README and the docs pages its manual moved to: every measured number in them is a claim.
+DOC_PAGES = ("README.md", *(f"docs/{name}.md" for name in (
+    "encoders", "compare", "report", "import", "sessions", "operations", "providers", "design")))  # fmt: skip
+
+
 def _prose(text: str) -> str:
-    """The README without its code blocks, every run of whitespace one space."""
+    """A page without its code blocks, every run of whitespace one space."""
     return " ".join(re.sub(r"^```.*?^```", "", text, flags=re.S | re.M).split())
 
 
+def docs_prose() -> str:
+    """The prose of every page in DOC_PAGES, one page after another."""
+    return " \n ".join(_prose((ROOT / page).read_text(encoding="utf-8")) for page in DOC_PAGES)
+
+
 def test_readme_numbers_reproduce_from_the_command():
-    readme = _prose((ROOT / "README.md").read_text(encoding="utf-8"))
+    prose = docs_prose()
     claims = readme_claims() + cache_claims()
-    missing = [claim for claim in claims if claim not in readme]
-    assert not missing, "the README no longer says what the command gives:\n" + "\n".join(missing)
-    rest = readme
+    missing = [claim for claim in claims if claim not in prose]
+    assert not missing, f"{', '.join(DOC_PAGES)} no longer say what the command gives:\n" + "\n".join(missing)
+    rest = prose
     for claim in [*claims, *NOT_OURS]:
         rest = rest.replace(claim, "")
     unchecked = [m.group(0) for m in MEASURED.finditer(rest)]
     assert not unchecked, (
-        f"README numbers no test reproduces: {unchecked}; add each claim to readme_claims() in "
-        "tests/test_results.py (or, if no command of ours produces it, to NOT_OURS)"
+        f"numbers no test reproduces in {', '.join(DOC_PAGES)}: {unchecked}; add each claim to readme_claims() "
+        "in tests/test_results.py (or, if no command of ours produces it, to NOT_OURS)"
     )
+
+
+def test_the_readme_comparison_is_the_first_command_output():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```sh\n", 1)[1].splitlines()[0]
+    assert first.endswith("workingset compare fixtures/bug17")
+    shown = readme.split("## One comparison", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    output = invoke("compare", str(BUG17)).stdout
+    assert output.endswith(shown), "the README's comparison is not how `workingset compare fixtures/bug17` ends"

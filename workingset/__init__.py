@@ -2,6 +2,7 @@
 
 from .encoders import DEFAULT_ENCODER, ENCODERS, RenderedContext, get_encoder, render
 from .errors import (
+    Code,
     DecisionRejected,
     HashMismatch,
     ReplayDiverged,
@@ -37,6 +38,7 @@ __all__ = [
     "Summary",
     "DEFAULT_ENCODER",
     "ENCODERS",
+    "Code",
     "DecisionRejected",
     "HashMismatch",
     "ReplayDiverged",

@@ -33,7 +33,7 @@ from .providers import MAX_BREAKPOINTS, section_ends
 from .tokens import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
 
 # What a user chooses between: the default encoder, and the cheapest cache-native version on bug17.
-DEFAULT_BASE, DEFAULT_CANDIDATE = "v10", "v13"
+DEFAULT_BASE, DEFAULT_CANDIDATE = "v10", "v14"
 # `--all` keeps v7 first: the published every-version tables (README, RESULTS.md) read relative to it.
 ALL_BASE = "v7"
 DEFAULT_CACHED_PRICE = 0.1

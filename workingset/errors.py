@@ -1,8 +1,75 @@
-"""One small exception tree; every error carries a stable code that the CLI prints."""
+"""One small exception tree; every error carries a stable code, listed once in `Code`."""
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
+
+
+class Code(StrEnum):
+    """Every stable error code, in the order of docs/protocol.md's error table.
+
+    A member is its own string (`Code.TOO_LARGE == "too_large"`), so a raise site may pass
+    either; `tests/test_docs_protocol.py` checks that every code the package raises is a
+    member and that the table lists exactly the members.
+    """
+
+    # A decision the request's rules refuse (DecisionRejected).
+    MALFORMED_JSON = "malformed_json"
+    SCHEMA_VIOLATION = "schema_violation"
+    RECALL_UNSUPPORTED = "recall_unsupported"
+    RECALL_COUNT = "recall_count"
+    RECALL_DUPLICATE = "recall_duplicate"
+    UNKNOWN_EVIDENCE = "unknown_evidence"
+    RECALL_NOT_RETAINED = "recall_not_retained"
+    ASSESSMENT_MISSING = "assessment_missing"
+    ASSESSMENT_MISMATCH = "assessment_mismatch"
+    UNGROUNDED_REFERENCE = "ungrounded_reference"
+    SPAN_NOT_SHOWN = "span_not_shown"
+    SPAN_OUT_OF_RANGE = "span_out_of_range"
+    SPAN_MISMATCH = "span_mismatch"
+    STALE_REQUEST = "stale_request"
+    ANALYSIS_CLOSED = "analysis_closed"
+    # A turn or a provider reply that yields no answer.
+    TURN_FAILED = "turn_failed"
+    REPLY_TRUNCATED = "reply_truncated"
+    REPLY_REFUSED = "reply_refused"
+    REPLY_EMPTY = "reply_empty"
+    # A session call that cannot proceed (SessionError).
+    ENCODER_MISMATCH = "encoder_mismatch"
+    UNKNOWN_ANALYSIS = "unknown_analysis"
+    ANALYSIS_EXISTS = "analysis_exists"
+    UNKNOWN_HYPOTHESIS = "unknown_hypothesis"
+    HYPOTHESIS_BUSY = "hypothesis_busy"
+    HYPOTHESIS_UNAVAILABLE = "hypothesis_unavailable"
+    REQUEST_OPEN = "request_open"
+    UNKNOWN_ACTION = "unknown_action"
+    RESULT_MISMATCH = "result_mismatch"
+    INVALID_TRANSITION = "invalid_transition"
+    # Inputs, names and the command line.
+    INVALID_FILE = "invalid_file"
+    NO_USAGE = "no_usage"
+    TOO_LARGE = "too_large"
+    HASH_MISMATCH = "hash_mismatch"
+    REPLAY_DIVERGED = "replay_diverged"
+    UNKNOWN_ENCODER = "unknown_encoder"
+    UNKNOWN_STRATEGY = "unknown_strategy"
+    UNKNOWN_PROVIDER = "unknown_provider"
+    TOKENIZER_UNAVAILABLE = "tokenizer_unavailable"
+    USAGE_ERROR = "usage_error"
+    # The store.
+    STORE_CORRUPT = "store_corrupt"
+    STORE_BUSY = "store_busy"
+    # The operating system (`files.OS_CODES`).
+    NOT_FOUND = "not_found"
+    PERMISSION_DENIED = "permission_denied"
+    IS_A_DIRECTORY = "is_a_directory"
+    NOT_A_DIRECTORY = "not_a_directory"
+    NOT_REGULAR_FILE = "not_regular_file"
+    ALREADY_EXISTS = "already_exists"
+    INVALID_PATH = "invalid_path"
+    IO_ERROR = "io_error"
+    STORE_UNAVAILABLE = "store_unavailable"
 
 
 class WorkingsetError(Exception):
@@ -22,7 +89,7 @@ class WorkingsetError(Exception):
 
 
 class InvalidFile(WorkingsetError):
-    """Unreadable, not JSON, or not the SPEC §3/§4 format; details carry the JSON path."""
+    """Unreadable, not JSON, or not the state or stored-context format; details carry the JSON path."""
 
     code = "invalid_file"
 
@@ -52,7 +119,7 @@ class ReplayDiverged(WorkingsetError):
 
 
 class DecisionRejected(WorkingsetError):
-    """A decision failed validation (SPEC §6); nothing was changed."""
+    """A decision failed validation (docs/protocol.md, "Decisions"); nothing was changed."""
 
     code = "schema_violation"
 
