@@ -196,7 +196,7 @@ from workingset.baselines import (
 )
 from workingset.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
 from workingset.fixed_prompt import FixedPrompt, PrefixMessage, Tool
-from workingset.tokens import count_tokens
+from workingset.tokens.count import count_tokens
 
 
 def _ids(*steps: int) -> set[str]:

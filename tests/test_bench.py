@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workingset import bench, bench_report, tokens
+from workingset import bench, bench_report
+from workingset.tokens import count as tokens
 from workingset.bench import Size, change_percent, compare_texts
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from workingset import bench, providers, tokens
+from workingset import bench, providers
+from workingset.tokens import count as tokens
 from workingset.cache import TTLS, CacheOptions, Prompt, bill, model_names, state_time
 from workingset.cli import app
 from workingset.encoders import ENCODERS

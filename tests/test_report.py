@@ -203,7 +203,7 @@ def test_id_ranges_join_only_consecutive_ids():
 
 
 def test_prefix_chars_counts_whole_characters():
-    from workingset.tokens import get_encoding, prefix_chars
+    from workingset.tokens.count import get_encoding, prefix_chars
 
     text = "h\u00e9llo \U0001f600 w\u00f6rld \u4e2d\u6587"
     tokens = get_encoding().encode_ordinary(text)

@@ -27,7 +27,7 @@ from workingset.cli import app
 from workingset.encoders import get_encoder
 from workingset.replies import Request
 from workingset.runs import read_run
-from workingset.tokens import get_encoding
+from workingset.tokens.count import get_encoding
 from workingset.wire import body_prompt
 
 from conftest import BUG17

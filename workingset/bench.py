@@ -30,7 +30,7 @@ from .errors import UnknownEncoder, UsageError
 from .fixed_prompt import FixedPrompt
 from .model import State, StoredContext
 from .providers import MAX_BREAKPOINTS, section_ends
-from .tokens import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
+from .tokens.count import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
 
 # What a user chooses between: the default encoder, and the cheapest cache-native version on bug17.
 DEFAULT_BASE, DEFAULT_CANDIDATE = "v10", "v13"

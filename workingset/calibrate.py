@@ -25,7 +25,7 @@ from . import cache, wire
 from .errors import InvalidFile
 from .importers._trajectory import dig, fail
 from .importers.openhands import _load, _source_events
-from .tokens import DEFAULT_ENCODING
+from .tokens.count import DEFAULT_ENCODING
 
 SERVICE = "default"  # the agent's own LLM; the condenser's calls are another prefix and another service
 TARGET_POINTS = 2.0  # the target: each share within 2 points on at least 95% of calls

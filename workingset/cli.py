@@ -23,7 +23,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
 from .bench import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
 from .errors import UsageError, WorkingsetError
 from .limits import MAX_COUNT
-from .tokens import DEFAULT_ENCODING
+from .tokens.count import DEFAULT_ENCODING
 
 app = typer.Typer(
     add_completion=False,
@@ -231,7 +231,7 @@ def compare(
     from .parallel import compare_parallel
     from .progress import progress
     from .runs import read_fixed_prompt, read_run
-    from .tokens import get_encoding
+    from .tokens.count import get_encoding
     from .verdict import verdict
 
     check_prices(cached_price, write_price)

@@ -24,7 +24,7 @@ _WORK: dict[str, Any] = {}
 
 
 def _measure(name: str) -> Comparison:
-    from .token_cache import counted_on_disk
+    from .tokens.count import counted_on_disk
 
     with counted_on_disk(_WORK["token_cache"]):
         return compare_contexts(_WORK["contexts"], {name: _WORK["renderers"][name]}, **_WORK["options"])
@@ -58,7 +58,7 @@ def compare_parallel(
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if jobs == 1 or len(renderers) == 1:
-        from .token_cache import counted_on_disk
+        from .tokens.count import counted_on_disk
 
         with counted_on_disk(token_cache):
             return compare_contexts(contexts, renderers, step=step, **options)

@@ -32,7 +32,7 @@ import msgspec
 
 from .cache import Prompt
 from .errors import UsageError
-from .tokens import DEFAULT_ENCODING, encode_at
+from .tokens.count import DEFAULT_ENCODING, encode_at
 
 PARTS = ("tools", "system", "messages")
 

@@ -20,7 +20,7 @@ from ..errors import UnknownEncoder, UsageError
 from ..files import os_error
 from ..fixed_prompt import FixedPrompt
 from ..runs import read_fixed_prompt, read_run
-from ..tokens import DEFAULT_ENCODING, get_encoding
+from ..tokens.count import DEFAULT_ENCODING, get_encoding
 
 DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")
 DEFAULT_CACHE = ("anthropic", "openai-auto", "ideal")  # the first is the one the page opens with

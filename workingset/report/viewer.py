@@ -18,7 +18,7 @@ from ..baselines import BASELINES, unrecoverable
 from ..bench import API_MODEL, Rendering, prompt, sent_prompts
 from ..model import StoredContext
 from ..hashing import hash_text
-from ..tokens import prefix_chars
+from ..tokens.count import prefix_chars
 from .texts import LineTable, edits, id_ranges, utf16_offsets
 
 

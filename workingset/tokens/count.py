@@ -19,10 +19,14 @@ import importlib
 import re
 from array import array
 from collections import OrderedDict
-from typing import Any, Callable, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
-from .errors import WorkingsetError
-from .hashing import hash_text
+from ..errors import WorkingsetError
+from ..hashing import hash_text
+
+if TYPE_CHECKING:
+    from .disk_cache import TokenCache
 
 DEFAULT_ENCODING = "cl100k_base"
 
@@ -102,7 +106,7 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
         )
     import tiktoken
 
-    from .token_cache import vocabulary
+    from .disk_cache import vocabulary
 
     try:
         encoding = tiktoken.Encoding(**vocabulary(_vocabulary_key(resolved), constructors[resolved]))
@@ -198,6 +202,20 @@ def use_disk_cache(cache: Any) -> None:
 
 
 _disk: Any = None
+
+
+@contextmanager
+def counted_on_disk(use: bool = True) -> Iterator[TokenCache]:
+    """Within the block, token counts are read and written through the user's disk cache."""
+    from .disk_cache import TokenCache  # imported on use: a process that never compares skips sqlite3
+
+    cache = TokenCache.default(use)
+    use_disk_cache(cache if cache.active else None)
+    try:
+        yield cache
+    finally:
+        use_disk_cache(None)
+        cache.close()
 
 
 def count_tokens(text: str, encoding: str = DEFAULT_ENCODING, digest: str | None = None) -> int:

@@ -29,8 +29,7 @@ import os
 import sqlite3
 import tempfile
 from pathlib import Path
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import msgspec
 
@@ -158,20 +157,6 @@ class TokenCache:
         if self._db is not None:
             self._db.close()
             self._db = None
-
-
-@contextmanager
-def counted_on_disk(use: bool = True) -> Iterator[TokenCache]:
-    """Within the block, `tokens` reads and writes counts through the user's disk cache."""
-    from . import tokens
-
-    cache = TokenCache.default(use)
-    tokens.use_disk_cache(cache if cache.active else None)
-    try:
-        yield cache
-    finally:
-        tokens.use_disk_cache(None)
-        cache.close()
 
 
 class _Vocabulary(msgspec.Struct, forbid_unknown_fields=True):
