@@ -108,7 +108,7 @@ def _result(turn: int) -> bytes:
 def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -> TurnStats:
     """Create an analysis from `state` in a fresh store and time `turns` turns after `warmup`."""
     from workingset.encoders import get_encoder
-    from workingset.journal import catch_up
+    from workingset.eventlog.log import catch_up
     from workingset.session import Investigation
 
     state = _roomy(state)

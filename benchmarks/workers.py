@@ -117,7 +117,7 @@ def _create(store: str, prefix: str) -> list[str]:
 def _check(store: str, ids: list[str], applied: list[tuple[str, str, str]], turns: int) -> dict:
     """What the event logs say: lost turns, turns applied twice, analyses that fail to replay."""
     from workingset.errors import WorkingsetError
-    from workingset.journal import catch_up
+    from workingset.eventlog.log import catch_up
     from workingset.store import open_store
 
     reported = {(aid, rid) for aid, rid, _ in applied}

@@ -16,7 +16,7 @@ import pytest
 
 from workingset.encoders import get_encoder
 from workingset.errors import InvalidFile
-from workingset.journal import decode_result
+from workingset.eventlog.log import decode_result
 from workingset.model import TextPayload, validate_state
 
 from conftest import VERSIONS

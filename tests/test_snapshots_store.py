@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-import workingset.snapshots as snapshots
+import workingset.eventlog.snapshots as snapshots
 from session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
 from store_sql import execute as _execute
 from store_sql import query as _query

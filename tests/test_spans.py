@@ -13,7 +13,7 @@ from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.v08 import V8
 from workingset.errors import DecisionRejected
 from workingset.model import load_state
-from workingset.replay import replay_export
+from workingset.eventlog.replay import replay_export
 from workingset.session import Investigation
 from workingset.spans import canonical_text, make_span, quote_span
 

@@ -9,7 +9,8 @@ import msgspec
 from . import controller as ctl
 from .encoders import get_encoder
 from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
-from .journal import Replayed, ResultInput, catch_up, check_stored, encode_event, fill, stored_payload
+from .eventlog.view import Replayed
+from .eventlog.log import ResultInput, catch_up, check_stored, encode_event, fill, stored_payload
 from .model import State
 from .replies import PendingAction
 from .store import ActionRow, AnalysisRow, RequestRecord, Tx

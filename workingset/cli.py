@@ -685,7 +685,7 @@ def replay(
 ) -> None:
     """Rebuild an exported analysis in a fresh store from its recorded inputs and compare every step."""
     from .errors import ReplayDiverged
-    from .replay import replay_export
+    from .eventlog.replay import replay_export
 
     report = replay_export(directory)
     div = report.divergence

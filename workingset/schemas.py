@@ -24,7 +24,7 @@ import msgspec
 from .decisions import DECISION_TYPES, MAX_RECALL
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import UsageError
-from .journal import ResultInput
+from .eventlog.log import ResultInput
 from .model import State, StoredContext
 
 TYPES: dict[str, type[msgspec.Struct]] = {"state": State, "context": StoredContext, "result": ResultInput}

@@ -5,7 +5,7 @@ applies the pure functions of `controller`, and writes the event with the index 
 implies. A rejected call writes nothing.
 
 The state is not rebuilt from the whole event log at every call. The store connection keeps
-the replayed state of each analysis it has served (`journal.Replayed`) with the last event
+the replayed state of each analysis it has served (`eventlog.view.Replayed`) with the last event
 it reflects; a call, inside its transaction, reads and applies only the events appended
 since, whichever process appended them, so it sees every committed change and costs what is
 new. A call that fails after it began changing that state drops it, and the next call
@@ -29,10 +29,10 @@ from .calls import (
 )  # fmt: skip
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
-from .exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
+from .eventlog.exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
 from .files import check_new_run_dir
-from .journal import CreatedEvent, LifecycleEvent, encode_event, replay, seed
-from .snapshots import snapshot_at_creation, snapshot_due, take_snapshot
+from .eventlog.log import CreatedEvent, LifecycleEvent, encode_event, replay, seed
+from .eventlog.snapshots import snapshot_at_creation, snapshot_due, take_snapshot
 from .limits import Limits
 from .model import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, PendingAction, Summary

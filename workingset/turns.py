@@ -22,7 +22,7 @@ from .encoders import RenderedContext
 from .encoders.v11 import V11
 from .errors import DecisionRejected, InvalidFile, ReplyUnusable, SessionError, StoreCorrupt, UsageError, WorkingsetError
 from .hashing import content_hash
-from .journal import (
+from .eventlog.log import (
     AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
     stored_payload,
 )  # fmt: skip

@@ -1,6 +1,6 @@
 """Snapshots: a new process starts from an analysis's latest one and reads only the events after it.
 
-A snapshot is a `journal.Replayed` as stored, with its payloads left in the payload table. A
+A snapshot is a `Replayed` as stored, with its payloads left in the payload table. A
 write call stores one when it is due (`snapshot_due`), and `create` stores one at once for a
 large initial state (`snapshot_at_creation`); only the latest is kept, since the log holds
 everything. Since schema 4 a snapshot is compact MessagePack behind a checksum, decoded
@@ -13,12 +13,12 @@ from __future__ import annotations
 import msgspec
 import xxhash
 
-from . import controller as ctl
-from . import journal
-from .errors import StoreCorrupt
-from .model import State
-from .store import Tx
+from .. import controller as ctl
+from ..errors import StoreCorrupt
+from ..model import State
+from ..store import Tx
 from .trusted import TrustedCodec
+from .view import Replayed
 
 # A snapshot is due when the events logged since the latest one (or since `created`) hold as
 # many bytes as it does, and at least this many: writing snapshots then costs at most as much
@@ -47,7 +47,7 @@ SNAPSHOT_BODY_AT = len(SNAPSHOT_MAGIC) + 16  # where the body starts, after the 
 _SNAPSHOT_CODEC = TrustedCodec(Snapshot)
 
 
-def snapshot_due(view: journal.Replayed) -> bool:
+def snapshot_due(view: Replayed) -> bool:
     """Whether the events since the latest snapshot call for a new one (see `SNAPSHOT_MIN_BYTES`)."""
     return view.logged >= max(SNAPSHOT_MIN_BYTES, view.base_bytes)
 
@@ -63,7 +63,7 @@ def snapshot_at_creation(created_bytes: int) -> bool:
     return created_bytes >= SNAPSHOT_MIN_BYTES
 
 
-def take_snapshot(view: journal.Replayed) -> bytes:
+def take_snapshot(view: Replayed) -> bytes:
     """The stored form of `view`; the view then counts the events logged from here."""
     evidence = [msgspec.structs.replace(ev, payload=None) if ev.content_hash is not None else ev
                 for ev in view.state.evidence]  # fmt: skip
@@ -76,7 +76,7 @@ def take_snapshot(view: journal.Replayed) -> bytes:
     return data
 
 
-def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> journal.Replayed | None:
+def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> Replayed | None:
     """The view the analysis's latest snapshot holds, if it has one at or before `upto`."""
     found = tx.snapshot(analysis_id)
     if found is None or (upto is not None and found[0] > upto):
@@ -85,7 +85,7 @@ def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> journal.
     snap = _decode_snapshot(analysis_id, data)
     if snap.seq != seq or not 0 <= snap.changed <= seq:
         raise StoreCorrupt(f"the snapshot of {analysis_id} says event {snap.seq}, its row {seq}")
-    view = journal.Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
+    view = Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
                     requests_before=snap.requests_before, base_bytes=len(data))  # fmt: skip
     # One pass without a call per item: a snapshot holds no payloads, so this is every hashed item.
     view.unfilled.extend([ev for ev in snap.state.evidence if ev.content_hash is not None and ev.payload is None])

@@ -25,11 +25,11 @@ from typing import Any
 
 import msgspec
 
-from .errors import StoreCorrupt
-from .hashing import canonical_json, hash_bytes
-from .journal import AnswerEvent, CreatedEvent, DecisionEvent, LifecycleEvent, RecordEvent, RequestEvent
-from .model import State
-from .store import EventRow, Tx
+from ..errors import StoreCorrupt
+from ..hashing import canonical_json, hash_bytes
+from .log import AnswerEvent, CreatedEvent, DecisionEvent, LifecycleEvent, RecordEvent, RequestEvent
+from ..model import State
+from ..store import EventRow, Tx
 
 JOURNAL = "journal.jsonl"
 ANSWERS = "answers.jsonl"

@@ -6,37 +6,38 @@ content-addressed payload table (the evidence keeps its `content_hash`); `decisi
 `controller` rebuilds the state at any event, which is how an exported request gets the
 very state it was rendered from.
 
-A `Replayed` is such a state together with the last event it reflects. The session keeps
-one per analysis and store connection, and at each call, inside the call's transaction,
-`catch_up` applies only the events appended since (by this process or any other), so a call
-costs what is new, not the whole history. A new process starts from the analysis's latest
-snapshot (`snapshots`). Payloads are read only when the state must be complete (`fill`, before
-rendering or showing it, or checking a recall or a span against it; no other check or change
-looks at them), in batches, never one SELECT per item. The session applies its own changes to a `Replayed` through `as_replayed` and
-`stored_payload`, which give exactly the objects a replay decodes from the stored event, so a
-kept state never differs from a fresh replay of the log.
+A `Replayed` (`view`) is such a state together with the last event it reflects. The session
+keeps one per analysis and store connection, and at each call, inside the call's
+transaction, `catch_up` applies only the events appended since (by this process or any
+other), so a call costs what is new, not the whole history. A new process starts from the
+analysis's latest snapshot (`snapshots`). Payloads are read only when the state must be
+complete (`fill`, before rendering or showing it, or checking a recall or a span against it;
+no other check or change looks at them), in batches, never one SELECT per item. The session
+applies its own changes to a `Replayed` through `as_replayed` and `stored_payload`, which
+give exactly the objects a replay decodes from the stored event, so a kept state never
+differs from a fresh replay of the log.
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import msgspec
 
-from . import controller as ctl
+from .. import controller as ctl
 from . import snapshots
-from .decisions import Query, StoredDecision
-from .errors import StoreCorrupt, UsageError, WorkingsetError
-from .hashing import canonical_json
-from .model import (
+from .view import Replayed
+from ..decisions import Query, StoredDecision
+from ..errors import StoreCorrupt, UsageError, WorkingsetError
+from ..hashing import canonical_json
+from ..model import (
     Capture, Cost, Evidence, Payload, Scope, State, check_capture, check_payload, decode_strict, is_timestamp,
     validate_state,
 )  # fmt: skip
-from .limits import Limits
-from .store import EventRow, Manifest, Status, Tx
+from ..limits import Limits
+from ..store import EventRow, Manifest, Status, Tx
 
 
 class _Event(msgspec.Struct, kw_only=True):
@@ -155,7 +156,6 @@ def encode_event(event: _Event) -> bytes:
 _DECISION_DECODER = msgspec.json.Decoder(StoredDecision)
 _EVIDENCE_DECODER = msgspec.json.Decoder(Evidence)
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
-_STATE_CHANGES = frozenset({"created", "decision", "record"})
 
 
 def as_replayed(value: Any) -> Any:
@@ -168,56 +168,6 @@ def as_replayed(value: Any) -> Any:
 def stored_payload(payload: Payload) -> Payload:
     """A payload exactly as the store gives it back (decoded from its canonical bytes)."""
     return _PAYLOAD_DECODER.decode(canonical_json(payload))
-
-
-@dataclass
-class Replayed:
-    """The state after the events up to `seq`; `changed` is the last event that changed it.
-
-    `request` and lifecycle events leave the state as it is, so the state at any event from
-    `changed` to `seq` is this one. `numbers` are the highest evidence, note and budget-action
-    numbers of the state and of the store's actions (which decisions allocated), kept up to
-    date so that new IDs are allocated without a scan.
-    """
-
-    state: State
-    seq: int
-    changed: int
-    numbers: ctl.Numbers
-    requests_before: int = 0  # requests are numbered after this one (see `CreatedEvent`)
-    # Evidence whose payload is still in the store (its content hash kept): payloads are read
-    # only when something needs them (`fill`: rendering, showing, a recall or span check).
-    unfilled: list[Evidence] = field(default_factory=list)
-    # How many of `unfilled`, from its start, have been found stored and hashing right
-    # (`check_stored`): each is checked once per kept state, not again at every call.
-    checked: int = 0
-    # Bytes of events since the latest snapshot (or the `created` event), and that one's size:
-    # a new snapshot is due when the first reaches the second (see `snapshots.snapshot_due`).
-    logged: int = 0
-    base_bytes: int = 0
-    # What an encoder keeps between the renders of this state as it grows (v11's journal
-    # walk), by encoder name: the state's entries only ever get appended to.
-    renders: dict[str, Any] = field(default_factory=dict)
-
-    def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
-        """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""
-        iteration = ctl.apply_decision(self.state, hypothesis_id, decision, ids)
-        self.numbers.count_decision(ids)
-        return iteration
-
-    def apply_record(self, evidence: Evidence) -> None:
-        """Append a recorded result (as `controller.apply_record`)."""
-        ctl.apply_record(self.state, evidence)
-        self.numbers.count_record(evidence)
-
-    def note(self, seq: int, kind: str, size: int = 0) -> None:
-        """Record that the event `seq` of `kind` (`size` bytes stored) is reflected (its change already applied)."""
-        if seq != self.seq + 1:
-            raise StoreCorrupt(f"event {seq} follows event {self.seq}: the event log has a gap")
-        self.seq = seq
-        self.logged += size
-        if kind in _STATE_CHANGES:
-            self.changed = seq
 
 
 def damaged(analysis_id: str, seq: int | None, what: str, **details: Any) -> StoreCorrupt:
