@@ -27,8 +27,8 @@ from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
-from workingset.bench import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
-from workingset.cache import CacheOptions  # noqa: E402
+from workingset.compare.engine import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
+from workingset.compare.billing import CacheOptions  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
 from workingset.runs import read_run  # noqa: E402
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from workingset import render
-from workingset.availability import Availability, availability
-from workingset.baselines import BASELINES
+from workingset.compare.availability import Availability, availability
+from workingset.compare.baselines import BASELINES
 from workingset.encoders import get_encoder
 from workingset.harvest import harvest
 from workingset.model import TextPayload

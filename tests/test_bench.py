@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workingset import bench, bench_report
+from workingset.compare import engine as bench, tables as bench_report
 from workingset.tokens import count as tokens
-from workingset.bench import Size, change_percent, compare_texts
+from workingset.compare.engine import Size, change_percent, compare_texts
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
 from workingset.hashing import content_hash

@@ -166,7 +166,7 @@ def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
             assert block["last"][s] == per[-1]
             # What is billed is the request body: the text's tokens and more (the tool, the schema).
             assert all(b["tokens"] > c["sizes"][s]["tokens"] for b, c in zip(per, data["contexts"]))
-    from workingset.wire import body_prompt
+    from workingset.compare.wire import body_prompt
 
     lines = [json.loads(line) for line in invoke("requests", str(run_dir), "--strategy", "v10").stdout.splitlines()]
     for model, provider in (("anthropic", "anthropic"), ("openai-auto", "openai")):

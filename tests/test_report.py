@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workingset.baselines import BASELINES
+from workingset.compare.baselines import BASELINES
 from workingset.encoders import render
 from workingset.report import DEFAULT_STRATEGIES, report_data
 from workingset.report.page import _json, render_page

@@ -4,7 +4,7 @@ import pytest
 
 from workingset.errors import UsageError
 from workingset.tokens.count import text_tokens
-from workingset.wire import body_blocks, to_prompt
+from workingset.compare.wire import body_blocks, to_prompt
 
 MARK = {"type": "ephemeral"}
 BODY = {

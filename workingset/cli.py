@@ -20,7 +20,7 @@ try:  # typer >= 0.29 vendors click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import UsageError as ClickUsageError
 
-from .bench import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
+from .compare.engine import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
 from .errors import UsageError, WorkingsetError
 from .limits import MAX_COUNT
 from .tokens.count import DEFAULT_ENCODING
@@ -41,7 +41,7 @@ TtlOpt = Annotated[Optional[str], typer.Option("--ttl", help="Anthropic cache TT
 StrictOpt = Annotated[Optional[bool], typer.Option(
     "--strict/--no-strict", help="OpenAI: the strict transformed schema (default), or the frozen one unenforced.")]
 
-# The cache models' options, shared by compare and report (`workingset.cache`); prices are
+# The cache models' options, shared by compare and report (`workingset.compare.billing`); prices are
 # checked by `check_prices`.
 CachedPriceOpt = Annotated[float, typer.Option(help="Price of a cached token as a fraction of the full price (0 to 1000).")]
 CacheOpt = Annotated[Optional[list[str]], typer.Option(
@@ -204,7 +204,7 @@ def compare(
     base: Annotated[Optional[str], typer.Option(help=f"Base encoder version; changes are relative to it (default {DEFAULT_BASE}, with --all {ALL_BASE}).")] = None,
     candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = DEFAULT_CANDIDATE,
     all_versions: Annotated[bool, typer.Option("--all", help="Every version side by side, the base first.")] = False,
-    baselines: Annotated[bool, typer.Option("--baselines", help="Add the baselines of workingset.baselines.")] = False,
+    baselines: Annotated[bool, typer.Option("--baselines", help="Add the baselines of workingset.compare.baselines.")] = False,
     recall: Annotated[bool, typer.Option("--recall/--no-recall", help="Keep the states' recall selections, or simulate none.")] = True,
     sections: Annotated[bool, typer.Option("--sections", help="Break the sizes down by section category.")] = False,
     encoding: Annotated[str, typer.Option(help="Token encoding (only encodings bundled for offline use).")] = DEFAULT_ENCODING,
@@ -223,16 +223,16 @@ def compare(
     as_json: JsonFlag = False,
 ) -> None:
     """Compare runs' sizes, tokens and prompt-cache cost across encoder versions; several runs get an aggregate (docs/compare.md)."""
-    from .bench import strategies
-    from .bench_report import run_data, to_text
-    from .cache import CacheOptions, model_names
-    from .compare_many import compare_runs_cli, is_run, merged
-    from .compare_many import to_text as many_text
-    from .parallel import compare_parallel
+    from .compare.engine import strategies
+    from .compare.tables import run_data, to_text
+    from .compare.billing import CacheOptions, model_names
+    from .compare.many import compare_runs_cli, is_run, merged
+    from .compare.many import to_text as many_text
+    from .compare.parallel import compare_parallel
     from .progress import progress
     from .runs import read_fixed_prompt, read_run
     from .tokens.count import get_encoding
-    from .verdict import verdict
+    from .compare.verdict import verdict
 
     check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
@@ -276,7 +276,7 @@ def requests(
     model: Annotated[Optional[str], typer.Option(help="The API model, put in each body; from gpt-5.6 on OpenAI bodies carry cache breakpoints.")] = None,
 ) -> None:
     """Print each turn's request body as the provider receives it, one JSON object a line (see docs/billing.md)."""
-    from .bench import request_bodies
+    from .compare.engine import request_bodies
     from .errors import UsageError
     from .runs import read_fixed_prompt, read_run
 
@@ -306,7 +306,7 @@ def report(
     as_json: JsonFlag = False,
 ) -> None:
     """Write a self-contained HTML report of a run: cost per turn per strategy, and what each context showed."""
-    from .cache import CacheOptions
+    from .compare.billing import CacheOptions
     from .report import DEFAULT_STRATEGIES, check_output, report_data, write_report
 
     check_prices(cached_price, write_price)
@@ -718,7 +718,7 @@ def calibrate(
     as_json: JsonFlag = False,
 ) -> None:
     """Bill each recorded LLM call with the anthropic cache model and set it beside what Anthropic billed."""
-    from .calibrate import calibrate as run_calibration, lines
+    from .compare.calibrate import calibrate as run_calibration, lines
 
     result = run_calibration(trajectory, warm=warm)
     if as_json:

@@ -15,16 +15,16 @@ import multiprocessing
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any, Callable, Mapping, Sequence
 
-from .bench import Comparison, Renderer, compare_contexts
-from .errors import UsageError
-from .model import StoredContext
+from .engine import Comparison, Renderer, compare_contexts
+from ..errors import UsageError
+from ..model import StoredContext
 
 # What the forked workers read: set by `compare_parallel` before the pool starts.
 _WORK: dict[str, Any] = {}
 
 
 def _measure(name: str) -> Comparison:
-    from .tokens.count import counted_on_disk
+    from ..tokens.count import counted_on_disk
 
     with counted_on_disk(_WORK["token_cache"]):
         return compare_contexts(_WORK["contexts"], {name: _WORK["renderers"][name]}, **_WORK["options"])
@@ -58,7 +58,7 @@ def compare_parallel(
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     if jobs == 1 or len(renderers) == 1:
-        from .tokens.count import counted_on_disk
+        from ..tokens.count import counted_on_disk
 
         with counted_on_disk(token_cache):
             return compare_contexts(contexts, renderers, step=step, **options)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .bench import Comparison, change_percent
+from .engine import Comparison, change_percent
 
 
 def measure(cmp: Comparison, model: str | None = None) -> tuple[dict[str, float], str]:

@@ -41,10 +41,10 @@ from typing import Callable, Iterable, Iterator
 
 import xxhash
 
-from .errors import UsageError
-from .model import State
-from .providers import MAX_BREAKPOINTS
-from .tokens.count import common_prefix
+from ..errors import UsageError
+from ..model import State
+from ..providers import MAX_BREAKPOINTS
+from ..tokens.count import common_prefix
 
 OPENAI_BLOCK = 128  # OpenAI's automatic caching (before GPT-5.6) caches prefixes in 128-token increments
 TTLS = {"5m": 300.0, "1h": 3600.0}

@@ -22,21 +22,36 @@ older models (they cache automatically). Model, max_tokens and the like are the 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple, Protocol
 
-from ..errors import UsageError
-from ..fixed_prompt import FixedPrompt
-from ..model import State
-from ..providers import breakpoint_family
-from .transcript import Part
-
-if TYPE_CHECKING:
-    from .transcript import Baseline
+from ...errors import UsageError
+from ...fixed_prompt import FixedPrompt
+from ...model import State
+from ...providers import breakpoint_family
 
 EPHEMERAL = {"type": "ephemeral"}
 EXPLICIT = {"mode": "explicit"}
 PROVIDERS = ("anthropic", "openai")
 Messages = list[dict[str, Any]]
+
+
+class Part(NamedTuple):
+    """One block of the transcript: who says it and its text."""
+
+    role: str  # user | assistant
+    text: str
+
+
+class Baseline(Protocol):
+    """What a body needs of a transcript strategy (`transcript.Baseline`): its fixed prompt and its blocks.
+
+    Named here, not imported, so that the transcript can build its body without a cycle.
+    """
+
+    @property
+    def fixed(self) -> FixedPrompt | None: ...
+
+    def parts(self, state: State, hypothesis: str, task: bool = True) -> list[Part]: ...
 
 
 def _last_user(messages: Messages, n: int) -> list[int]:

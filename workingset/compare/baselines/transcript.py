@@ -22,9 +22,10 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from ..errors import SessionError
-from ..fixed_prompt import FixedPrompt
-from ..model import Evidence, Note, RowsPayload, State
+from ...errors import SessionError
+from ...fixed_prompt import FixedPrompt
+from ...model import Evidence, Note, RowsPayload, State
+from .bodies import Part, body
 
 MASKED = "<MASKED>"
 
@@ -35,13 +36,6 @@ class Plan(NamedTuple):
     replaced: dict[str, str]  # evidence ID -> the placeholder shown instead of its output
     dropped: frozenset[str] = frozenset()  # evidence and note IDs left out altogether
     summary: str | None = None  # shown after the task, in place of what was dropped
-
-
-class Part(NamedTuple):
-    """One block of the transcript: who says it and its text."""
-
-    role: str  # user | assistant
-    text: str
 
 
 def output_text(ev: Evidence) -> str | None:
@@ -149,6 +143,4 @@ class Baseline:
 
     def body(self, state: State, hypothesis: str, provider: str = "anthropic", model: str | None = None) -> dict[str, Any]:
         """The request body the source agent would send for this context (see `bodies.body`)."""
-        from .bodies import body
-
         return body(self, state, hypothesis, provider, model)

@@ -20,8 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from .bench import Comparison, Renderer
-from .errors import InvalidFile, UsageError
+from .engine import Comparison, Renderer
+from ..errors import InvalidFile, UsageError
 
 PREFIX = "prefix"  # the cost model of `total.effective_cost`: the ideal prefix cache at --cached-price
 MANY_FORMAT = "workingset/compare-many@1"
@@ -126,9 +126,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
 
 def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare one run as `compare RUN --json` does; returns (its JSON object, its row)."""
-    from .bench_report import run_data
+    from .tables import run_data
     from .parallel import compare_parallel
-    from .runs import read_run
+    from ..runs import read_run
 
     work = _WORK
     contexts = read_run(run)
@@ -220,7 +220,7 @@ def compare_runs_cli(paths: Sequence[str], shard_spec: str | None, renderers: Ma
                      per_run: Callable[[str], Mapping[str, Renderer]] | None = None, summary: bool, token_cache: bool, recall: bool, encoding: str, cached_price: float,
                      cache: Sequence[str], cache_options: Any, sections: bool, availability: bool) -> dict[str, Any]:  # fmt: skip
     """What `compare RUN… [--shard I/N]` prints as JSON, from its options (with a progress bar on a terminal)."""
-    from .progress import progress
+    from ..progress import progress
 
     runs = expand(paths)
     if shard_spec is not None:
@@ -241,7 +241,7 @@ def merged(files: Sequence[str]) -> dict[str, Any]:
     """`compare --merge FILE…`: read each output of `compare … --json` and merge them."""
     import msgspec
 
-    from .model import read_file
+    from ..model import read_file
 
     outputs = []
     for name in files:
@@ -258,7 +258,7 @@ def _x(value: float | None) -> str:
 
 def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
     """The aggregate's tables (one per cost model), then one summary line per run unless `summary`."""
-    from .bench_report import _table
+    from .tables import _table
 
     agg = result["aggregate"]
     base, names = agg["base"], agg["options"]["strategies"]

@@ -10,9 +10,9 @@ from typing import Any
 
 from tabulate import SEPARATING_LINE, tabulate
 
-from .bench import SECTION_ORDER, UNASSIGNED, Comparison, Size, Totals, change_percent
+from .engine import SECTION_ORDER, UNASSIGNED, Comparison, Size, Totals, change_percent
 from .availability import Availability
-from .cache import Billing
+from .billing import Billing
 
 
 def _pct(base: float, value: float) -> float | None:

@@ -8,7 +8,7 @@ previous context of the same run rendered by the same strategy (see
 `tokens.common_prefix_tokens`). The first context of a run has nothing cached.
 
 Effective cost is in full-price token units: `uncached + cached_price * cached`.
-With `cache` models named (`workingset.cache`), every context is also billed as a provider's
+With `cache` models named (`workingset.compare.billing`), every context is also billed as a provider's
 prompt cache would bill it, from the exact request body the provider would receive
 (`Rendering.body`: an encoder's `providers.messages`, tool and schema included; a
 baseline's `Baseline.body`), read by `wire.body_prompt`; each context is sent at its
@@ -25,12 +25,12 @@ from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
 import msgspec
 
 from .availability import Availability, availability
-from .cache import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
-from .errors import UnknownEncoder, UsageError
-from .fixed_prompt import FixedPrompt
-from .model import State, StoredContext
-from .providers import MAX_BREAKPOINTS, section_ends
-from .tokens.count import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
+from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
+from ..errors import UnknownEncoder, UsageError
+from ..fixed_prompt import FixedPrompt
+from ..model import State, StoredContext
+from ..providers import MAX_BREAKPOINTS, section_ends
+from ..tokens.count import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
 
 # What a user chooses between: the default encoder, and the cheapest cache-native version on bug17.
 DEFAULT_BASE, DEFAULT_CANDIDATE = "v10", "v13"
@@ -240,7 +240,7 @@ _VERSION = re.compile(r"^(?:investigation_project_)?v(\d+)(:.+)?$")
 
 def version_label(name: str) -> str:
     """Return the short label (`v7`) of an encoder name or alias; unknown names list the valid ones."""
-    from .encoders import get_encoder
+    from ..encoders import get_encoder
 
     get_encoder(name)  # raises UnknownEncoder with the valid choices
     match = _VERSION.match(name)
@@ -251,8 +251,8 @@ def version_label(name: str) -> str:
 
 def version_renderer(label: str) -> Renderer:
     """Return the renderer of an encoder version given its label (`v8`)."""
-    from .encoders import get_encoder, render
-    from .replies import Request
+    from ..encoders import get_encoder, render
+    from ..replies import Request
 
     name = "investigation_project_" + label
 
@@ -271,7 +271,7 @@ def version_renderer(label: str) -> Renderer:
 
 
 def baseline_renderers(fixed: FixedPrompt | None = None) -> dict[str, Renderer]:
-    """Return the transcript baselines of `workingset.baselines` as renderers.
+    """Return the transcript baselines of `workingset.compare.baselines` as renderers.
 
     A baseline is a chat transcript whose agent (SWE-agent, mini-swe-agent) puts one
     rolling cache breakpoint on its last message. Chat APIs delimit messages, so for the
@@ -334,7 +334,7 @@ def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, 
 def strategies(base: str, candidate: str, all_versions: bool, baselines: bool,
                fixed: FixedPrompt | None = None) -> dict[str, Renderer]:  # fmt: skip
     """Resolve the command line's choice of strategies to renderers, in column order (baselines send `fixed`)."""
-    from .encoders import ENCODERS
+    from ..encoders import ENCODERS
 
     base_label = version_label(base)
     if all_versions:
@@ -367,7 +367,7 @@ def compare_contexts(
     """Render each stored context (for its own hypothesis) with every renderer and measure it.
 
     With `recall=False` each state is rendered with its recall selections emptied. Under
-    each `cache` model (`workingset.cache.MODELS`) every text is also billed, sent at its
+    each `cache` model (`workingset.compare.billing.MODELS`) every text is also billed, sent at its
     state's latest capture time. `step` is called with 1 after each context is rendered
     and counted, for a progress bar.
     """

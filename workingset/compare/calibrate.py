@@ -5,7 +5,7 @@ OpenHands V1 conversations record, per LLM call, Anthropic's own token counts
 the request body the agent sent on each of those calls from the events (system prompt and
 tools, the task, tool calls and results, condensation summaries), with OpenHands' cache
 breakpoints, converted to the Anthropic Messages shape the way LiteLLM converts it; bills
-the run with `wire.body_blocks` → `wire.to_prompt` → `cache.bill("anthropic", …)`; and sets
+the run with `wire.body_blocks` → `wire.to_prompt` → `billing.bill("anthropic", …)`; and sets
 the prediction beside the bill. Where each rule comes from (file and commit) is in
 docs/calibrate.md.
 
@@ -21,11 +21,11 @@ from pathlib import Path
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from . import cache, wire
-from .errors import InvalidFile
-from .importers._trajectory import dig, fail
-from .importers.openhands import _load, _source_events
-from .tokens.count import DEFAULT_ENCODING
+from . import billing, wire
+from ..errors import InvalidFile
+from ..importers._trajectory import dig, fail
+from ..importers.openhands import _load, _source_events
+from ..tokens.count import DEFAULT_ENCODING
 
 SERVICE = "default"  # the agent's own LLM; the condenser's calls are another prefix and another service
 TARGET_POINTS = 2.0  # the issue's target: each share within 2 points on at least 95% of calls
@@ -71,7 +71,7 @@ class Row:
 
     call: int
     recorded: Usage
-    predicted: cache.Billing
+    predicted: billing.Billing
 
     def errors(self) -> tuple[float, float]:
         """How far the predicted read and write shares are from the recorded ones, in points."""
@@ -118,7 +118,7 @@ def _recorded(u: Usage) -> dict[str, int]:
     return {"uncached": u.uncached, "cache_read": u.cache_read, "cache_write": u.cache_write}
 
 
-def _predicted(b: cache.Billing) -> dict[str, int]:
+def _predicted(b: billing.Billing) -> dict[str, int]:
     return {"uncached": b.uncached, "read": b.read, "written": b.written}
 
 
@@ -387,7 +387,7 @@ def read_calls(source: Path) -> tuple[str, str, list[Call]]:
     return name, model if isinstance(model, str) else "unknown", calls
 
 
-def prompts(calls: Iterable[Call], encoding: str) -> Iterator[cache.Prompt]:
+def prompts(calls: Iterable[Call], encoding: str) -> Iterator[billing.Prompt]:
     """Each call's body as the cache model sees it."""
     for call in calls:
         yield wire.to_prompt(wire.body_blocks(call.body, "anthropic"), call.sent_at, encoding)
@@ -407,12 +407,12 @@ def warm_start(calls: list[Call]) -> list[Call]:
     return [Call(0, "", first.sent_at, body, Usage(0, 0, 0)), *calls]
 
 
-def calibrate(source: str | Path, options: cache.CacheOptions | None = None, encoding: str = DEFAULT_ENCODING,
+def calibrate(source: str | Path, options: billing.CacheOptions | None = None, encoding: str = DEFAULT_ENCODING,
               warm: bool = False) -> Calibration:  # fmt: skip
     """Bill every agent call of an OpenHands run with the `anthropic` model, beside the recorded bill."""
     name, model, calls = read_calls(Path(source))
     sent = warm_start(calls) if warm else calls
-    billed = cache.bill("anthropic", prompts(sent, encoding), options)[len(sent) - len(calls):]
+    billed = billing.bill("anthropic", prompts(sent, encoding), options)[len(sent) - len(calls):]
     return Calibration(name, model, tuple(Row(c.index, c.recorded, b) for c, b in zip(calls, billed)))
 
 

@@ -30,9 +30,9 @@ from typing import Any, Iterator, Mapping
 
 import msgspec
 
-from .cache import Prompt
-from .errors import UsageError
-from .tokens.count import DEFAULT_ENCODING, encode_at
+from .billing import Prompt
+from ..errors import UsageError
+from ..tokens.count import DEFAULT_ENCODING, encode_at
 
 PARTS = ("tools", "system", "messages")
 
