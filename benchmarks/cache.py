@@ -34,7 +34,7 @@ from workingset.compare.tables import availability_data  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
 from workingset.compare.billing import MODELS, CacheOptions  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 BUG17 = ROOT / "fixtures" / "bug17"
 TRANSCRIPT = "full-transcript"

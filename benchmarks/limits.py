@@ -36,9 +36,9 @@ from _results import ROOT, median, sample, write_section  # noqa: E402
 from session_helpers import assess, decision, make_state, query  # noqa: E402
 
 from workingset.hashing import content_hash  # noqa: E402
-from workingset.limits import check_json  # noqa: E402
+from workingset.io.limits import check_json  # noqa: E402
 from workingset.model import _STATE_DECODER, load_state  # noqa: E402
-from workingset.runs import make_stored_context, write_run  # noqa: E402
+from workingset.runs.layout import make_stored_context, write_run  # noqa: E402
 from workingset.session import Investigation  # noqa: E402
 
 MB = 1_000_000

@@ -30,7 +30,7 @@ from workingset.compare.baselines import BASELINES, unrecoverable  # noqa: E402
 from workingset.compare.engine import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
 from workingset.encoders import render  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 DEFAULT_CORPUS = "../shared/corpus/raw"  # as written in RESULTS.md, whichever directory is read
 CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT / DEFAULT_CORPUS).resolve()

@@ -49,7 +49,7 @@ from workingset.encoders import get_encoder  # noqa: E402
 from workingset.model import StoredContext  # noqa: E402
 from workingset.providers import section_ends  # noqa: E402
 from workingset.replies import Request  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")

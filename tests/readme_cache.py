@@ -13,7 +13,7 @@ import json
 import re
 
 from workingset.compare.billing import CacheOptions, Prompt, bill, state_time
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 from conftest import BUG17, ROOT, invoke
 

@@ -10,7 +10,7 @@ from workingset.compare.baselines import BASELINES
 from workingset.encoders import get_encoder
 from workingset.harvest import harvest
 from workingset.model import TextPayload
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 from conftest import BUG17
 

@@ -195,7 +195,7 @@ from workingset.compare.baselines import (
     for_run,
 )
 from workingset.compare.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
-from workingset.fixed_prompt import FixedPrompt, PrefixMessage, Tool
+from workingset.runs.fixed_prompt import FixedPrompt, PrefixMessage, Tool
 from workingset.tokens.count import count_tokens
 
 

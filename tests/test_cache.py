@@ -18,7 +18,7 @@ from workingset.compare.billing import TTLS, CacheOptions, Prompt, bill, model_n
 from workingset.cli import app
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 from workingset.compare.wire import body_prompt
 
 from conftest import BUG17

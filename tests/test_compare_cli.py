@@ -13,7 +13,7 @@ from workingset.model import (
     Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, RecallSelection,
     State, TextPayload,
 )  # fmt: skip
-from workingset.runs import make_stored_context, write_run
+from workingset.runs.layout import make_stored_context, write_run
 
 from conftest import BUG17, invoke
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from workingset.costs import add_cost, cost_text
 from workingset.encoders import ENCODERS, get_encoder
-from workingset.limits import MAX_COST
+from workingset.io.limits import MAX_COST
 from workingset.replies import describe
 from workingset.session import Investigation
 

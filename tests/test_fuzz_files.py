@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workingset.cli import main
-from workingset.runs import make_stored_context
+from workingset.runs.layout import make_stored_context
 
 from factory import sample_state
 

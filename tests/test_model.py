@@ -10,7 +10,7 @@ import pytest
 from workingset.cli import main
 from workingset.hashing import canonical_json, content_hash
 from workingset.model import load_state, load_state_or_context
-from workingset.runs import make_stored_context
+from workingset.runs.layout import make_stored_context
 
 from factory import sample_state
 

@@ -15,7 +15,7 @@ from workingset.cli import app
 from workingset.decisions import parse_decision
 from workingset.encoders import get_encoder
 from workingset.providers import APPEND_ONLY, MAX_BREAKPOINTS, PROVIDERS, strict_schema
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 

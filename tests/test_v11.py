@@ -9,7 +9,7 @@ from workingset import Investigation, render
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import DEFAULT_BUDGET, MIN_BUDGET
 from workingset.errors import UnknownEncoder
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 from conftest import ROOT
 from recover import evidence_payloads, table_after, v13_index
@@ -127,7 +127,7 @@ def test_a_session_recalls_archived_evidence_and_exports_verifiable_contexts(tmp
         shown = f'"id":"{target}"' if version == "v11" else f"\n{target} H1 #"
         assert shown in req.text.split("## This turn", 1)[1]
         paths = inv.export(tmp_path / "run")
-    from workingset.runs import verify_context, load_context_file
+    from workingset.runs.layout import verify_context, load_context_file
 
     assert all(verify_context(str(p), load_context_file(p)).status == "ok" for p in paths)
 

@@ -18,7 +18,7 @@ from workingset.encoders import get_encoder
 from workingset.encoders.v11 import MIN_BUDGET
 from workingset.importers import import_trajectory
 from workingset.model import State, validate_state
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
 from factory import evidence, sample_state

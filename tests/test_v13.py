@@ -23,7 +23,7 @@ from workingset.encoders.v11 import MIN_BUDGET
 from workingset.harvest import harvest
 from workingset.importers import import_trajectory
 from workingset.model import Evidence, State, TextPayload, validate_state
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
 from factory import evidence, sample_state

@@ -14,10 +14,10 @@ from .errors import (
     UsageError,
     WorkingsetError,
 )
-from .limits import Limits
+from .io.limits import Limits
 from .hashing import content_hash
 from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
-from .runs import make_stored_context, read_run, verify_context, write_run
+from .runs.layout import make_stored_context, read_run, verify_context, write_run
 from .answers import answer_of
 from .eventlog.replay import ReplayReport, replay_export
 from .schemas import json_schema

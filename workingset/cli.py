@@ -22,7 +22,7 @@ except ImportError:  # pragma: no cover - older typer on top of click
 
 from .compare.engine import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
 from .errors import UsageError, WorkingsetError
-from .limits import MAX_COUNT
+from .io.limits import MAX_COUNT
 from .tokens.count import DEFAULT_ENCODING
 
 app = typer.Typer(
@@ -78,7 +78,7 @@ def emit_json(value: Any) -> None:
     try:
         data = msgspec.json.encode(value)
     except UnicodeEncodeError:  # a path argument with bytes that are not UTF-8: shown as U+FFFD
-        from .process import json_safe
+        from .io.process import json_safe
 
         data = msgspec.json.encode(json_safe(value))
     sys.stdout.write(data.decode("utf-8") + "\n")
@@ -90,7 +90,7 @@ def report_error(err: WorkingsetError, as_json: bool) -> None:
     try:
         sys.stderr.write(line)  # `main` lets stderr write a path's non-UTF-8 bytes back as they were given
     except UnicodeEncodeError:  # a stream that cannot, or a lone surrogate no byte gave: shown as U+FFFD
-        from .process import json_safe
+        from .io.process import json_safe
 
         sys.stderr.write(json_safe(line))
     if as_json:
@@ -108,16 +108,16 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             report_error(err, bool(kwargs.get("as_json")))
             raise typer.Exit(2) from None
         except BrokenPipeError:  # stdout's reader went away (typer would exit 1 in silence)
-            from .process import broken_pipe
+            from .io.process import broken_pipe
 
             raise typer.Exit(broken_pipe()) from None
         except OSError as exc:  # a failure of the world the library did not name: its OS code (files.OS_CODES)
-            from .files import os_error
+            from .io.files import os_error
 
             report_error(os_error(exc), bool(kwargs.get("as_json")))
             raise typer.Exit(2) from None
         except UnicodeEncodeError:  # an ID argument with bytes that are not UTF-8 reached the store
-            from .process import non_text_argument
+            from .io.process import non_text_argument
 
             err = non_text_argument(kwargs)
             if err is None:
@@ -142,7 +142,7 @@ def render(
     """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
     from .encoders import get_encoder
     from .replies import Request
-    from .runs import pick_context
+    from .runs.layout import pick_context
 
     as_messages = provider_options(messages, ttl, strict)
     ctx = pick_context(file, request)
@@ -166,8 +166,8 @@ def verify(
 ) -> None:
     """Re-render every stored context with its frozen encoder and check its recorded hash."""
     from .errors import HashMismatch
-    from .progress import progress
-    from .runs import read_run, verify_context
+    from .io.progress import progress
+    from .runs.layout import read_run, verify_context
 
     run = read_run(directory)
     verdicts = []
@@ -229,8 +229,8 @@ def compare(
     from .compare.many import compare_runs_cli, is_run, merged
     from .compare.many import to_text as many_text
     from .compare.parallel import compare_parallel
-    from .progress import progress
-    from .runs import read_fixed_prompt, read_run
+    from .io.progress import progress
+    from .runs.layout import read_fixed_prompt, read_run
     from .tokens.count import get_encoding
     from .compare.verdict import verdict
 
@@ -278,7 +278,7 @@ def requests(
     """Print each turn's request body as the provider receives it, one JSON object a line (see docs/billing.md)."""
     from .compare.engine import request_bodies
     from .errors import UsageError
-    from .runs import read_fixed_prompt, read_run
+    from .runs.layout import read_fixed_prompt, read_run
 
     if provider not in ("anthropic", "openai"):
         raise UsageError(f"no provider {provider!r}; available: anthropic, openai", code="unknown_provider",
@@ -339,9 +339,9 @@ def import_(
     from pathlib import Path
 
     from .encoders import get_encoder
-    from .files import check_new_run_dir
+    from .io.files import check_new_run_dir
     from .importers import import_trajectory, write_import
-    from .progress import progress
+    from .io.progress import progress
 
     name = get_encoder(encoder).name  # unknown_encoder before anything is read
     if source is None:
@@ -385,8 +385,8 @@ def _import_folder(folder: str, out: str, analysis: str | None, layout: str, enc
 
     from .importers import FORMATS
     from .importers.folder import find_sources, import_folder
-    from .progress import progress
-    from .runs import check_layout
+    from .io.progress import progress
+    from .runs.layout import check_layout
 
     if (folder in FORMATS or folder == "auto") and not os.path.exists(folder):
         raise UsageError(f"import {folder} needs a SOURCE: workingset import {folder} SOURCE --out DIR")
@@ -420,7 +420,7 @@ def convert(
     as_json: JsonFlag = False,
 ) -> None:
     """Rewrite a run in the other layout: stored-context files to one run file, or back."""
-    from .runs import convert_run
+    from .runs.layout import convert_run
 
     written, paths = convert_run(source, out, layout)
     if as_json:
@@ -448,11 +448,11 @@ def _input(arg: str, kind: str) -> tuple[bytes, str]:
 
     Every way in reads at most the limit of its `kind` (file, result, decision) + 1 bytes.
     """
-    from .limits import Limits, read_path, too_large
+    from .io.limits import Limits, read_path, too_large
 
     limits = Limits.current()
     if arg == "-":
-        from .process import stdin_bytes
+        from .io.process import stdin_bytes
 
         return stdin_bytes(kind, limits), "<stdin>"
     if arg.lstrip().startswith("{"):
@@ -477,8 +477,8 @@ def _decision_input(arg: str) -> tuple[bytes, int | None]:
     and the whole size (`limits.read_counted`): what `submit` keeps of a too large answer it is
     given whole. Inline JSON is given whole.
     """
-    from .limits import read_path_counted
-    from .process import stdin_counted
+    from .io.limits import read_path_counted
+    from .io.process import stdin_counted
 
     if arg == "-":
         return stdin_counted("decision")
@@ -649,7 +649,7 @@ def export(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every request as a stored-context file (a run verify and compare accept), with journal.jsonl and answers.jsonl."""
-    from .files import check_new_run_dir
+    from .io.files import check_new_run_dir
 
     check_new_run_dir(out)  # before opening the store
     with _session(store, analysis, read_only=True) as inv:
@@ -729,7 +729,7 @@ def calibrate(
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
-    from .process import broken_pipe, prepare_streams
+    from .io.process import broken_pipe, prepare_streams
 
     args = list(sys.argv[1:] if argv is None else argv)
     closed = prepare_streams()

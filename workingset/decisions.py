@@ -20,7 +20,7 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
-from .limits import Limits, check_json
+from .io.limits import Limits, check_json
 from .model import EvidenceId, State, Unit, split_validation_error
 from .spans import MAX_SPANS, Span, canonical_text
 

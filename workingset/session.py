@@ -30,13 +30,13 @@ from .calls import (
 from .encoders import DEFAULT_ENCODER, get_encoder
 from .errors import SessionError, StoreCorrupt, UsageError
 from .eventlog.exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
-from .files import check_new_run_dir
+from .io.files import check_new_run_dir
 from .eventlog.log import CreatedEvent, LifecycleEvent, encode_event, replay, seed
 from .eventlog.snapshots import snapshot_at_creation, snapshot_due, take_snapshot
-from .limits import Limits
+from .io.limits import Limits
 from .model import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, PendingAction, Summary
-from .runs import make_stored_context, write_run
+from .runs.layout import make_stored_context, write_run
 from .store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url
 from .turns import Turns
 

@@ -26,7 +26,7 @@ from .eventlog.log import (
     AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
     stored_payload,
 )  # fmt: skip
-from .limits import MAX_COST, Limits, too_large
+from .io.limits import MAX_COST, Limits, too_large
 from .model import Evidence, EvidenceBudget
 from .providers import NOT_RETRYABLE, Answer, check_options
 from .replies import Applied, Recorded, Request

@@ -21,7 +21,7 @@ import msgspec
 from workingset.encoders import ENCODERS
 from workingset.hashing import hash_text
 from workingset.model import State, validate_state
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

@@ -27,7 +27,7 @@ import msgspec
 from .availability import Availability, availability
 from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from ..errors import UnknownEncoder, UsageError
-from ..fixed_prompt import FixedPrompt
+from ..runs.fixed_prompt import FixedPrompt
 from ..model import State, StoredContext
 from ..providers import MAX_BREAKPOINTS, section_ends
 from ..tokens.count import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding

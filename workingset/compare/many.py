@@ -128,7 +128,7 @@ def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare one run as `compare RUN --json` does; returns (its JSON object, its row)."""
     from .tables import run_data
     from .parallel import compare_parallel
-    from ..runs import read_run
+    from ..runs.layout import read_run
 
     work = _WORK
     contexts = read_run(run)
@@ -220,7 +220,7 @@ def compare_runs_cli(paths: Sequence[str], shard_spec: str | None, renderers: Ma
                      per_run: Callable[[str], Mapping[str, Renderer]] | None = None, summary: bool, token_cache: bool, recall: bool, encoding: str, cached_price: float,
                      cache: Sequence[str], cache_options: Any, sections: bool, availability: bool) -> dict[str, Any]:  # fmt: skip
     """What `compare RUN… [--shard I/N]` prints as JSON, from its options (with a progress bar on a terminal)."""
-    from ..progress import progress
+    from ..io.progress import progress
 
     runs = expand(paths)
     if shard_spec is not None:

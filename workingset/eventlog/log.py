@@ -36,7 +36,7 @@ from ..model import (
     Capture, Cost, Evidence, Payload, Scope, State, check_capture, check_payload, decode_strict, is_timestamp,
     validate_state,
 )  # fmt: skip
-from ..limits import Limits
+from ..io.limits import Limits
 from ..store import EventRow, Manifest, Status, Tx
 
 

@@ -29,9 +29,9 @@ import msgspec
 
 from ..errors import InvalidFile, WorkingsetError
 from .exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, event_hashes, journal_lines, state_hash
-from ..limits import check_json
+from ..io.limits import check_json
 from ..model import State, StoredContext, read_file, validate_state
-from ..runs import load_context_file, make_stored_context
+from ..runs.layout import load_context_file, make_stored_context
 from ..session import Investigation
 
 

@@ -16,7 +16,7 @@ from ..model import (
     Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
     Hypothesis, Note, State, TextPayload, validate_state,
 )  # fmt: skip
-from ..limits import MAX_COST
+from ..io.limits import MAX_COST
 from ._trajectory import EPOCH, Action, Feedback, Thought, Trajectory, fail
 
 HYPOTHESIS = "H1"

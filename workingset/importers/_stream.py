@@ -41,7 +41,7 @@ from ..encoders.v06 import CAPTURE_COLUMNS, HISTORY_COLUMNS, NOTE_COLUMNS, captu
 from ..encoders.v07 import EVIDENCE_BUDGET_COLUMNS, V7
 from ..hashing import PREFIX
 from ..model import Evidence, Rendered, State
-from ..runfile import common_prefix
+from ..runs.runfile import common_prefix
 
 SEPARATOR = "\n\n"  # between sections and between the blocks of a section (`render_view`, `join_blocks`)
 _line = msgspec.json.Encoder().encode_lines  # as `_render.table` encodes its rows, one line per row

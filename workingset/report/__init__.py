@@ -17,9 +17,9 @@ from typing import Any, Sequence
 from ..compare.engine import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_contexts, version_label, version_renderer
 from ..compare.billing import CacheOptions, model_names
 from ..errors import UnknownEncoder, UsageError
-from ..files import os_error
-from ..fixed_prompt import FixedPrompt
-from ..runs import read_fixed_prompt, read_run
+from ..io.files import os_error
+from ..runs.fixed_prompt import FixedPrompt
+from ..runs.layout import read_fixed_prompt, read_run
 from ..tokens.count import DEFAULT_ENCODING, get_encoding
 
 DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")

@@ -24,7 +24,7 @@ See docs/baselines.md for each rule's source.
 from __future__ import annotations
 
 from ...errors import UsageError
-from ...fixed_prompt import FixedPrompt
+from ...runs.fixed_prompt import FixedPrompt
 from ...model import State
 from .anchors import (
     ClearToolUses,

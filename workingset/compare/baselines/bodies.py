@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from ...errors import UsageError
-from ...fixed_prompt import FixedPrompt
+from ...runs.fixed_prompt import FixedPrompt
 from ...model import State
 from ...providers import breakpoint_family
 

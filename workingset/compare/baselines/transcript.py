@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ...errors import SessionError
-from ...fixed_prompt import FixedPrompt
+from ...runs.fixed_prompt import FixedPrompt
 from ...model import Evidence, Note, RowsPayload, State
 from .bodies import Part, body
 

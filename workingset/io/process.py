@@ -15,7 +15,7 @@ from typing import IO, Any, TypeVar
 
 import msgspec
 
-from .errors import UsageError, WorkingsetError
+from ..errors import UsageError, WorkingsetError
 from .limits import Limits, read_bounded, read_counted
 
 T = TypeVar("T")

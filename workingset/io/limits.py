@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import msgspec
 
-from .errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
+from ..errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
 from .files import describe, open_regular, os_code
 
 MiB = 1 << 20

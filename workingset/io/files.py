@@ -16,7 +16,7 @@ from pathlib import Path
 from collections.abc import Iterable
 from typing import BinaryIO
 
-from .errors import UsageError, WorkingsetError
+from ..errors import UsageError, WorkingsetError
 
 # errno -> code; everything else is `io_error`. Read-only media count as permission_denied:
 # to the user both mean "this place cannot be written".

@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import msgspec
 
-from .errors import InvalidFile
-from .limits import check_json
-from .model import split_validation_error
+from ..errors import InvalidFile
+from ..io.limits import check_json
+from ..model import split_validation_error
 
 FIXED_PROMPT_FORMAT = "workingset/fixed-prompt@1"
 FIXED_PROMPT_FILE = "fixed-prompt.json"  # its name in a run directory of stored-context files

@@ -15,8 +15,8 @@ import sqlite3
 from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
-from .errors import SessionError, StoreCorrupt, UsageError, WorkingsetError
-from .files import SpecialFile, describe, open_regular, os_code
+from ..errors import SessionError, StoreCorrupt, UsageError, WorkingsetError
+from ..io.files import SpecialFile, describe, open_regular, os_code
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 SQLITE_HEADER = b"SQLite format 3\x00"
