@@ -45,7 +45,7 @@ from workingset.eventlog.snapshots import SNAPSHOT_BODY_AT  # noqa: E402
 CHILD = r"""
 import json, sys, time
 store, aid, what = sys.argv[1:4]
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 import workingset.encoders  # imports are not the call
 if "://" in store:
     import psycopg
@@ -75,7 +75,7 @@ def _prepare(store: str, items: int, turns: int) -> str:
     from synthetic import make_state
     from turns import _roomy
 
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
 
     state = _roomy(make_state(items))
     with Investigation.create(store, state, encoder="v10") as inv:

@@ -39,7 +39,7 @@ from workingset.hashing import content_hash  # noqa: E402
 from workingset.io.limits import check_json  # noqa: E402
 from workingset.model import _STATE_DECODER, load_state  # noqa: E402
 from workingset.runs.layout import make_stored_context, write_run  # noqa: E402
-from workingset.session import Investigation  # noqa: E402
+from workingset.session.investigation import Investigation  # noqa: E402
 
 MB = 1_000_000
 CHECK_SIZES = (1, 4, 16)

@@ -109,7 +109,7 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
     """Create an analysis from `state` in a fresh store and time `turns` turns after `warmup`."""
     from workingset.encoders import get_encoder
     from workingset.eventlog.log import catch_up
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
 
     state = _roomy(state)
     pending = {h.id: None for h in state.hypotheses}

@@ -48,7 +48,7 @@ from workingset.compare.billing import CacheOptions, Meter, state_time  # noqa: 
 from workingset.encoders import get_encoder  # noqa: E402
 from workingset.model import StoredContext  # noqa: E402
 from workingset.providers import section_ends  # noqa: E402
-from workingset.replies import Request  # noqa: E402
+from workingset.session.replies import Request  # noqa: E402
 from workingset.runs.layout import read_run  # noqa: E402
 
 UNBOUNDED_BUDGET = 100_000_000

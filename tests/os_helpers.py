@@ -81,7 +81,7 @@ def cli_as_nobody(*args: str) -> Outcome:
     """Run the CLI in a forked child that dropped root for uid 65534, so permissions really apply."""
     import workingset.encoders  # noqa: F401 - imported before the fork: the child may not read the interpreter's files
     import workingset.runs.layout  # noqa: F401
-    import workingset.session  # noqa: F401
+    import workingset.session.investigation  # noqa: F401
 
     read, write = os.pipe()
     pid = os.fork()

@@ -22,7 +22,7 @@ from typer.testing import CliRunner
 from session_helpers import ANALYSIS, decision, make_state, query, result
 from workingset.cli import app
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 
 DECISION_CODES = {"malformed_json", "schema_violation", "too_large", "recall_unsupported", "recall_count",
                   "recall_duplicate", "unknown_evidence", "assessment_missing", "assessment_mismatch",

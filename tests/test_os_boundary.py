@@ -23,7 +23,7 @@ import pytest
 from os_helpers import HANG, can_mount_read_only, cli, cli_as_nobody, cli_process, cli_read_only, snapshot
 from session_helpers import answer_bytes, answer_events, db_dump, decision, query, state_bytes
 from workingset.io.files import write_new_files
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 
 LONG = "n" * 300  # over NAME_MAX (255) on every common file system
 

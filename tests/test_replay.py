@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from workingset.cli import app
 from workingset.errors import DecisionRejected, WorkingsetError
 from workingset.eventlog.replay import first_difference, replay_export
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 

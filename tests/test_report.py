@@ -14,7 +14,7 @@ from workingset.report import DEFAULT_STRATEGIES, report_data
 from workingset.report.page import _json, render_page
 from workingset.report.texts import LineTable, decode, edits, expand_ids, id_ranges
 from workingset.runs.layout import read_run
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 
 from conftest import BUG17, CORPUS, invoke, needs_corpus
 from report_page import embedded, texts

@@ -25,7 +25,7 @@ from typer.testing import CliRunner
 
 from workingset.cli import app
 from workingset.encoders import get_encoder
-from workingset.replies import Request
+from workingset.session.replies import Request
 from workingset.runs.layout import read_run
 from workingset.tokens.count import get_encoding
 from workingset.compare.wire import body_prompt

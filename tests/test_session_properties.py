@@ -13,7 +13,7 @@ from session_helpers import ANALYSIS, answer_bytes, answer_events, db_dump, resu
 
 from workingset.errors import DecisionRejected, SessionError
 from workingset.model import validate_state
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 
 # Placeholders resolved against the open request: its pending result, a shown ID, an indexed one.
 IDS = ["PENDING"] * 6 + ["SHOWN"] * 4 + ["INDEXED"] * 2 + ["E000001", "E000004", "E000099", "E12"]

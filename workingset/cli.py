@@ -141,7 +141,7 @@ def render(
 ) -> None:
     """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
     from .encoders import get_encoder
-    from .replies import Request
+    from .session.replies import Request
     from .runs.layout import pick_context
 
     as_messages = provider_options(messages, ttl, strict)
@@ -438,7 +438,7 @@ AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")
 
 
 def _store(store: str | None) -> str:
-    from .session import default_store_path
+    from .session.investigation import default_store_path
 
     return store if store is not None else default_store_path()  # an empty --store is refused, not the default
 
@@ -488,7 +488,7 @@ def _decision_input(arg: str) -> tuple[bytes, int | None]:
 
 
 def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
-    from .session import Investigation
+    from .session.investigation import Investigation
 
     return Investigation.open(_store(store), analysis, read_only=read_only)
 
@@ -503,7 +503,7 @@ def init(
 ) -> None:
     """Create an analysis from a state file (a bare state, or a stored context whose state is taken)."""
     from .model import load_start
-    from .session import Investigation
+    from .session.investigation import Investigation
 
     data, source = _input(state, "file")
     start, before = load_start(data, source)
@@ -595,7 +595,7 @@ def record(
 @guarded
 def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
     """Status, iteration, budget, hypotheses, open request, pending actions and recall selections."""
-    from .replies import describe
+    from .session.replies import describe
 
     with _session(store, analysis, read_only=True) as inv:
         out = inv.show()

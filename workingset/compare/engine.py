@@ -252,7 +252,7 @@ def version_label(name: str) -> str:
 def version_renderer(label: str) -> Renderer:
     """Return the renderer of an encoder version given its label (`v8`)."""
     from ..encoders import get_encoder, render
-    from ..replies import Request
+    from ..session.replies import Request
 
     name = "investigation_project_" + label
 

@@ -32,7 +32,7 @@ from .exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, event_hashes, journal_lin
 from ..io.limits import check_json
 from ..model import State, StoredContext, read_file, validate_state
 from ..runs.layout import load_context_file, make_stored_context
-from ..session import Investigation
+from ..session.investigation import Investigation
 
 
 @dataclass(frozen=True)

@@ -22,22 +22,22 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import controller as ctl
+from .. import controller as ctl
 from .calls import (
     Call, as_bytes, busy_hypotheses, check_in_log, closed, evidence_ids, externalize, pending_action, points_nowhere,
     stored_encoder,
 )  # fmt: skip
-from .encoders import DEFAULT_ENCODER, get_encoder
-from .errors import SessionError, StoreCorrupt, UsageError
-from .eventlog.exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
-from .io.files import check_new_run_dir
-from .eventlog.log import CreatedEvent, LifecycleEvent, encode_event, replay, seed
-from .eventlog.snapshots import snapshot_at_creation, snapshot_due, take_snapshot
-from .io.limits import Limits
-from .model import State, StoredContext, copy_state, load_start, validate_state
+from ..encoders import DEFAULT_ENCODER, get_encoder
+from ..errors import SessionError, StoreCorrupt, UsageError
+from ..eventlog.exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
+from ..io.files import check_new_run_dir
+from ..eventlog.log import CreatedEvent, LifecycleEvent, encode_event, replay, seed
+from ..eventlog.snapshots import snapshot_at_creation, snapshot_due, take_snapshot
+from ..io.limits import Limits
+from ..model import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, PendingAction, Summary
-from .runs.layout import make_stored_context, write_run
-from .store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url
+from ..runs.layout import make_stored_context, write_run
+from ..store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url
 from .turns import Turns
 
 DEFAULT_STORE = os.path.join(".workingset", "store.sqlite3")

@@ -21,8 +21,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import ReplyUnusable, UsageError
-from .providers import TOOL_NAME, Answer
+from ..errors import ReplyUnusable, UsageError
+from ..providers import TOOL_NAME, Answer
 
 _TRUNCATED_ANTHROPIC = ("max_tokens", "model_context_window_exceeded")
 

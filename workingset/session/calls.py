@@ -6,14 +6,14 @@ from typing import Any
 
 import msgspec
 
-from . import controller as ctl
-from .encoders import get_encoder
-from .errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
-from .eventlog.view import Replayed
-from .eventlog.log import ResultInput, catch_up, check_stored, encode_event, fill, stored_payload
-from .model import State
+from .. import controller as ctl
+from ..encoders import get_encoder
+from ..errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
+from ..eventlog.view import Replayed
+from ..eventlog.log import ResultInput, catch_up, check_stored, encode_event, fill, stored_payload
+from ..model import State
 from .replies import PendingAction
-from .store import ActionRow, AnalysisRow, RequestRecord, Tx
+from ..store import ActionRow, AnalysisRow, RequestRecord, Tx
 
 
 def as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct, what: str = "state") -> bytes:

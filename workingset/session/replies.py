@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 from tabulate import tabulate
 
-from .costs import cost_text
-from .model import State
+from ..costs import cost_text
+from ..model import State
 
 if TYPE_CHECKING:
-    from .encoders import RenderedContext
+    from ..encoders import RenderedContext
 
 
 class Request(msgspec.Struct, kw_only=True):
@@ -41,21 +41,21 @@ class Request(msgspec.Struct, kw_only=True):
     @property
     def decision_schema(self) -> dict[str, Any]:
         """The JSON Schema of a decision answering this request (its encoder's frozen schema; a copy)."""
-        from .encoders import get_encoder
+        from ..encoders import get_encoder
 
         return copy.deepcopy(get_encoder(self.encoder).decision_schema)
 
     def messages(self, provider: str, *, retry: Any = (), ttl: str | None = None, strict: bool | None = None,
                  model: str | None = None) -> dict[str, Any]:  # fmt: skip
         """The JSON to merge into an `anthropic`, `openai` or `openai-responses` call (see `providers.messages`)."""
-        from .providers import messages
+        from ..providers import messages
 
         return messages(self, provider, retry=retry, ttl=ttl, strict=strict, model=model)
 
     @classmethod
     def of(cls, out: RenderedContext, request_id: str, state: State, **overrides: Any) -> Request:
         """The request for a rendered context `out` of `state` (`overrides` replace §8 fields)."""
-        from .providers import section_ends
+        from ..providers import section_ends
 
         fields = dict(request_id=request_id, encoder=out.encoder, hypothesis=out.hypothesis, text=out.text,
                       shown=list(out.shown), indexed=list(out.indexed), chars=out.chars, hash=out.hash)  # fmt: skip
