@@ -35,9 +35,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _results import ROOT, median, sample, write_section  # noqa: E402
 from session_helpers import assess, decision, make_state, query  # noqa: E402
 
-from workingset.hashing import content_hash  # noqa: E402
+from workingset.model.hashing import content_hash  # noqa: E402
 from workingset.io.limits import check_json  # noqa: E402
-from workingset.model import _STATE_DECODER, load_state  # noqa: E402
+from workingset.model.state import _STATE_DECODER, load_state  # noqa: E402
 from workingset.runs.layout import make_stored_context, write_run  # noqa: E402
 from workingset.session.investigation import Investigation  # noqa: E402
 

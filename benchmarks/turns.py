@@ -37,7 +37,7 @@ import msgspec
 
 from _results import median, ms, p95
 
-from workingset.model import State, copy_state
+from workingset.model.state import State, copy_state
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -8,8 +8,8 @@ from workingset import render
 from workingset.compare.availability import Availability, availability
 from workingset.compare.baselines import BASELINES
 from workingset.encoders import get_encoder
-from workingset.harvest import harvest
-from workingset.model import TextPayload
+from workingset.model.harvest import harvest
+from workingset.model.state import TextPayload
 from workingset.runs.layout import read_run
 
 from conftest import BUG17

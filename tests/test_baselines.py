@@ -8,8 +8,8 @@ from conftest import CORPUS, needs_corpus
 
 from workingset.compare.baselines import BASELINES, MASKED, Baseline, unrecoverable
 from workingset.errors import SessionError, UsageError
-from workingset.hashing import content_hash
-from workingset.model import (
+from workingset.model.hashing import content_hash
+from workingset.model.state import (
     Budget,
     Capture,
     Case,

@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from session_helpers import assess, decision, query, recall, result, state_bytes
 from workingset.cli import app, main
-from workingset.model import load_state
+from workingset.model.state import load_state
 
 A = ["--analysis", "demo"]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from workingset.encoders import ENCODERS
-from workingset.hashing import content_hash
-from workingset.model import (
+from workingset.model.hashing import content_hash
+from workingset.model.state import (
     Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, RecallSelection,
     State, TextPayload,
 )  # fmt: skip

@@ -8,7 +8,7 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workingset.costs import add_cost, cost_text
+from workingset.model.costs import add_cost, cost_text
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.io.limits import MAX_COST
 from workingset.session.replies import describe

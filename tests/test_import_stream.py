@@ -20,10 +20,10 @@ from msgspec.structs import replace
 
 from workingset import importers
 from workingset.encoders import get_encoder
-from workingset.hashing import content_hash
+from workingset.model.hashing import content_hash
 from workingset.importers import import_trajectory, write_import
 from workingset.importers._stream import StreamingRender
-from workingset.model import Case, EvidenceBudget, HistoryEntry, Note, State, validate_state
+from workingset.model.state import Case, EvidenceBudget, HistoryEntry, Note, State, validate_state
 from workingset.runs.runfile import common_prefix
 from workingset.runs.layout import read_run
 

@@ -17,7 +17,7 @@ import pytest
 
 from workingset.errors import InvalidFile, UsageError
 from workingset.importers import FORMATS, import_trajectory, write_import
-from workingset.model import TextPayload
+from workingset.model.state import TextPayload
 
 from conftest import CORPUS, CORPUS_SOURCES as SOURCES, needs_corpus
 

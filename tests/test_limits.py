@@ -16,7 +16,7 @@ from workingset.io import limits
 from workingset.cli import app
 from workingset.errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
 from workingset.io.limits import MAX_COST, MAX_COUNT, Limits, check_json, duplicate_key, nesting_depth, read_bounded, skeleton
-from workingset.model import load_state, validate_state
+from workingset.model.state import load_state, validate_state
 from workingset.session.investigation import Investigation
 
 # Strings that stress the byte scan: brackets, braces, colons, quotes and backslashes inside strings.

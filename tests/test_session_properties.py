@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from session_helpers import ANALYSIS, answer_bytes, answer_events, db_dump, result, state_bytes
 
 from workingset.errors import DecisionRejected, SessionError
-from workingset.model import validate_state
+from workingset.model.state import validate_state
 from workingset.session.investigation import Investigation
 
 # Placeholders resolved against the open request: its pending result, a shown ID, an indexed one.

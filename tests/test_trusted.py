@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 
 from factory import sample_state
 from test_render_properties import states
-from workingset.model import Capture, Evidence, Hypothesis, State
+from workingset.model.state import Capture, Evidence, Hypothesis, State
 from workingset.eventlog.snapshots import Snapshot
 from workingset.eventlog.trusted import TrustedCodec
 

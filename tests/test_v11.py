@@ -72,7 +72,7 @@ def _compactions(out) -> str:
 
 def test_the_preamble_is_the_same_for_every_analysis_and_budget():
     a = render(BUG17[0][1].state, BUG17[0][1].hypothesis, "v11")
-    from workingset.model import load_state
+    from workingset.model.state import load_state
     import json
 
     b = get_encoder("v11:budget=60000").render(load_state(json.dumps(make_state()).encode()), "H1")
@@ -146,7 +146,7 @@ def _grow_in_place(target, source) -> None:
 
 @pytest.mark.parametrize("name", BUDGETS)
 def test_a_kept_journal_renders_exactly_what_a_fresh_walk_renders(name):
-    from workingset.model import copy_state
+    from workingset.model.state import copy_state
 
     enc = get_encoder(name)
     state = copy_state(BUG17[0][1].state)
@@ -163,7 +163,7 @@ def test_a_kept_journal_renders_exactly_what_a_fresh_walk_renders(name):
 
 
 def test_a_result_recorded_late_is_walked_afresh_and_lands_in_order():
-    from workingset.model import copy_state
+    from workingset.model.state import copy_state
 
     enc = get_encoder("v11")
     final = BUG17[-1][1].state

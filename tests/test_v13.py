@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import MIN_BUDGET
-from workingset.harvest import harvest
+from workingset.model.harvest import harvest
 from workingset.importers import import_trajectory
-from workingset.model import Evidence, State, TextPayload, validate_state
+from workingset.model.state import Evidence, State, TextPayload, validate_state
 from workingset.runs.layout import read_run
 
 from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus

@@ -17,7 +17,7 @@ from session_helpers import make_state, state_bytes
 from store_sql import execute, query
 
 from workingset.errors import InvalidFile
-from workingset.model import load_start
+from workingset.model.state import load_start
 from workingset.schemas import json_schema
 from workingset.session.investigation import Investigation
 

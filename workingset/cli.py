@@ -502,7 +502,7 @@ def init(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an analysis from a state file (a bare state, or a stored context whose state is taken)."""
-    from .model import load_start
+    from .model.state import load_start
     from .session.investigation import Investigation
 
     data, source = _input(state, "file")

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from .costs import add_cost
+from .model.costs import add_cost
 from .decisions import AnyDecision, Conclude, Query, Recall, assessment_of
 from .errors import SessionError
-from .model import Evidence, HistoryEntry, Note, RecallSelection, State
+from .model.state import Evidence, HistoryEntry, Note, RecallSelection, State
 
 ACTIVE, PAUSED, COMPLETED, FAILED, CANCELLED = "active", "paused", "completed", "failed", "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})

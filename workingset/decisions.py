@@ -21,8 +21,8 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
 from .io.limits import Limits, check_json
-from .model import EvidenceId, State, Unit, split_validation_error
-from .spans import MAX_SPANS, Span, canonical_text
+from .model.state import EvidenceId, State, Unit, split_validation_error
+from .model.spans import MAX_SPANS, Span, canonical_text
 
 MAX_NOTES = 8
 MAX_RECALL = 4

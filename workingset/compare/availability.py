@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Collection
 
-from ..harvest import harvest
-from ..model import State
+from ..model.harvest import harvest
+from ..model.state import State
 
 
 @dataclass(frozen=True)

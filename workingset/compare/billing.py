@@ -42,7 +42,7 @@ from typing import Callable, Iterable, Iterator
 import xxhash
 
 from ..errors import UsageError
-from ..model import State
+from ..model.state import State
 from ..providers import MAX_BREAKPOINTS
 from ..tokens.count import common_prefix
 

@@ -28,7 +28,7 @@ from .availability import Availability, availability
 from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from ..errors import UnknownEncoder, UsageError
 from ..runs.fixed_prompt import FixedPrompt
-from ..model import State, StoredContext
+from ..model.state import State, StoredContext
 from ..providers import MAX_BREAKPOINTS, section_ends
 from ..tokens.count import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
 

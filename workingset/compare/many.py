@@ -241,7 +241,7 @@ def merged(files: Sequence[str]) -> dict[str, Any]:
     """`compare --merge FILE…`: read each output of `compare … --json` and merge them."""
     import msgspec
 
-    from ..model import read_file
+    from ..model.state import read_file
 
     outputs = []
     for name in files:

@@ -17,7 +17,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from .engine import Comparison, Renderer, compare_contexts
 from ..errors import UsageError
-from ..model import StoredContext
+from ..model.state import StoredContext
 
 # What the forked workers read: set by `compare_parallel` before the pool starts.
 _WORK: dict[str, Any] = {}

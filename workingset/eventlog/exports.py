@@ -26,9 +26,9 @@ from typing import Any
 import msgspec
 
 from ..errors import StoreCorrupt
-from ..hashing import canonical_json, hash_bytes
+from ..model.hashing import canonical_json, hash_bytes
 from .log import AnswerEvent, CreatedEvent, DecisionEvent, LifecycleEvent, RecordEvent, RequestEvent
-from ..model import State
+from ..model.state import State
 from ..store import EventRow, Tx
 
 JOURNAL = "journal.jsonl"

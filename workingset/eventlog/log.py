@@ -31,8 +31,8 @@ from . import snapshots
 from .view import Replayed
 from ..decisions import Query, StoredDecision
 from ..errors import StoreCorrupt, UsageError, WorkingsetError
-from ..hashing import canonical_json
-from ..model import (
+from ..model.hashing import canonical_json
+from ..model.state import (
     Capture, Cost, Evidence, Payload, Scope, State, check_capture, check_payload, decode_strict, is_timestamp,
     validate_state,
 )  # fmt: skip

@@ -30,7 +30,7 @@ import msgspec
 from ..errors import InvalidFile, WorkingsetError
 from .exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, event_hashes, journal_lines, state_hash
 from ..io.limits import check_json
-from ..model import State, StoredContext, read_file, validate_state
+from ..model.state import State, StoredContext, read_file, validate_state
 from ..runs.layout import load_context_file, make_stored_context
 from ..session.investigation import Investigation
 

@@ -15,7 +15,7 @@ import xxhash
 
 from .. import controller as ctl
 from ..errors import StoreCorrupt
-from ..model import State
+from ..model.state import State
 from ..store import Tx
 from .trusted import TrustedCodec
 from .view import Replayed

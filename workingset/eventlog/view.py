@@ -11,7 +11,7 @@ from typing import Any
 
 from .. import controller as ctl
 from ..errors import StoreCorrupt
-from ..model import Evidence, State
+from ..model.state import Evidence, State
 
 _STATE_CHANGES = frozenset({"created", "decision", "record"})
 

@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..errors import UsageError
 from ..io.files import check_new_run_dir
-from ..model import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
+from ..model.state import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
 from ..runs.layout import make_stored_context, write_layout
 from . import mini_swe_agent, openhands, swe_agent
 from ._build import HYPOTHESIS, build_states

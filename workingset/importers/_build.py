@@ -9,10 +9,10 @@ to state k; whatever follows the last action belongs to the last state.
 
 from __future__ import annotations
 
-from ..costs import add_cost
+from ..model.costs import add_cost
 from ..errors import InvalidFile
-from ..hashing import content_hash
-from ..model import (
+from ..model.hashing import content_hash
+from ..model.state import (
     Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
     Hypothesis, Note, State, TextPayload, validate_state,
 )  # fmt: skip

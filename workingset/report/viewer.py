@@ -16,8 +16,8 @@ import msgspec
 
 from ..compare.baselines import BASELINES, unrecoverable
 from ..compare.engine import API_MODEL, Rendering, prompt, sent_prompts
-from ..model import StoredContext
-from ..hashing import hash_text
+from ..model.state import StoredContext
+from ..model.hashing import hash_text
 from ..tokens.count import prefix_chars
 from .texts import LineTable, edits, id_ranges, utf16_offsets
 

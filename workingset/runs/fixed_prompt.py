@@ -20,7 +20,7 @@ import msgspec
 
 from ..errors import InvalidFile
 from ..io.limits import check_json
-from ..model import split_validation_error
+from ..model.state import split_validation_error
 
 FIXED_PROMPT_FORMAT = "workingset/fixed-prompt@1"
 FIXED_PROMPT_FILE = "fixed-prompt.json"  # its name in a run directory of stored-context files

@@ -18,7 +18,7 @@ from ..encoders import ENCODERS, get_encoder
 from ..errors import InvalidFile, UsageError, WorkingsetError
 from ..io.files import check_new_run_dir, describe, os_code, write_new_files
 from .fixed_prompt import FIXED_PROMPT_FILE, FixedPrompt, dump as dump_fixed_prompt, load as load_fixed_prompt
-from ..model import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_json, load_stored_context, read_file
+from ..model.state import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_json, load_stored_context, read_file
 from .runfile import RUN_FILE, RUN_FORMAT, is_run_file, pack, unpack, unpack_fixed_prompt
 
 

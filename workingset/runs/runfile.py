@@ -33,9 +33,9 @@ from msgspec.structs import replace
 
 from ..errors import InvalidFile
 from .fixed_prompt import FixedPrompt, convert
-from ..hashing import canonical_json, hash_bytes
+from ..model.hashing import canonical_json, hash_bytes
 from ..io.limits import Limits, check_json, too_large
-from ..model import Evidence, StoredContext, load_stored_context
+from ..model.state import Evidence, StoredContext, load_stored_context
 
 RUN_FORMAT = "workingset/run@1"
 RUN_FILE = "run.json"  # the name of a run file inside a run directory

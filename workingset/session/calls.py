@@ -11,7 +11,7 @@ from ..encoders import get_encoder
 from ..errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
 from ..eventlog.view import Replayed
 from ..eventlog.log import ResultInput, catch_up, check_stored, encode_event, fill, stored_payload
-from ..model import State
+from ..model.state import State
 from .replies import PendingAction
 from ..store import ActionRow, AnalysisRow, RequestRecord, Tx
 

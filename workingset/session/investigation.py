@@ -34,7 +34,7 @@ from ..io.files import check_new_run_dir
 from ..eventlog.log import CreatedEvent, LifecycleEvent, encode_event, replay, seed
 from ..eventlog.snapshots import snapshot_at_creation, snapshot_due, take_snapshot
 from ..io.limits import Limits
-from ..model import State, StoredContext, copy_state, load_start, validate_state
+from ..model.state import State, StoredContext, copy_state, load_start, validate_state
 from .replies import Lifecycle, PendingAction, Summary
 from ..runs.layout import make_stored_context, write_run
 from ..store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 from tabulate import tabulate
 
-from ..costs import cost_text
-from ..model import State
+from ..model.costs import cost_text
+from ..model.state import State
 
 if TYPE_CHECKING:
     from ..encoders import RenderedContext

@@ -16,18 +16,18 @@ from .answers import answer_of
 from .calls import (
     Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
 )  # fmt: skip
-from ..costs import add_cost, cost_text
+from ..model.costs import add_cost, cost_text
 from ..decisions import Query, Recall, check_decision, check_spans, parse_decision
 from ..encoders import RenderedContext
 from ..encoders.v11 import V11
 from ..errors import DecisionRejected, InvalidFile, ReplyUnusable, SessionError, StoreCorrupt, UsageError, WorkingsetError
-from ..hashing import content_hash
+from ..model.hashing import content_hash
 from ..eventlog.log import (
     AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
     stored_payload,
 )  # fmt: skip
 from ..io.limits import MAX_COST, Limits, too_large
-from ..model import Evidence, EvidenceBudget
+from ..model.state import Evidence, EvidenceBudget
 from ..providers import NOT_RETRYABLE, Answer, check_options
 from .replies import Applied, Recorded, Request
 from ..store import ActionRow, AnalysisRow, Manifest, RequestRecord, Tx

@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from ..errors import WorkingsetError
-from ..model import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId, Payload, RequestId
+from ..model.state import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId, Payload, RequestId
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 # 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 from ..errors import WorkingsetError
-from ..hashing import hash_text
+from ..model.hashing import hash_text
 
 if TYPE_CHECKING:
     from .disk_cache import TokenCache

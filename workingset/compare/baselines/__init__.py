@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from ...errors import UsageError
 from ...runs.fixed_prompt import FixedPrompt
-from ...model import State
+from ...model.state import State
 from .anchors import (
     ClearToolUses,
     LastNObservations,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...model import Evidence, State
+from ...model.state import Evidence, State
 from ...tokens.count import count_tokens
 from .transcript import Baseline, Plan, output_text, steps
 

@@ -26,7 +26,7 @@ from typing import Any, NamedTuple, Protocol
 
 from ...errors import UsageError
 from ...runs.fixed_prompt import FixedPrompt
-from ...model import State
+from ...model.state import State
 from ...providers import breakpoint_family
 
 EPHEMERAL = {"type": "ephemeral"}

@@ -24,7 +24,7 @@ import msgspec
 
 from ...errors import SessionError
 from ...runs.fixed_prompt import FixedPrompt
-from ...model import Evidence, Note, RowsPayload, State
+from ...model.state import Evidence, Note, RowsPayload, State
 from .bodies import Part, body
 
 MASKED = "<MASKED>"

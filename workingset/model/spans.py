@@ -23,7 +23,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from .model import EvidenceId, Payload, RowsPayload, State, whole
+from .state import EvidenceId, Payload, RowsPayload, State, whole
 
 Sha256 = Annotated[str, Meta(pattern=whole("[0-9a-f]{64}"))]
 MAX_SPANS = 16

@@ -18,7 +18,7 @@ import re
 
 import msgspec
 
-from .model import Payload, RowsPayload
+from .state import Payload, RowsPayload
 
 MAX_IDENTIFIERS = 8
 MAX_LENGTH = 80

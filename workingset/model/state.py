@@ -18,9 +18,9 @@ import msgspec
 import msgspec.inspect
 from msgspec import Meta, Struct
 
-from .errors import InvalidFile
+from ..errors import InvalidFile
 from .hashing import content_hash
-from .io.limits import MAX_COST, MAX_COUNT, Limits, check_json, read_path
+from ..io.limits import MAX_COST, MAX_COUNT, Limits, check_json, read_path
 
 STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
 
