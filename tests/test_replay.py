@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from workingset.cli import app
 from workingset.errors import DecisionRejected, WorkingsetError
-from workingset.eventlog.replay import first_difference, replay_export
+from workingset.session.frozen_replay import first_difference, replay_export
 from workingset.session.investigation import Investigation
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
@@ -234,7 +234,7 @@ def test_a_v11_export_with_a_compacted_journal_and_a_recall_replays(tmp_path):
 def test_an_answer_refused_as_too_large_keeps_only_its_head_and_replays_at_its_size():
     from workingset.errors import DecisionRejected
     from workingset.eventlog.log import AnswerEvent
-    from workingset.eventlog.replay import _answer_bytes
+    from workingset.session.frozen_replay import _answer_bytes
 
     err = DecisionRejected("the decision is 3,000 bytes; the limit is 1,000 bytes", code="too_large",
                            details={"path": "$", "limit": 1000})  # fmt: skip

@@ -13,7 +13,7 @@ from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.v08 import V8
 from workingset.errors import DecisionRejected
 from workingset.model.state import load_state
-from workingset.eventlog.replay import replay_export
+from workingset.session.frozen_replay import replay_export
 from workingset.session.investigation import Investigation
 from workingset.model.spans import canonical_text, make_span, quote_span
 

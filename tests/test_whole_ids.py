@@ -18,7 +18,7 @@ from store_sql import execute, query
 
 from workingset.errors import InvalidFile
 from workingset.model.state import load_start
-from workingset.schemas import json_schema
+from workingset.session.schemas import json_schema
 from workingset.session.investigation import Investigation
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"

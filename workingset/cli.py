@@ -671,7 +671,7 @@ def schema(
     as_json: JsonFlag = False,
 ) -> None:
     """Print the JSON Schema of a state, stored context, result or decision, from the types that validate them."""
-    from .schemas import json_schema
+    from .session.schemas import json_schema
 
     out = json_schema(kind, encoder)
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(out), indent=2).decode("utf-8") + "\n")
@@ -685,7 +685,7 @@ def replay(
 ) -> None:
     """Rebuild an exported analysis in a fresh store from its recorded inputs and compare every step."""
     from .errors import ReplayDiverged
-    from .eventlog.replay import replay_export
+    from .session.frozen_replay import replay_export
 
     report = replay_export(directory)
     div = report.divergence

@@ -1,1 +1,1 @@
-"""The event log of an analysis: its events (`log`), the replayed state (`view`), snapshots, export and frozen replay of an export."""
+"""The event log of an analysis: its events (`log`), the replayed state (`view`), snapshots with their codec (`trusted`), and the export."""

@@ -19,7 +19,7 @@ def turn_records(directory: str, request_ids: Sequence[str]) -> dict[str, Any] |
 
     An export whose journal is damaged is `invalid_file`, as `replay` reports it.
     """
-    from ..eventlog.replay import read_journal
+    from ..session.frozen_replay import read_journal
 
     root = Path(directory)
     if not root.is_dir() or not ((root / JOURNAL).exists() or (root / ANSWERS).exists()):

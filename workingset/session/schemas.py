@@ -21,11 +21,11 @@ from typing import Any
 
 import msgspec
 
-from .decisions import DECISION_TYPES, MAX_RECALL
-from .encoders import DEFAULT_ENCODER, get_encoder
-from .errors import UsageError
-from .eventlog.log import ResultInput
-from .model.state import State, StoredContext
+from ..decisions import DECISION_TYPES, MAX_RECALL
+from ..encoders import DEFAULT_ENCODER, get_encoder
+from ..errors import UsageError
+from ..eventlog.log import ResultInput
+from ..model.state import State, StoredContext
 
 TYPES: dict[str, type[msgspec.Struct]] = {"state": State, "context": StoredContext, "result": ResultInput}
 KINDS = ("state", "context", "result", "decision")

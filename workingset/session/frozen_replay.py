@@ -28,11 +28,11 @@ from typing import Any
 import msgspec
 
 from ..errors import InvalidFile, WorkingsetError
-from .exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, event_hashes, journal_lines, state_hash
+from ..eventlog.exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, event_hashes, journal_lines, state_hash
 from ..io.limits import check_json
 from ..model.state import State, StoredContext, read_file, validate_state
 from ..runs.layout import load_context_file, make_stored_context
-from ..session.investigation import Investigation
+from .investigation import Investigation
 
 
 @dataclass(frozen=True)
