@@ -94,7 +94,7 @@ def checks() -> str:
 
 # The child reports its own peak memory. Linux keeps a process's peak across exec, and a child
 # forked from this (large) process would start at its size: `sh` forks the measured one.
-_CHILD = ("import resource, sys; from workingset.cli import main; code = main(sys.argv[1:]); "
+_CHILD = ("import resource, sys; from workingset.cli.commands import main; code = main(sys.argv[1:]); "
           "sys.stderr.write(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'); sys.exit(code)")
 
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from session_helpers import ANALYSIS, decision, make_state, query, result
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 

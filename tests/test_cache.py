@@ -15,7 +15,7 @@ from workingset.compare import engine as bench
 from workingset import providers
 from workingset.tokens import count as tokens
 from workingset.compare.billing import TTLS, CacheOptions, Prompt, bill, model_names, state_time
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
 from workingset.runs.layout import read_run

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from session_helpers import assess, decision, query, recall, result, state_bytes
-from workingset.cli import app, main
+from workingset.cli.commands import app, main
 from workingset.model.state import load_state
 
 A = ["--analysis", "demo"]

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from session_helpers import assess, decision, make_state, query, result, state_bytes
 from workingset.io import limits
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
 from workingset.io.limits import MAX_COST, MAX_COUNT, Limits, check_json, duplicate_key, nesting_depth, read_bounded, skeleton
 from workingset.model.state import load_state, validate_state

@@ -7,7 +7,7 @@ import json
 import msgspec
 import pytest
 
-from workingset.cli import main
+from workingset.cli.commands import main
 from workingset.model.hashing import canonical_json, content_hash
 from workingset.model.state import load_state, load_state_or_context
 from workingset.runs.layout import make_stored_context

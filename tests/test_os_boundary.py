@@ -267,7 +267,7 @@ def test_closed_standard_streams_and_a_broken_pipe_are_codes(store):
     cli_process("pause", "--analysis", "demo", "--store", str(store), close_fds=(1,)).rejected("io_error")
     assert snapshot(store) == before  # a closed stdout is found before the command changes anything
     proc = subprocess.Popen([sys.executable, "-c",
-                             "from workingset.cli import run; run()", "show", "--analysis", "demo", "--store", str(store),
+                             "from workingset.cli.commands import run; run()", "show", "--analysis", "demo", "--store", str(store),
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     proc.stdout.close()  # the reader goes away before the answer is written
     err = proc.stderr.read().decode()

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from conftest import BUG17
 from session_helpers import assess, conclude, db_dump, decision, query, recall, result, state_bytes
 from workingset import DecisionRejected, Investigation, Request, UsageError, load_stored_context
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.decisions import parse_decision
 from workingset.encoders import get_encoder
 from workingset.providers import APPEND_ONLY, MAX_BREAKPOINTS, PROVIDERS, strict_schema

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from session_helpers import answer_bytes, assess, conclude, decision, query, recall, result, state_bytes
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.errors import DecisionRejected, WorkingsetError
 from workingset.session.frozen_replay import first_difference, replay_export
 from workingset.session.investigation import Investigation

@@ -23,7 +23,7 @@ import pytest
 
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.encoders import get_encoder
 from workingset.session.replies import Request
 from workingset.runs.layout import read_run

@@ -9,7 +9,7 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.errors import InvalidFile, UsageError, WorkingsetError
 from workingset.importers import import_trajectory, write_import
 from workingset.runs.runfile import RUN_FORMAT, pack, unpack

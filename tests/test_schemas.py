@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.decisions import parse_decision
 from workingset.encoders import ENCODERS
 from workingset.encoders._render import decision_schema

@@ -20,10 +20,10 @@ try:  # typer >= 0.29 vendors click
 except ImportError:  # pragma: no cover - older typer on top of click
     from click.exceptions import UsageError as ClickUsageError
 
-from .compare.engine import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
-from .errors import UsageError, WorkingsetError
-from .io.limits import MAX_COUNT
-from .tokens.count import DEFAULT_ENCODING
+from ..compare.engine import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
+from ..errors import UsageError, WorkingsetError
+from ..io.limits import MAX_COUNT
+from ..tokens.count import DEFAULT_ENCODING
 
 app = typer.Typer(
     add_completion=False,
@@ -63,7 +63,7 @@ def check_prices(cached_price: float, write_price: float | None) -> None:
 
 def provider_options(messages: str | None, ttl: str | None, strict: bool | None) -> bool:
     """Check --messages and its options before anything is rendered; True when provider JSON is asked for."""
-    from .providers import check_options
+    from ..providers import check_options
 
     if messages is None:
         if ttl is not None or strict is not None:
@@ -78,7 +78,7 @@ def emit_json(value: Any) -> None:
     try:
         data = msgspec.json.encode(value)
     except UnicodeEncodeError:  # a path argument with bytes that are not UTF-8: shown as U+FFFD
-        from .io.process import json_safe
+        from ..io.process import json_safe
 
         data = msgspec.json.encode(json_safe(value))
     sys.stdout.write(data.decode("utf-8") + "\n")
@@ -90,7 +90,7 @@ def report_error(err: WorkingsetError, as_json: bool) -> None:
     try:
         sys.stderr.write(line)  # `main` lets stderr write a path's non-UTF-8 bytes back as they were given
     except UnicodeEncodeError:  # a stream that cannot, or a lone surrogate no byte gave: shown as U+FFFD
-        from .io.process import json_safe
+        from ..io.process import json_safe
 
         sys.stderr.write(json_safe(line))
     if as_json:
@@ -108,16 +108,16 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
             report_error(err, bool(kwargs.get("as_json")))
             raise typer.Exit(2) from None
         except BrokenPipeError:  # stdout's reader went away (typer would exit 1 in silence)
-            from .io.process import broken_pipe
+            from ..io.process import broken_pipe
 
             raise typer.Exit(broken_pipe()) from None
         except OSError as exc:  # a failure of the world the library did not name: its OS code (files.OS_CODES)
-            from .io.files import os_error
+            from ..io.files import os_error
 
             report_error(os_error(exc), bool(kwargs.get("as_json")))
             raise typer.Exit(2) from None
         except UnicodeEncodeError:  # an ID argument with bytes that are not UTF-8 reached the store
-            from .io.process import non_text_argument
+            from ..io.process import non_text_argument
 
             err = non_text_argument(kwargs)
             if err is None:
@@ -140,9 +140,9 @@ def render(
     as_json: JsonFlag = False,
 ) -> None:
     """Re-render one stored context (with its own encoder unless --encoder says otherwise)."""
-    from .encoders import get_encoder
-    from .session.replies import Request
-    from .runs.layout import pick_context
+    from ..encoders import get_encoder
+    from ..session.replies import Request
+    from ..runs.layout import pick_context
 
     as_messages = provider_options(messages, ttl, strict)
     ctx = pick_context(file, request)
@@ -165,9 +165,9 @@ def verify(
     as_json: JsonFlag = False,
 ) -> None:
     """Re-render every stored context with its frozen encoder and check its recorded hash."""
-    from .errors import HashMismatch
-    from .io.progress import progress
-    from .runs.layout import read_run, verify_context
+    from ..errors import HashMismatch
+    from ..io.progress import progress
+    from ..runs.layout import read_run, verify_context
 
     run = read_run(directory)
     verdicts = []
@@ -223,16 +223,16 @@ def compare(
     as_json: JsonFlag = False,
 ) -> None:
     """Compare runs' sizes, tokens and prompt-cache cost across encoder versions; several runs get an aggregate (docs/compare.md)."""
-    from .compare.engine import strategies
-    from .compare.tables import run_data, to_text
-    from .compare.billing import CacheOptions, model_names
-    from .compare.many import compare_runs_cli, is_run, merged
-    from .compare.many import to_text as many_text
-    from .compare.parallel import compare_parallel
-    from .io.progress import progress
-    from .runs.layout import read_fixed_prompt, read_run
-    from .tokens.count import get_encoding
-    from .compare.verdict import verdict
+    from ..compare.engine import strategies
+    from ..compare.tables import run_data, to_text
+    from ..compare.billing import CacheOptions, model_names
+    from ..compare.many import compare_runs_cli, is_run, merged
+    from ..compare.many import to_text as many_text
+    from ..compare.parallel import compare_parallel
+    from ..io.progress import progress
+    from ..runs.layout import read_fixed_prompt, read_run
+    from ..tokens.count import get_encoding
+    from ..compare.verdict import verdict
 
     check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
@@ -276,9 +276,9 @@ def requests(
     model: Annotated[Optional[str], typer.Option(help="The API model, put in each body; from gpt-5.6 on OpenAI bodies carry cache breakpoints.")] = None,
 ) -> None:
     """Print each turn's request body as the provider receives it, one JSON object a line (see docs/billing.md)."""
-    from .compare.engine import request_bodies
-    from .errors import UsageError
-    from .runs.layout import read_fixed_prompt, read_run
+    from ..compare.engine import request_bodies
+    from ..errors import UsageError
+    from ..runs.layout import read_fixed_prompt, read_run
 
     if provider not in ("anthropic", "openai"):
         raise UsageError(f"no provider {provider!r}; available: anthropic, openai", code="unknown_provider",
@@ -306,8 +306,8 @@ def report(
     as_json: JsonFlag = False,
 ) -> None:
     """Write a self-contained HTML report of a run: cost per turn per strategy, and what each context showed."""
-    from .compare.billing import CacheOptions
-    from .report import DEFAULT_STRATEGIES, check_output, report_data, write_report
+    from ..compare.billing import CacheOptions
+    from ..report import DEFAULT_STRATEGIES, check_output, report_data, write_report
 
     check_prices(cached_price, write_price)
     check_output(out)
@@ -338,10 +338,10 @@ def import_(
     """Import an agent trajectory (or a folder of them) as runs of stored contexts, one per agent step."""
     from pathlib import Path
 
-    from .encoders import get_encoder
-    from .io.files import check_new_run_dir
-    from .importers import import_trajectory, write_import
-    from .io.progress import progress
+    from ..encoders import get_encoder
+    from ..io.files import check_new_run_dir
+    from ..importers import import_trajectory, write_import
+    from ..io.progress import progress
 
     name = get_encoder(encoder).name  # unknown_encoder before anything is read
     if source is None:
@@ -367,9 +367,9 @@ def import_(
 
 def _detect(source: Any) -> str:
     """FORMAT auto: the format of one trajectory, told by its shape (`importers.folder.detect`)."""
-    from .importers import FORMATS
-    from .importers._sniff import identify
-    from .importers.folder import detect
+    from ..importers import FORMATS
+    from ..importers._sniff import identify
+    from ..importers.folder import detect
 
     if not source.exists():
         return next(iter(FORMATS))  # the import says that the source does not exist
@@ -383,10 +383,10 @@ def _import_folder(folder: str, out: str, analysis: str | None, layout: str, enc
     """`import DIR --out OUT`: every trajectory under DIR into OUT/NAME; exit 2 when any failed."""
     import os
 
-    from .importers import FORMATS
-    from .importers.folder import find_sources, import_folder
-    from .io.progress import progress
-    from .runs.layout import check_layout
+    from ..importers import FORMATS
+    from ..importers.folder import find_sources, import_folder
+    from ..io.progress import progress
+    from ..runs.layout import check_layout
 
     if (folder in FORMATS or folder == "auto") and not os.path.exists(folder):
         raise UsageError(f"import {folder} needs a SOURCE: workingset import {folder} SOURCE --out DIR")
@@ -420,7 +420,7 @@ def convert(
     as_json: JsonFlag = False,
 ) -> None:
     """Rewrite a run in the other layout: stored-context files to one run file, or back."""
-    from .runs.layout import convert_run
+    from ..runs.layout import convert_run
 
     written, paths = convert_run(source, out, layout)
     if as_json:
@@ -438,7 +438,7 @@ AnalysisOpt = Annotated[str, typer.Option("--analysis", help="The analysis ID.")
 
 
 def _store(store: str | None) -> str:
-    from .session.investigation import default_store_path
+    from ..session.investigation import default_store_path
 
     return store if store is not None else default_store_path()  # an empty --store is refused, not the default
 
@@ -448,11 +448,11 @@ def _input(arg: str, kind: str) -> tuple[bytes, str]:
 
     Every way in reads at most the limit of its `kind` (file, result, decision) + 1 bytes.
     """
-    from .io.limits import Limits, read_path, too_large
+    from ..io.limits import Limits, read_path, too_large
 
     limits = Limits.current()
     if arg == "-":
-        from .io.process import stdin_bytes
+        from ..io.process import stdin_bytes
 
         return stdin_bytes(kind, limits), "<stdin>"
     if arg.lstrip().startswith("{"):
@@ -477,8 +477,8 @@ def _decision_input(arg: str) -> tuple[bytes, int | None]:
     and the whole size (`limits.read_counted`): what `submit` keeps of a too large answer it is
     given whole. Inline JSON is given whole.
     """
-    from .io.limits import read_path_counted
-    from .io.process import stdin_counted
+    from ..io.limits import read_path_counted
+    from ..io.process import stdin_counted
 
     if arg == "-":
         return stdin_counted("decision")
@@ -488,7 +488,7 @@ def _decision_input(arg: str) -> tuple[bytes, int | None]:
 
 
 def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
-    from .session.investigation import Investigation
+    from ..session.investigation import Investigation
 
     return Investigation.open(_store(store), analysis, read_only=read_only)
 
@@ -502,8 +502,8 @@ def init(
     as_json: JsonFlag = False,
 ) -> None:
     """Create an analysis from a state file (a bare state, or a stored context whose state is taken)."""
-    from .model.state import load_start
-    from .session.investigation import Investigation
+    from ..model.state import load_start
+    from ..session.investigation import Investigation
 
     data, source = _input(state, "file")
     start, before = load_start(data, source)
@@ -531,7 +531,7 @@ def next_(
     as_json: JsonFlag = False,
 ) -> None:
     """Render and persist the next request (or return the open one); the text goes to stdout."""
-    from .providers import load_retry
+    from ..providers import load_retry
 
     as_messages = provider_options(messages, ttl, strict)
     if retry is not None and not as_messages:
@@ -595,7 +595,7 @@ def record(
 @guarded
 def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
     """Status, iteration, budget, hypotheses, open request, pending actions and recall selections."""
-    from .session.replies import describe
+    from ..session.replies import describe
 
     with _session(store, analysis, read_only=True) as inv:
         out = inv.show()
@@ -649,7 +649,7 @@ def export(
     as_json: JsonFlag = False,
 ) -> None:
     """Write every request as a stored-context file (a run verify and compare accept), with journal.jsonl and answers.jsonl."""
-    from .io.files import check_new_run_dir
+    from ..io.files import check_new_run_dir
 
     check_new_run_dir(out)  # before opening the store
     with _session(store, analysis, read_only=True) as inv:
@@ -671,7 +671,7 @@ def schema(
     as_json: JsonFlag = False,
 ) -> None:
     """Print the JSON Schema of a state, stored context, result or decision, from the types that validate them."""
-    from .session.schemas import json_schema
+    from ..session.schemas import json_schema
 
     out = json_schema(kind, encoder)
     sys.stdout.write(msgspec.json.format(msgspec.json.encode(out), indent=2).decode("utf-8") + "\n")
@@ -684,8 +684,8 @@ def replay(
     as_json: JsonFlag = False,
 ) -> None:
     """Rebuild an exported analysis in a fresh store from its recorded inputs and compare every step."""
-    from .errors import ReplayDiverged
-    from .session.frozen_replay import replay_export
+    from ..errors import ReplayDiverged
+    from ..session.frozen_replay import replay_export
 
     report = replay_export(directory)
     div = report.divergence
@@ -718,7 +718,7 @@ def calibrate(
     as_json: JsonFlag = False,
 ) -> None:
     """Bill each recorded LLM call with the anthropic cache model and set it beside what Anthropic billed."""
-    from .compare.calibrate import calibrate as run_calibration, lines
+    from ..compare.calibrate import calibrate as run_calibration, lines
 
     result = run_calibration(trajectory, warm=warm)
     if as_json:
@@ -729,7 +729,7 @@ def calibrate(
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
-    from .io.process import broken_pipe, prepare_streams
+    from ..io.process import broken_pipe, prepare_streams
 
     args = list(sys.argv[1:] if argv is None else argv)
     closed = prepare_streams()
@@ -757,6 +757,3 @@ def run() -> None:
     """The `workingset` console script."""
     sys.exit(main())
 
-
-if __name__ == "__main__":
-    run()
