@@ -240,7 +240,7 @@ def test_next_messages_cli_and_bad_options_change_nothing(tmp_path, monkeypatch)
     res = runner.invoke(app, ["next", "--analysis", "demo", "--messages", "anthropic", "--ttl", "1h"])
     assert res.exit_code == 0, res.stderr
     spec = json.loads(runner.invoke(app, ["next", "--analysis", "demo", "--json"]).stdout)
-    assert list(spec) == list(Request.SPEC_KEYS)
+    assert list(spec) == list(Request.PROTOCOL_KEYS)
     assert joined(json.loads(res.stdout), "anthropic") == spec["text"]
     loose = json.loads(runner.invoke(app, ["next", "--analysis", "demo", "--messages", "openai", "--no-strict"]).stdout)
     assert loose["response_format"]["json_schema"]["strict"] is False

@@ -1,4 +1,6 @@
-"""Turn application, scheduling and termination (SPEC §6–7), as pure functions over a `State`.
+"""Turn application, scheduling and termination, as pure functions over a `State`.
+
+The rules are docs/protocol.md#applying-an-accepted-decision and #status-and-termination.
 
 Nothing here touches a store, the clock or an encoder: the session layer loads a state,
 calls these, and persists what they return. The same functions replay the event log, so the

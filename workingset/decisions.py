@@ -1,4 +1,4 @@
-"""The decision a model returns for one request (SPEC §6), as a strict tagged union, and its validation.
+"""The decision a model returns for one request (docs/protocol.md#decisions), as a strict tagged union, and its validation.
 
 A decision is checked in two stages, both before anything changes. `parse_decision` checks
 the bytes' size, nesting and repeated keys (too_large, schema_violation) and turns them into

@@ -85,7 +85,7 @@ def emit_json(value: Any) -> None:
 
 
 def report_error(err: WorkingsetError, as_json: bool) -> None:
-    """Print an error in the CLI contract's form (SPEC §8); a name that was not UTF-8 never makes it crash."""
+    """Print an error in the CLI contract's form (docs/protocol.md#errors); a name that was not UTF-8 never makes it crash."""
     line = "error: {}: {}\n".format(err.code, " ".join(err.message.split("\n")))
     try:
         sys.stderr.write(line)  # `main` lets stderr write a path's non-UTF-8 bytes back as they were given
@@ -131,7 +131,7 @@ def guarded(func: Callable[..., Any]) -> Callable[..., Any]:
 @app.command()
 @guarded
 def render(
-    file: Annotated[str, typer.Argument(help="A stored-context file (SPEC §4), or a run (file or directory) with --request.")],
+    file: Annotated[str, typer.Argument(help="A stored-context file, or a run (file or directory) with --request.")],
     encoder: Annotated[Optional[str], typer.Option(help="Encoder version (default: the file's own).")] = None,
     request: Annotated[Optional[str], typer.Option("--request", help="The request ID of the context to render from a run.")] = None,
     messages: MessagesOpt = None,
@@ -429,7 +429,7 @@ def convert(
         sys.stdout.write(f"wrote {source} as layout {written} into {out} ({len(paths)} file{'s' if len(paths) != 1 else ''})\n")
 
 
-# -- sessions (SPEC §8): init, next, submit, record, show, pause, resume, cancel, export ----------
+# -- sessions (docs/protocol.md#the-turn): init, next, submit, record, show, pause, resume, cancel, export ----------
 
 StoreOpt = Annotated[
     Optional[str], typer.Option("--store", help="The store: a SQLite file or a postgresql:// URL (default: $WORKINGSET_STORE, else .workingset/store.sqlite3).")
@@ -496,7 +496,7 @@ def _session(store: str | None, analysis: str, read_only: bool = False) -> Any:
 @app.command()
 @guarded
 def init(
-    state: Annotated[str, typer.Option("--state", help="A state file (SPEC §3) or a stored context (§4); - for stdin.")],
+    state: Annotated[str, typer.Option("--state", help="A state file or a stored context; - for stdin.")],
     encoder: Annotated[str, typer.Option(help="Encoder version for the analysis's new requests.")] = "v10",
     store: StoreOpt = None,
     as_json: JsonFlag = False,
@@ -560,7 +560,7 @@ def submit(
     store: StoreOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Validate a decision (SPEC §6) and apply it; a rejected decision changes nothing."""
+    """Validate a decision (docs/protocol.md#decisions) and apply it; a rejected decision changes nothing."""
     data, size = _decision_input(decision)
     with _session(store, analysis) as inv:
         out = inv.submit(request, data, size=size)
@@ -600,7 +600,7 @@ def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fals
     with _session(store, analysis, read_only=True) as inv:
         out = inv.show()
     if as_json:
-        # SPEC §8 names the pending actions; their queries are in `state` and the API's show().
+        # The protocol names the pending actions; their queries are in `state` and the API's show().
         emit_json(dict(msgspec.to_builtins(out), pending_actions=[p.action for p in out.pending_actions]))
     else:
         sys.stdout.write(describe(out))

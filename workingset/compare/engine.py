@@ -1,4 +1,4 @@
-"""The offline comparison (SPEC §9): sizes, tokens and prompt-cache accounting of a run.
+"""The offline comparison (`workingset compare`): sizes, tokens and prompt-cache accounting of a run.
 
 A *strategy* is anything that turns a stored context into the text of a user message: an
 encoder version (`v7`) or, for `compare --baselines`, a named baseline. Each context of a

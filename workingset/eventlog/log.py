@@ -345,7 +345,7 @@ def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[
 
 
 class ResultInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """The result of a pending query as the application records it (SPEC §8 `record`)."""
+    """The result of a pending query as the application records it (docs/protocol.md#results)."""
 
     scope: Scope
     capture: Capture

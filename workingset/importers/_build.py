@@ -1,4 +1,4 @@
-"""Turn a parsed trajectory into one investigation state per agent step (SPEC §3).
+"""Turn a parsed trajectory into one investigation state per agent step (docs/protocol.md#the-investigation-state).
 
 State k is the investigation after the agent's k-th action: hypothesis H1 (the agent's one
 line of work) has run k queries; actions 1..k-1 were assessed by the step after them

@@ -40,7 +40,7 @@ def hash_text(text: str) -> str:
 
 
 def canonical_json(value: object) -> bytes:
-    """Compact JSON with keys sorted, the canonical form that content hashes cover (SPEC §3)."""
+    """Compact JSON with keys sorted, the canonical form that content hashes cover (docs/protocol.md#identifiers)."""
     return msgspec.json.encode(value, order="sorted")
 
 

@@ -1,4 +1,6 @@
-"""The investigation state and stored-context formats (SPEC §3–4) as strict msgspec Structs.
+"""The investigation state and stored-context formats as strict msgspec Structs.
+
+The formats are docs/protocol.md#the-investigation-state and #stored-contexts-and-runs.
 
 Decoding is strict: unknown keys, malformed IDs, naive timestamps and out-of-range numbers
 fail with the JSON path. `validate_state` then checks what a schema cannot express:
@@ -323,7 +325,7 @@ def _raw_object(data: bytes, source: str) -> dict:
 
 
 def load_state(data: bytes, source: str = "<state>", limits: Limits | None = None, *, checked: bool = False) -> State:
-    """Decode and fully validate a bare state (SPEC §3); `limits` default to `Limits.current()`."""
+    """Decode and fully validate a bare state; `limits` default to `Limits.current()`."""
     state = decode_strict(data, _STATE_DECODER, source, kind=None if checked else "file", limits=limits)
     validate_state(state, source)
     return state
@@ -332,7 +334,7 @@ def load_state(data: bytes, source: str = "<state>", limits: Limits | None = Non
 def load_stored_context(
     data: bytes, source: str = "<stored context>", limits: Limits | None = None, *, checked: bool = False
 ) -> StoredContext:
-    """Decode and fully validate one stored context (SPEC §4); `limits` default to `Limits.current()`."""
+    """Decode and fully validate one stored context; `limits` default to `Limits.current()`."""
     ctx = decode_strict(data, _CONTEXT_DECODER, source, kind=None if checked else "file", limits=limits)
     validate_state(ctx.state, source, "$.state")
     if ctx.state.hypothesis(ctx.hypothesis) is None:

@@ -1,4 +1,4 @@
-"""The per-turn API an investigation controller calls (SPEC §6–8): `Investigation`.
+"""The per-turn API an investigation controller calls (docs/protocol.md#the-turn): `Investigation`.
 
 Each method is one store transaction: it brings the analysis's state up to date, validates,
 applies the pure functions of `controller`, and writes the event with the index rows it
@@ -260,7 +260,7 @@ class Investigation(Turns):
 
     @property
     def state(self) -> State:
-        """The current state (SPEC §3): a copy, up to date with the store."""
+        """The current state (docs/protocol.md#the-investigation-state): a copy, up to date with the store."""
         with self._call(write=False) as call:
             self._row(call.tx)
             call.sync()

@@ -1,4 +1,4 @@
-"""What the session API returns: the `--json` objects of SPEC §8, and the human form of `show`."""
+"""What the session API returns: the `--json` objects of docs/protocol.md#the-turn, and the human form of `show`."""
 
 from __future__ import annotations
 
@@ -26,17 +26,17 @@ class Request(msgspec.Struct, kw_only=True):
     indexed: list[str]
     chars: int
     hash: str
-    # Not in `next --json` (SPEC §8 fixes its keys): what provider messages are built from.
+    # Not in `next --json` (the protocol fixes its keys): what provider messages are built from.
     block_ends: list[int] = []  # where each section ends in `text` (the text blocks' boundaries)
     cache_ends: list[int] = []  # where each section the encoder declares stable ends (cache breakpoints)
     assess: str | None = None  # the evidence ID rule A requires this decision to assess, if any
 
-    SPEC_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "encoder", "hypothesis", "text", "shown", "indexed",
+    PROTOCOL_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "encoder", "hypothesis", "text", "shown", "indexed",
                                             "chars", "hash")  # fmt: skip
 
     def spec(self) -> dict[str, Any]:
-        """The SPEC §8 object of `next --json`."""
-        return {key: getattr(self, key) for key in self.SPEC_KEYS}
+        """The object of `next --json`, with the keys docs/protocol.md#requests fixes."""
+        return {key: getattr(self, key) for key in self.PROTOCOL_KEYS}
 
     @property
     def decision_schema(self) -> dict[str, Any]:
@@ -81,11 +81,11 @@ class Applied(msgspec.Struct, kw_only=True):
     query: str | None = None
     purpose: str | None = None
 
-    SPEC_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "applied", "iteration", "status", "action")
+    PROTOCOL_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "applied", "iteration", "status", "action")
 
     def spec(self) -> dict[str, Any]:
         """The object `submit --json` prints (its documented keys)."""
-        return {key: getattr(self, key) for key in self.SPEC_KEYS}
+        return {key: getattr(self, key) for key in self.PROTOCOL_KEYS}
 
 
 class Recorded(msgspec.Struct, kw_only=True):

@@ -1,4 +1,4 @@
-"""The turn: `next_request`, `submit` and `record`, each one store transaction (SPEC §6–8).
+"""The turn: `next_request`, `submit` and `record`, each one store transaction (docs/protocol.md#the-turn).
 
 A mixin of `session.Investigation`, which supplies the store, the analysis ID, the clock and
 `_call` (the transaction with the analysis's kept state).
@@ -75,7 +75,7 @@ class Turns:
             return Request.of(out, rid, state)
 
     def submit(self, request_id: str, decision: str | bytes | dict[str, Any], *, size: int | None = None) -> Applied:
-        """Validate a decision for the open request and apply it atomically (SPEC §6); reject with a stable code.
+        """Validate a decision for the open request and apply it atomically (docs/protocol.md#decisions); reject with a stable code.
 
         Every answer is kept verbatim in the event log (`answer` events, see `journal.AnswerEvent`):
         a rejected one is appended on its own and changes nothing else, so the request stays open.
