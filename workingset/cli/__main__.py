@@ -2,4 +2,5 @@
 
 from .commands import run
 
-run()
+if __name__ == "__main__":  # not when a walk over the package imports every module
+    run()
