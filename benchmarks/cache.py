@@ -28,13 +28,13 @@ from _data import long_runs  # noqa: E402
 from _results import ROOT, write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
 
-from workingset.baselines import BASELINES  # noqa: E402
-from workingset.bench import Comparison, compare_contexts, strategies  # noqa: E402
-from workingset.bench_report import availability_data  # noqa: E402
+from workingset.compare.baselines import BASELINES  # noqa: E402
+from workingset.compare.engine import Comparison, compare_contexts, strategies  # noqa: E402
+from workingset.compare.tables import availability_data  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.cache import MODELS, CacheOptions  # noqa: E402
+from workingset.compare.billing import MODELS, CacheOptions  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 BUG17 = ROOT / "fixtures" / "bug17"
 TRANSCRIPT = "full-transcript"

@@ -31,8 +31,8 @@ from _data import long_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
-from workingset import wire  # noqa: E402
-from workingset.calibrate import SERVICE, TARGET_CALLS, TARGET_POINTS, Call, Row, calibrate, read_calls  # noqa: E402
+from workingset.compare import wire  # noqa: E402
+from workingset.compare.calibrate import SERVICE, TARGET_CALLS, TARGET_POINTS, Call, Row, calibrate, read_calls  # noqa: E402
 
 LOOKBACK = 20  # blocks Anthropic checks before a breakpoint (the README's account of the anthropic model)
 # Claude Sonnet 4, $ per million tokens: base input, 5m cache write, cache hit, output (docs/calibrate.md).

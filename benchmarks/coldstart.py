@@ -40,12 +40,12 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from _results import median, write_section  # noqa: E402
 from store_sql import execute, query  # noqa: E402
 
-from workingset.snapshots import SNAPSHOT_BODY_AT  # noqa: E402
+from workingset.eventlog.snapshots import SNAPSHOT_BODY_AT  # noqa: E402
 
 CHILD = r"""
 import json, sys, time
 store, aid, what = sys.argv[1:4]
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 import workingset.encoders  # imports are not the call
 if "://" in store:
     import psycopg
@@ -75,7 +75,7 @@ def _prepare(store: str, items: int, turns: int) -> str:
     from synthetic import make_state
     from turns import _roomy
 
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
 
     state = _roomy(make_state(items))
     with Investigation.create(store, state, encoder="v10") as inv:
@@ -93,8 +93,8 @@ def _prepare(store: str, items: int, turns: int) -> str:
 
 def _snapshot(store: str, aid: str) -> None:
     """Write a snapshot of the current state now (as a write call does when one is due)."""
-    from workingset.journal import catch_up
-    from workingset.snapshots import take_snapshot
+    from workingset.eventlog.log import catch_up
+    from workingset.eventlog.snapshots import take_snapshot
     from workingset.store import open_store
 
     with open_store(store) as db, db.write() as tx:

@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _results import ROOT, median, sample, write_section  # noqa: E402
 from session_helpers import assess, decision, make_state, query  # noqa: E402
 
-from workingset.hashing import content_hash  # noqa: E402
-from workingset.limits import check_json  # noqa: E402
-from workingset.model import _STATE_DECODER, load_state  # noqa: E402
-from workingset.runs import make_stored_context, write_run  # noqa: E402
-from workingset.session import Investigation  # noqa: E402
+from workingset.model.hashing import content_hash  # noqa: E402
+from workingset.io.limits import check_json  # noqa: E402
+from workingset.model.state import _STATE_DECODER, load_state  # noqa: E402
+from workingset.runs.layout import make_stored_context, write_run  # noqa: E402
+from workingset.session.investigation import Investigation  # noqa: E402
 
 MB = 1_000_000
 CHECK_SIZES = (1, 4, 16)
@@ -94,7 +94,7 @@ def checks() -> str:
 
 # The child reports its own peak memory. Linux keeps a process's peak across exec, and a child
 # forked from this (large) process would start at its size: `sh` forks the measured one.
-_CHILD = ("import resource, sys; from workingset.cli import main; code = main(sys.argv[1:]); "
+_CHILD = ("import resource, sys; from workingset.cli.commands import main; code = main(sys.argv[1:]); "
           "sys.stderr.write(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'); sys.exit(code)")
 
 

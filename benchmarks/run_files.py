@@ -27,7 +27,7 @@ from _data import long_runs  # noqa: E402
 from trajectories import CORPUS, DEFAULT_CORPUS, detect  # noqa: E402
 
 from workingset.importers import ENCODER, HYPOTHESIS, import_trajectory  # noqa: E402
-from workingset.runs import make_stored_context, read_run, write_layout  # noqa: E402
+from workingset.runs.layout import make_stored_context, read_run, write_layout  # noqa: E402
 
 
 def _bytes(path: Path) -> int:

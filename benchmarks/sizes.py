@@ -17,9 +17,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import ROOT, write_section  # noqa: E402
 
-from workingset.bench import DEFAULT_CACHED_PRICE, compare_contexts, strategies  # noqa: E402
+from workingset.compare.engine import DEFAULT_CACHED_PRICE, compare_contexts, strategies  # noqa: E402
 from workingset.errors import WorkingsetError  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 FIXTURES = ROOT / "fixtures"
 

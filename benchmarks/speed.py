@@ -27,8 +27,8 @@ from _results import ROOT, median, ms, paired, sample, write_section  # noqa: E4
 from turns import HEADERS, breakdown, describe, run_turns  # noqa: E402
 
 from workingset.encoders import ENCODERS  # noqa: E402
-from workingset.hashing import hash_text  # noqa: E402
-from workingset.model import StoredContext, load_stored_context  # noqa: E402
+from workingset.model.hashing import hash_text  # noqa: E402
+from workingset.model.state import StoredContext, load_stored_context  # noqa: E402
 
 BUG17 = ROOT / "fixtures" / "bug17"
 TARGETS = {8: 3.0, 10: 5.0}  # render within N x msgspec-encode

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import random
 
-from workingset.hashing import content_hash
-from workingset.model import (
+from workingset.model.hashing import content_hash
+from workingset.model.state import (
     Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
     Hypothesis, Note, RecallSelection, RowsPayload, State, TextPayload,
 )  # fmt: skip

@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _results import CHECK_FLAG, ROOT, write_section  # noqa: E402
 
-from workingset.baselines import BASELINES, unrecoverable  # noqa: E402
-from workingset.bench import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
+from workingset.compare.baselines import BASELINES, unrecoverable  # noqa: E402
+from workingset.compare.engine import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
 from workingset.encoders import render  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 DEFAULT_CORPUS = "../shared/corpus/raw"  # as written in RESULTS.md, whichever directory is read
 CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT / DEFAULT_CORPUS).resolve()
@@ -131,7 +131,7 @@ def main() -> None:
         "context is rendered by each strategy. Tokens: cl100k_base (tiktoken, bundled offline). "
         "Uncached tokens: each context's tokens minus the longest common token prefix with the "
         "previous context under the same strategy (the first context has none cached); summed "
-        f"over the run. Baselines (`workingset.baselines`): `full-transcript` resends every action "
+        f"over the run. Baselines (`workingset.compare.baselines`): `full-transcript` resends every action "
         "and output; `masking-10` masks outputs older than the last 10 steps (`<MASKED>`; a step is an action "
         "and its output: messages that answer no action, such as format errors, are neither counted nor masked); `last-5` "
         "is SWE-agent's LastNObservations(n=5). Workingset versions: v7 and v10 show every output "

@@ -37,7 +37,7 @@ import msgspec
 
 from _results import median, ms, p95
 
-from workingset.model import State, copy_state
+from workingset.model.state import State, copy_state
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,8 +108,8 @@ def _result(turn: int) -> bytes:
 def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -> TurnStats:
     """Create an analysis from `state` in a fresh store and time `turns` turns after `warmup`."""
     from workingset.encoders import get_encoder
-    from workingset.journal import catch_up
-    from workingset.session import Investigation
+    from workingset.eventlog.log import catch_up
+    from workingset.session.investigation import Investigation
 
     state = _roomy(state)
     pending = {h.id: None for h in state.hypotheses}

@@ -21,7 +21,7 @@ from synthetic import make_state  # noqa: E402
 from turns import HEADERS, describe, run_turns  # noqa: E402
 
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 TURNS, SIZES = 20, (1_000, 10_000)
 TURN_TARGET_MS, RENDER_TARGET = 20.0, 3.0

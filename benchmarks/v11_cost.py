@@ -43,13 +43,13 @@ from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
-from workingset.bench import Rendering, baseline_renderers, compare_contexts, sent_prompts, version_renderer  # noqa: E402
-from workingset.cache import CacheOptions, Meter, state_time  # noqa: E402
+from workingset.compare.engine import Rendering, baseline_renderers, compare_contexts, sent_prompts, version_renderer  # noqa: E402
+from workingset.compare.billing import CacheOptions, Meter, state_time  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.model import StoredContext  # noqa: E402
+from workingset.model.state import StoredContext  # noqa: E402
 from workingset.providers import section_ends  # noqa: E402
-from workingset.replies import Request  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.session.replies import Request  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")

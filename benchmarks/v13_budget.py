@@ -27,10 +27,10 @@ from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
-from workingset.bench import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
-from workingset.cache import CacheOptions  # noqa: E402
+from workingset.compare.engine import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
+from workingset.compare.billing import CacheOptions  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 BUDGETS = (40_000, 48_000, 64_000, 80_000, 90_000, 100_000, 110_000, 120_000)
 TARGET = 1.1  # issue 9: at most 1.1 times the transcript's cost

@@ -30,7 +30,7 @@ from synthetic import make_state  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.runs import read_run  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
 
 BUDGETS = ("", ":budget=20000")
 

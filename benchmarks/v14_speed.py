@@ -29,7 +29,7 @@ from synthetic import make_state  # noqa: E402
 from turns import run_turns  # noqa: E402
 
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.model import load_stored_context  # noqa: E402
+from workingset.model.state import load_stored_context  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RENDER_TARGET, TURN_TARGET_MS, TURN_ITEMS = 3.0, 20.0, 10_000

@@ -63,7 +63,7 @@ def _result(aid: str, turn: int) -> dict:
 def _worker(store: str, tasks, done, start, out) -> None:
     """Take (analysis, turns left, pending results) tasks until a None; report per-call times and codes."""
     from workingset.errors import WorkingsetError
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
     from workingset.store import open_store
 
     db = open_store(store)
@@ -104,7 +104,7 @@ def _worker(store: str, tasks, done, start, out) -> None:
 
 
 def _create(store: str, prefix: str) -> list[str]:
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
     from workingset.store import open_store
 
     ids = [f"{prefix}-{i:02d}" for i in range(ANALYSES)]
@@ -117,7 +117,7 @@ def _create(store: str, prefix: str) -> list[str]:
 def _check(store: str, ids: list[str], applied: list[tuple[str, str, str]], turns: int) -> dict:
     """What the event logs say: lost turns, turns applied twice, analyses that fail to replay."""
     from workingset.errors import WorkingsetError
-    from workingset.journal import catch_up
+    from workingset.eventlog.log import catch_up
     from workingset.store import open_store
 
     reported = {(aid, rid) for aid, rid, _ in applied}
@@ -178,7 +178,7 @@ def run(store: str, workers: int, turns: int, prefix: str) -> dict:
 
 def _racer(store: str, aid: str, rid: str, barrier, out) -> None:
     from workingset.errors import WorkingsetError
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
 
     with Investigation.open(store, aid) as inv:
         inv.show()  # warm: the kept state is loaded before the race
@@ -192,7 +192,7 @@ def _racer(store: str, aid: str, rid: str, barrier, out) -> None:
 
 def race(store: str) -> Counter:
     """RACE_ROUNDS rounds of RACERS processes submitting to one open request at once."""
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
     from workingset.store import open_store
 
     outcomes: Counter = Counter()

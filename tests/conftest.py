@@ -9,7 +9,7 @@ import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.encoders import ENCODERS
 
 ROOT = Path(__file__).resolve().parents[1]

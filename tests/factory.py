@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from workingset.hashing import content_hash
-from workingset.model import (
+from workingset.model.hashing import content_hash
+from workingset.model.state import (
     Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
     Hypothesis, Note, RecallSelection, RowsPayload, State, TextPayload, validate_state,
 )  # fmt: skip

@@ -12,7 +12,7 @@ import re
 
 import msgspec
 
-from workingset.model import State
+from workingset.model.state import State
 
 from recover import _spans
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from workingset.cli import main
+from workingset.cli.commands import main
 
 TESTS = str(Path(__file__).parent)
 HANG = 60  # seconds: a command still running then is hanging (each of these returns in well under one)
@@ -47,7 +47,7 @@ def cli(*args: str) -> Outcome:
 def cli_process(*args: str | bytes, stdin: int | None = None, close_fds: tuple[int, ...] = (), env: dict | None = None,
                 timeout: float = HANG) -> Outcome:  # fmt: skip
     """Run the console script in a subprocess (for what could hang, or needs its own file descriptors)."""
-    code = "import sys; from workingset.cli import run; run()"
+    code = "import sys; from workingset.cli.commands import run; run()"
     argv = [sys.executable, "-c", code, *args]
     closer = (lambda: [os.close(fd) for fd in close_fds]) if close_fds else None
     res = subprocess.run(argv, stdin=stdin, capture_output=True, timeout=timeout, preexec_fn=closer,
@@ -71,7 +71,7 @@ def cli_read_only(src: Path, mnt: Path, *args: str) -> Outcome:
     """Run the CLI with `src` bind-mounted read-only at `mnt` (a private mount namespace: nothing leaks)."""
     mnt.mkdir(exist_ok=True)
     inner = " ".join(subprocess.list2cmdline([a]) for a in [sys.executable, "-c",
-                     "import sys; from workingset.cli import run; run()", *args])  # fmt: skip
+                     "import sys; from workingset.cli.commands import run; run()", *args])  # fmt: skip
     script = f"mount --bind {src} {mnt} && mount -o remount,bind,ro {mnt} && exec {inner}"
     res = subprocess.run(["unshare", "-m", "sh", "-c", script], capture_output=True, timeout=HANG)
     return Outcome(res.returncode, res.stdout.decode(), res.stderr.decode())
@@ -80,8 +80,8 @@ def cli_read_only(src: Path, mnt: Path, *args: str) -> Outcome:
 def cli_as_nobody(*args: str) -> Outcome:
     """Run the CLI in a forked child that dropped root for uid 65534, so permissions really apply."""
     import workingset.encoders  # noqa: F401 - imported before the fork: the child may not read the interpreter's files
-    import workingset.runs  # noqa: F401
-    import workingset.session  # noqa: F401
+    import workingset.runs.layout  # noqa: F401
+    import workingset.session.investigation  # noqa: F401
 
     read, write = os.pipe()
     pid = os.fork()

@@ -5,7 +5,7 @@ moved to (`DOC_PAGES`) to belong to a claim; these are the claims of docs/compar
 "Cache-true costs" section and of docs/encoders.md's v13. bug17's come from
 `compare fixtures/bug17 --all --baselines --cache ideal,anthropic,openai-auto,openai-5.6 --json`; the
 corpus ranges from the `cache` section of benchmarks/RESULTS.md, which its own check
-reproduces from benchmarks/cache.py; the worked examples from `workingset.cache.bill`.
+reproduces from benchmarks/cache.py; the worked examples from `workingset.compare.billing.bill`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import re
 
-from workingset.cache import CacheOptions, Prompt, bill, state_time
-from workingset.runs import read_run
+from workingset.compare.billing import CacheOptions, Prompt, bill, state_time
+from workingset.runs.layout import read_run
 
 from conftest import BUG17, ROOT, invoke
 

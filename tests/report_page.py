@@ -32,7 +32,7 @@ def exported_run(tmp_path) -> tuple:
 
     from session_helpers import assess, conclude, decision, query, result, state_bytes
     from workingset.errors import DecisionRejected
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
 
     store, out = tmp_path / "store.sqlite3", tmp_path / "export"
     with Investigation.create(str(store), state_bytes(), encoder="v10", clock=lambda: "2026-06-10T21:00:00Z") as inv:

@@ -10,7 +10,7 @@ from typing import Any
 
 import msgspec
 
-from workingset.hashing import content_hash
+from workingset.model.hashing import content_hash
 
 ANALYSIS = "demo"
 

@@ -20,9 +20,9 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from session_helpers import ANALYSIS, decision, make_state, query, result
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 
 DECISION_CODES = {"malformed_json", "schema_violation", "too_large", "recall_unsupported", "recall_count",
                   "recall_duplicate", "unknown_evidence", "assessment_missing", "assessment_mismatch",

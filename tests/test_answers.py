@@ -11,7 +11,7 @@ from openai.types.responses import Response
 from test_provider_sdks import anthropic_reply, chat_reply, responses_reply
 
 from workingset import ReplyUnusable, UsageError
-from workingset.answers import answer_of
+from workingset.session.answers import answer_of
 
 DECISION = {"next": {"kind": "query", "source": "pg:orders", "query": "select 1", "purpose": "check"}}
 TEXT = json.dumps(DECISION)

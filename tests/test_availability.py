@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from workingset import render
-from workingset.availability import Availability, availability
-from workingset.baselines import BASELINES
+from workingset.compare.availability import Availability, availability
+from workingset.compare.baselines import BASELINES
 from workingset.encoders import get_encoder
-from workingset.harvest import harvest
-from workingset.model import TextPayload
-from workingset.runs import read_run
+from workingset.model.harvest import harvest
+from workingset.model.state import TextPayload
+from workingset.runs.layout import read_run
 
 from conftest import BUG17
 

@@ -6,10 +6,10 @@ import msgspec
 import pytest
 from conftest import CORPUS, needs_corpus
 
-from workingset.baselines import BASELINES, MASKED, Baseline, unrecoverable
+from workingset.compare.baselines import BASELINES, MASKED, Baseline, unrecoverable
 from workingset.errors import SessionError, UsageError
-from workingset.hashing import content_hash
-from workingset.model import (
+from workingset.model.hashing import content_hash
+from workingset.model.state import (
     Budget,
     Capture,
     Case,
@@ -167,7 +167,7 @@ def test_unknown_hypothesis_and_unknown_baseline():
 
 
 def test_compare_picks_the_baselines_up():
-    from workingset.bench import baseline_renderers
+    from workingset.compare.engine import baseline_renderers
 
     renderers = baseline_renderers()
     assert list(renderers) == list(BASELINES)
@@ -187,16 +187,16 @@ def test_compare_picks_the_baselines_up():
 
 # --- the strategies users would pick instead (anchors) ------------------------------------------------
 
-from workingset.baselines import (
+from workingset.compare.baselines import (
     ClearToolUses,
     LastNObservations,
     SummarizingCondenser,
     ToolOutputMasking,
     for_run,
 )
-from workingset.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
-from workingset.fixed_prompt import FixedPrompt, PrefixMessage, Tool
-from workingset.tokens import count_tokens
+from workingset.compare.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
+from workingset.runs.fixed_prompt import FixedPrompt, PrefixMessage, Tool
+from workingset.tokens.count import count_tokens
 
 
 def _ids(*steps: int) -> set[str]:

@@ -9,12 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workingset import bench, bench_report, tokens
-from workingset.bench import Size, change_percent, compare_texts
+from workingset.compare import engine as bench, tables as bench_report
+from workingset.tokens import count as tokens
+from workingset.compare.engine import Size, change_percent, compare_texts
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
-from workingset.hashing import content_hash
-from workingset.model import (
+from workingset.model.hashing import content_hash
+from workingset.model.state import (
     Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, RecallSelection,
     State, StoredContext, TextPayload,
 )  # fmt: skip

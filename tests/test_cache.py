@@ -11,13 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from workingset import bench, providers, tokens
-from workingset.cache import TTLS, CacheOptions, Prompt, bill, model_names, state_time
-from workingset.cli import app
+from workingset.compare import engine as bench
+from workingset import providers
+from workingset.tokens import count as tokens
+from workingset.compare.billing import TTLS, CacheOptions, Prompt, bill, model_names, state_time
+from workingset.cli.commands import app
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
-from workingset.runs import read_run
-from workingset.wire import body_prompt
+from workingset.runs.layout import read_run
+from workingset.compare.wire import body_prompt
 
 from conftest import BUG17
 from factory import sample_state

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import CORPUS, ROOT, invoke
 
-from workingset import cache, wire
-from workingset.calibrate import BASH_LIMIT, TRUNCATE_NOTICE, calibrate, read_calls, truncate
+from workingset.compare import billing, wire
+from workingset.compare.calibrate import BASH_LIMIT, TRUNCATE_NOTICE, calibrate, read_calls, truncate
 
 SYSTEM = "You are a careful agent. " * 300  # over the 1,024-token cache minimum on its own
 TOOLS = [{"type": "function", "function": {"name": "execute_bash", "description": "Run a command.",
@@ -109,7 +109,7 @@ def test_bodies_follow_openhands_and_litellm(run: Path):
     assert [c.sent_at for c in calls] == [1758790798.0, 1758790808.0, 1758790818.0]  # cost time minus latency
 
 
-def _tokens(body: dict) -> cache.Prompt:
+def _tokens(body: dict) -> billing.Prompt:
     return wire.to_prompt(wire.body_blocks(body, "anthropic"))
 
 

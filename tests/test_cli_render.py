@@ -7,10 +7,10 @@ import json
 import msgspec
 import pytest
 
-from workingset.cli import main
+from workingset.cli.commands import main
 from workingset.encoders import render
-from workingset.model import dump_json
-from workingset.runs import make_stored_context, write_run
+from workingset.model.state import dump_json
+from workingset.runs.layout import make_stored_context, write_run
 
 from factory import sample_state
 

@@ -8,8 +8,8 @@ import pytest
 from typer.testing import CliRunner
 
 from session_helpers import assess, decision, query, recall, result, state_bytes
-from workingset.cli import app, main
-from workingset.model import load_state
+from workingset.cli.commands import app, main
+from workingset.model.state import load_state
 
 A = ["--analysis", "demo"]
 

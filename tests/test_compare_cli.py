@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 
 from workingset.encoders import ENCODERS
-from workingset.hashing import content_hash
-from workingset.model import (
+from workingset.model.hashing import content_hash
+from workingset.model.state import (
     Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, RecallSelection,
     State, TextPayload,
 )  # fmt: skip
-from workingset.runs import make_stored_context, write_run
+from workingset.runs.layout import make_stored_context, write_run
 
 from conftest import BUG17, invoke
 
@@ -166,7 +166,7 @@ def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
             assert block["last"][s] == per[-1]
             # What is billed is the request body: the text's tokens and more (the tool, the schema).
             assert all(b["tokens"] > c["sizes"][s]["tokens"] for b, c in zip(per, data["contexts"]))
-    from workingset.wire import body_prompt
+    from workingset.compare.wire import body_prompt
 
     lines = [json.loads(line) for line in invoke("requests", str(run_dir), "--strategy", "v10").stdout.splitlines()]
     for model, provider in (("anthropic", "anthropic"), ("openai-auto", "openai")):

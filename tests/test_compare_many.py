@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workingset import compare_many
+from workingset.compare import many as compare_many
 from workingset.errors import UsageError
 from workingset.importers import import_trajectory, write_import
 

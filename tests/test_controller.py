@@ -10,10 +10,10 @@ from session_helpers import assess, conclude, decision, make_state, query, recal
 from workingset import controller as ctl
 from workingset.decisions import parse_decision
 from workingset.errors import SessionError
-from workingset.model import (
+from workingset.model.state import (
     Capture, Evidence, EvidenceBudget, RecallSelection, TextPayload, copy_state, load_state, validate_state,
 )
-from workingset.hashing import content_hash
+from workingset.model.hashing import content_hash
 
 
 def _state(**kw):

@@ -16,8 +16,8 @@ import pytest
 
 from workingset.encoders import get_encoder
 from workingset.errors import InvalidFile
-from workingset.journal import decode_result
-from workingset.model import TextPayload, validate_state
+from workingset.eventlog.log import decode_result
+from workingset.model.state import TextPayload, validate_state
 
 from conftest import VERSIONS
 from factory import evidence, sample_state

@@ -8,11 +8,11 @@ from decimal import Decimal
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workingset.costs import add_cost, cost_text
+from workingset.model.costs import add_cost, cost_text
 from workingset.encoders import ENCODERS, get_encoder
-from workingset.limits import MAX_COST
-from workingset.replies import describe
-from workingset.session import Investigation
+from workingset.io.limits import MAX_COST
+from workingset.session.replies import describe
+from workingset.session.investigation import Investigation
 
 from session_helpers import decision, make_state, query, result
 

@@ -13,7 +13,7 @@ from session_helpers import assess, conclude, decision, make_state, query, recal
 from workingset.decisions import Conclude, Query, Recall, check_decision, parse_decision
 from workingset.encoders import ENCODERS
 from workingset.errors import DecisionRejected
-from workingset.model import load_state
+from workingset.model.state import load_state
 
 
 def _parse(d: object, supports_recall: bool = True):

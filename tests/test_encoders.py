@@ -13,7 +13,7 @@ import pytest
 from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.encoders.v13 import schema_outline
 from workingset.errors import SessionError, UnknownEncoder
-from workingset.model import RecallSelection, copy_state, load_stored_context
+from workingset.model.state import RecallSelection, copy_state, load_stored_context
 
 from conftest import BUG17, ROOT
 from factory import sample_state

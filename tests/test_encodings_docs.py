@@ -17,7 +17,7 @@ import pytest
 from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.encoders._render import compact
 from workingset.encoders.v13 import schema_outline
-from workingset.model import load_state
+from workingset.model.state import load_state
 
 ENCODINGS = Path(__file__).resolve().parents[1] / "encodings"
 VERSIONS = sorted(ENCODERS)

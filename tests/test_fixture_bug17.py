@@ -16,7 +16,7 @@ import msgspec
 import pytest
 
 from workingset.encoders import render
-from workingset.model import RowsPayload, TextPayload, load_stored_context
+from workingset.model.state import RowsPayload, TextPayload, load_stored_context
 
 from conftest import BUG17 as RUN
 

@@ -20,12 +20,12 @@ from msgspec.structs import replace
 
 from workingset import importers
 from workingset.encoders import get_encoder
-from workingset.hashing import content_hash
+from workingset.model.hashing import content_hash
 from workingset.importers import import_trajectory, write_import
 from workingset.importers._stream import StreamingRender
-from workingset.model import Case, EvidenceBudget, HistoryEntry, Note, State, validate_state
-from workingset.runfile import common_prefix
-from workingset.runs import read_run
+from workingset.model.state import Case, EvidenceBudget, HistoryEntry, Note, State, validate_state
+from workingset.runs.runfile import common_prefix
+from workingset.runs.layout import read_run
 
 import test_render_properties as props
 from conftest import BUG17, CORPUS, CORPUS_SOURCES, ROOT, needs_corpus

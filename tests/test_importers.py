@@ -17,7 +17,7 @@ import pytest
 
 from workingset.errors import InvalidFile, UsageError
 from workingset.importers import FORMATS, import_trajectory, write_import
-from workingset.model import TextPayload
+from workingset.model.state import TextPayload
 
 from conftest import CORPUS, CORPUS_SOURCES as SOURCES, needs_corpus
 
@@ -369,7 +369,7 @@ def test_fixed_prompt_is_what_the_source_recorded(imported):
 @needs_corpus
 @pytest.mark.parametrize("layout", ["run", "contexts"])
 def test_fixed_prompt_round_trips_through_the_run(imported, tmp_path: Path, layout: str):
-    from workingset.runs import convert_run, read_fixed_prompt, read_run
+    from workingset.runs.layout import convert_run, read_fixed_prompt, read_run
 
     im = imported["openhands-v1-sonnet4-astropy-14309"]
     write_import(im, tmp_path / "a", layout=layout)
@@ -380,7 +380,7 @@ def test_fixed_prompt_round_trips_through_the_run(imported, tmp_path: Path, layo
 
 
 def test_runs_without_a_fixed_prompt_read_as_none_and_a_damaged_one_fails(tmp_path: Path):
-    from workingset.runs import convert_run, read_fixed_prompt, read_run
+    from workingset.runs.layout import convert_run, read_fixed_prompt, read_run
 
     fixture = Path(__file__).parent.parent / "fixtures" / "bug17"  # stored-context files, no fixed prompt
     assert read_fixed_prompt(fixture) is None

@@ -17,7 +17,7 @@ import pytest
 
 from workingset.errors import InvalidFile
 from workingset.importers import import_trajectory, write_import
-from workingset.runs import read_run, verify_context
+from workingset.runs.layout import read_run, verify_context
 
 DATA = Path(__file__).resolve().parent / "data"
 SWE_0X = DATA / "swe-agent-0.x-pydicom-1458.excerpt.traj"

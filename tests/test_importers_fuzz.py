@@ -124,7 +124,7 @@ def _refused(source: Path, out: Path, named: str) -> None:
     """The import is `invalid_file` matching `named`, through the API and the CLI, and writes nothing."""
     from typer.testing import CliRunner
 
-    from workingset.cli import app
+    from workingset.cli.commands import app
 
     with pytest.raises(InvalidFile, match=named):
         import_trajectory("openhands", source)

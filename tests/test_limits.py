@@ -1,4 +1,4 @@
-"""The input limits (`workingset.limits`): nesting, repeated keys, sizes, bounded reads, number ranges."""
+"""The input limits (`workingset.io.limits`): nesting, repeated keys, sizes, bounded reads, number ranges."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from session_helpers import assess, decision, make_state, query, result, state_bytes
-from workingset import limits
-from workingset.cli import app
+from workingset.io import limits
+from workingset.cli.commands import app
 from workingset.errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
-from workingset.limits import MAX_COST, MAX_COUNT, Limits, check_json, duplicate_key, nesting_depth, read_bounded, skeleton
-from workingset.model import load_state, validate_state
-from workingset.session import Investigation
+from workingset.io.limits import MAX_COST, MAX_COUNT, Limits, check_json, duplicate_key, nesting_depth, read_bounded, skeleton
+from workingset.model.state import load_state, validate_state
+from workingset.session.investigation import Investigation
 
 # Strings that stress the byte scan: brackets, braces, colons, quotes and backslashes inside strings.
 tricky = st.text(alphabet='[]{}:,"\\ab\n\u00e9', max_size=8)

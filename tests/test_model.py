@@ -7,10 +7,10 @@ import json
 import msgspec
 import pytest
 
-from workingset.cli import main
-from workingset.hashing import canonical_json, content_hash
-from workingset.model import load_state, load_state_or_context
-from workingset.runs import make_stored_context
+from workingset.cli.commands import main
+from workingset.model.hashing import canonical_json, content_hash
+from workingset.model.state import load_state, load_state_or_context
+from workingset.runs.layout import make_stored_context
 
 from factory import sample_state
 
@@ -133,7 +133,7 @@ def test_bare_state_or_stored_context():
 
 
 def test_lone_surrogates_are_invalid_even_in_states_built_in_python():
-    from workingset.model import validate_state
+    from workingset.model.state import validate_state
 
     state = sample_state()
     state.notes[0].text = "x\ud800"

@@ -22,8 +22,8 @@ import pytest
 
 from os_helpers import HANG, can_mount_read_only, cli, cli_as_nobody, cli_process, cli_read_only, snapshot
 from session_helpers import answer_bytes, answer_events, db_dump, decision, query, state_bytes
-from workingset.files import write_new_files
-from workingset.session import Investigation
+from workingset.io.files import write_new_files
+from workingset.session.investigation import Investigation
 
 LONG = "n" * 300  # over NAME_MAX (255) on every common file system
 
@@ -267,7 +267,7 @@ def test_closed_standard_streams_and_a_broken_pipe_are_codes(store):
     cli_process("pause", "--analysis", "demo", "--store", str(store), close_fds=(1,)).rejected("io_error")
     assert snapshot(store) == before  # a closed stdout is found before the command changes anything
     proc = subprocess.Popen([sys.executable, "-c",
-                             "from workingset.cli import run; run()", "show", "--analysis", "demo", "--store", str(store),
+                             "from workingset.cli.commands import run; run()", "show", "--analysis", "demo", "--store", str(store),
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     proc.stdout.close()  # the reader goes away before the answer is written
     err = proc.stderr.read().decode()

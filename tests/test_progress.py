@@ -6,7 +6,7 @@ import io
 
 import pytest
 
-from workingset.progress import progress
+from workingset.io.progress import progress
 
 
 class _Terminal(io.StringIO):

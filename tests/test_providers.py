@@ -11,11 +11,11 @@ from typer.testing import CliRunner
 from conftest import BUG17
 from session_helpers import assess, conclude, db_dump, decision, query, recall, result, state_bytes
 from workingset import DecisionRejected, Investigation, Request, UsageError, load_stored_context
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.decisions import parse_decision
 from workingset.encoders import get_encoder
 from workingset.providers import APPEND_ONLY, MAX_BREAKPOINTS, PROVIDERS, strict_schema
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
@@ -240,7 +240,7 @@ def test_next_messages_cli_and_bad_options_change_nothing(tmp_path, monkeypatch)
     res = runner.invoke(app, ["next", "--analysis", "demo", "--messages", "anthropic", "--ttl", "1h"])
     assert res.exit_code == 0, res.stderr
     spec = json.loads(runner.invoke(app, ["next", "--analysis", "demo", "--json"]).stdout)
-    assert list(spec) == list(Request.SPEC_KEYS)
+    assert list(spec) == list(Request.PROTOCOL_KEYS)
     assert joined(json.loads(res.stdout), "anthropic") == spec["text"]
     loose = json.loads(runner.invoke(app, ["next", "--analysis", "demo", "--messages", "openai", "--no-strict"]).stdout)
     assert loose["response_format"]["json_schema"]["strict"] is False

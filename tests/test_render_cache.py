@@ -11,7 +11,7 @@ from factory import evidence, sample_state
 from test_render_properties import states
 from workingset.encoders import ENCODERS
 from workingset.encoders._cache import BLOCKS, CACHED_VERSIONS, BlockCache
-from workingset.model import RowsPayload, TextPayload, copy_state
+from workingset.model.state import RowsPayload, TextPayload, copy_state
 
 
 def cold(encoder, state, hid):

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workingset.encoders import ENCODERS, get_encoder
-from workingset.model import RecallSelection, RowsPayload, TextPayload, copy_state, validate_state
+from workingset.model.state import RecallSelection, RowsPayload, TextPayload, copy_state, validate_state
 
 from factory import evidence, sample_state
 from recover import evidence_payloads, table_after, v13_index

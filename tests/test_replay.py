@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from session_helpers import answer_bytes, assess, conclude, decision, query, recall, result, state_bytes
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.errors import DecisionRejected, WorkingsetError
-from workingset.replay import first_difference, replay_export
-from workingset.session import Investigation
+from workingset.session.frozen_replay import first_difference, replay_export
+from workingset.session.investigation import Investigation
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
@@ -233,8 +233,8 @@ def test_a_v11_export_with_a_compacted_journal_and_a_recall_replays(tmp_path):
 
 def test_an_answer_refused_as_too_large_keeps_only_its_head_and_replays_at_its_size():
     from workingset.errors import DecisionRejected
-    from workingset.journal import AnswerEvent
-    from workingset.replay import _answer_bytes
+    from workingset.eventlog.log import AnswerEvent
+    from workingset.session.frozen_replay import _answer_bytes
 
     err = DecisionRejected("the decision is 3,000 bytes; the limit is 1,000 bytes", code="too_large",
                            details={"path": "$", "limit": 1000})  # fmt: skip

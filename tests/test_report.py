@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workingset.baselines import BASELINES
+from workingset.compare.baselines import BASELINES
 from workingset.encoders import render
 from workingset.report import DEFAULT_STRATEGIES, report_data
 from workingset.report.page import _json, render_page
 from workingset.report.texts import LineTable, decode, edits, expand_ids, id_ranges
-from workingset.runs import read_run
-from workingset.session import Investigation
+from workingset.runs.layout import read_run
+from workingset.session.investigation import Investigation
 
 from conftest import BUG17, CORPUS, invoke, needs_corpus
 from report_page import embedded, texts
@@ -203,7 +203,7 @@ def test_id_ranges_join_only_consecutive_ids():
 
 
 def test_prefix_chars_counts_whole_characters():
-    from workingset.tokens import get_encoding, prefix_chars
+    from workingset.tokens.count import get_encoding, prefix_chars
 
     text = "h\u00e9llo \U0001f600 w\u00f6rld \u4e2d\u6587"
     tokens = get_encoding().encode_ordinary(text)

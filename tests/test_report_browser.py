@@ -7,7 +7,7 @@ import os
 import pytest
 
 from workingset.encoders import render
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 from browser import chromium, missing
 from conftest import BUG17, invoke

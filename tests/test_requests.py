@@ -1,8 +1,8 @@
 """`workingset requests`: the bodies a provider receives, billed here from the docs' rules alone.
 
 The billing below is written from the providers' documentation (quoted in README "Cache-true
-costs"), with tiktoken and the JSON of `requests` only — no `workingset.cache`, no
-`workingset.wire` — and has to give `compare`'s figures within 2% for every strategy. The
+costs"), with tiktoken and the JSON of `requests` only — no `workingset.compare.billing`, no
+`workingset.compare.wire` — and has to give `compare`'s figures within 2% for every strategy. The
 journal test proves that v11–v13's requests are ones a cache can hit: every turn's previous
 journal end is a block boundary of the next request within 20 blocks of its last breakpoint.
 """
@@ -23,12 +23,12 @@ import pytest
 
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.encoders import get_encoder
-from workingset.replies import Request
-from workingset.runs import read_run
-from workingset.tokens import get_encoding
-from workingset.wire import body_prompt
+from workingset.session.replies import Request
+from workingset.runs.layout import read_run
+from workingset.tokens.count import get_encoding
+from workingset.compare.wire import body_prompt
 
 from conftest import BUG17
 

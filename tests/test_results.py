@@ -24,8 +24,8 @@ import pytest
 
 from workingset.encoders import ENCODERS, v11
 from workingset.errors import WorkingsetError
-from workingset.limits import Limits, read_bounded
-from workingset.runs import load_context_file
+from workingset.io.limits import Limits, read_bounded
+from workingset.runs.layout import load_context_file
 
 from conftest import BUG17, CORPUS, ROOT, invoke
 from readme_cache import cache_claims

@@ -9,11 +9,11 @@ import msgspec
 import pytest
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.errors import InvalidFile, UsageError, WorkingsetError
 from workingset.importers import import_trajectory, write_import
-from workingset.runfile import RUN_FORMAT, pack, unpack
-from workingset.runs import convert_run, pick_context, read_run
+from workingset.runs.runfile import RUN_FORMAT, pack, unpack
+from workingset.runs.layout import convert_run, pick_context, read_run
 
 from conftest import BUG17
 from test_importers_excerpts import EXCERPTS, MINI_1X, OPENHANDS
@@ -63,7 +63,7 @@ def test_a_run_file_costs_the_last_state_plus_a_small_skeleton_per_turn():
     # an item settled there): the run file is that state plus each turn's skeleton.
     im = import_trajectory("mini-swe-agent", MINI_1X)
     from workingset.importers import ENCODER, HYPOTHESIS
-    from workingset.runs import make_stored_context
+    from workingset.runs.layout import make_stored_context
 
     ctx = [make_stored_context(im.request_id(k), ENCODER, HYPOTHESIS, s) for k, s in enumerate(im.states, 1)]
     last = len(msgspec.json.encode(ctx[-1]))

@@ -12,12 +12,12 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from typer.testing import CliRunner
 
-from workingset.cli import app
+from workingset.cli.commands import app
 from workingset.decisions import parse_decision
 from workingset.encoders import ENCODERS
 from workingset.encoders._render import decision_schema
 from workingset.errors import DecisionRejected
-from workingset.schemas import json_schema
+from workingset.session.schemas import json_schema
 
 ROOT = Path(__file__).parent.parent
 EIDS = st.sampled_from(["E000001", "E000002", "E000003", "E000004", "E1", 7])

@@ -16,8 +16,8 @@ from session_helpers import (
 )  # fmt: skip
 
 from workingset.errors import WorkingsetError
-from workingset.runs import read_run, verify_context
-from workingset.session import Investigation
+from workingset.runs.layout import read_run, verify_context
+from workingset.session.investigation import Investigation
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 

@@ -17,7 +17,7 @@ import pytest
 import workingset.store.interface as st
 from session_helpers import ANALYSIS, assess, conclude, db_dump, decision, query, recall, result, state_bytes
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 from workingset.store import Manifest, SqliteStore, open_store
 from workingset.store.sqltx import SqlTx
 
@@ -104,7 +104,7 @@ def test_a_cached_handle_sees_a_second_process_change(store, monkeypatch):
     script = (
         "import sys; sys.path.insert(0, {tests!r})\n"
         "from session_helpers import decision, query, result\n"
-        "from workingset.session import Investigation\n"
+        "from workingset.session.investigation import Investigation\n"
         "with Investigation.open({store!r}, 'demo') as other:\n"
         "    act = other.submit({rid!r}, decision(query('select 2'))).action\n"
         "    other.record(act, result('from the other process', query='select 2'))\n"

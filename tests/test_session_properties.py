@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from session_helpers import ANALYSIS, answer_bytes, answer_events, db_dump, result, state_bytes
 
 from workingset.errors import DecisionRejected, SessionError
-from workingset.model import validate_state
-from workingset.session import Investigation
+from workingset.model.state import validate_state
+from workingset.session.investigation import Investigation
 
 # Placeholders resolved against the open request: its pending result, a shown ID, an indexed one.
 IDS = ["PENDING"] * 6 + ["SHOWN"] * 4 + ["INDEXED"] * 2 + ["E000001", "E000004", "E000099", "E12"]

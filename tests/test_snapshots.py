@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from workingset.encoders import ENCODERS
-from workingset.runs import load_context_file
+from workingset.runs.layout import load_context_file
 
 from conftest import BUG17, VERSIONS
 from factory import sample_state

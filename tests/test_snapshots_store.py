@@ -5,13 +5,13 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-import workingset.snapshots as snapshots
+import workingset.eventlog.snapshots as snapshots
 from session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
 from store_sql import execute as _execute
 from store_sql import query as _query
 from test_session_cache import Reads
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 from workingset.store import SCHEMA_VERSION
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
@@ -54,7 +54,7 @@ def test_snapshots_cost_at_most_what_the_log_does(store, monkeypatch):
     monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 2_000)
     written = []
     original = snapshots.take_snapshot
-    monkeypatch.setattr("workingset.session.take_snapshot", lambda view: written.append(original(view)) or written[-1])
+    monkeypatch.setattr("workingset.session.investigation.take_snapshot", lambda view: written.append(original(view)) or written[-1])
     inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
     turns(inv, 15)
     logged = _query(store, "SELECT sum(length(data)) FROM events WHERE kind != 'created'")[0][0]

@@ -12,10 +12,10 @@ from session_helpers import conclude, decision, make_state, recall, state_bytes
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.v08 import V8
 from workingset.errors import DecisionRejected
-from workingset.model import load_state
-from workingset.replay import replay_export
-from workingset.session import Investigation
-from workingset.spans import canonical_text, make_span, quote_span
+from workingset.model.state import load_state
+from workingset.session.frozen_replay import replay_export
+from workingset.session.investigation import Investigation
+from workingset.model.spans import canonical_text, make_span, quote_span
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 

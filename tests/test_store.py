@@ -17,7 +17,7 @@ from session_helpers import ANALYSIS, assess, conclude, db_dump, decision, query
 from store_sql import execute as _execute
 from store_sql import query as _query
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 from workingset.store import APPLICATION_ID, SCHEMA_VERSION, PostgresStore, SqliteStore
 
 TESTS = str(Path(__file__).parent)
@@ -209,7 +209,7 @@ def small_cache(self):
     self._conn.execute("PRAGMA cache_size = 1")  # spill uncommitted pages into the WAL before COMMIT
 sq.SqliteStore._setup = small_cache
 from session_helpers import assess, conclude, decision, query, result, state_bytes
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 clock = lambda: "2026-06-10T21:00:00Z"
 if op == "create":
     Investigation.create(store, state_bytes(), encoder="v8", clock=clock)
@@ -325,7 +325,7 @@ if mode == "slow":
     st._checkpoint = hook
 from session_helpers import decision, query
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 inv = Investigation.open(store, "demo")
 if sys.argv[4:] == ["warm"]:
     inv.show()  # the handle keeps the replayed state; the submit then only catches up

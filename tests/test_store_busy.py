@@ -10,7 +10,7 @@ import pytest
 from os_helpers import cli, snapshot
 from session_helpers import state_bytes
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 from workingset.store import SqliteStore
 
 HOLD = r"""

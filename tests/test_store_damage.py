@@ -18,7 +18,7 @@ import pytest
 from os_helpers import cli, snapshot
 from session_helpers import assess, db_dump, decision, query, result, state_bytes
 from workingset.errors import WorkingsetError
-from workingset.session import Investigation
+from workingset.session.investigation import Investigation
 from workingset.store.sqltx import TABLE_NAMES
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731

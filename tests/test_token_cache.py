@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from workingset.token_cache import FILE, TokenCache, cache_dir
+from workingset.tokens.disk_cache import FILE, TokenCache, cache_dir
 
 
 def test_entries_survive_across_instances(tmp_path: Path):
@@ -94,7 +94,7 @@ def _no_user_cache(tmp_path: Path, monkeypatch):
 
 
 def test_the_parsed_vocabulary_is_kept_and_a_damaged_one_rebuilt(tmp_path: Path):
-    from workingset.token_cache import vocabulary
+    from workingset.tokens.disk_cache import vocabulary
 
     calls = []
 
@@ -111,7 +111,7 @@ def test_the_parsed_vocabulary_is_kept_and_a_damaged_one_rebuilt(tmp_path: Path)
 
 
 def test_the_real_encoding_counts_the_same_through_the_kept_vocabulary():
-    import workingset.tokens as tokens
+    import workingset.tokens.count as tokens
 
     text = "def f(x):\n    return x  # <|endoftext|> counted as text\n"
     expected = tokens.get_encoding("cl100k_base").encode_ordinary(text)
@@ -126,7 +126,7 @@ def test_compare_gives_the_same_numbers_from_the_disk_cache(tmp_path: Path):
 
     from conftest import BUG17, invoke
 
-    import workingset.tokens as tokens
+    import workingset.tokens.count as tokens
 
     def compare(*extra: str) -> dict:
         result = invoke("compare", str(BUG17), "--all", "--baselines", "--json", *extra)

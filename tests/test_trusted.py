@@ -8,9 +8,9 @@ from hypothesis import HealthCheck, given, settings
 
 from factory import sample_state
 from test_render_properties import states
-from workingset.model import Capture, Evidence, Hypothesis, State
-from workingset.snapshots import Snapshot
-from workingset.trusted import TrustedCodec
+from workingset.model.state import Capture, Evidence, Hypothesis, State
+from workingset.eventlog.snapshots import Snapshot
+from workingset.eventlog.trusted import TrustedCodec
 
 CODEC = TrustedCodec(Snapshot)
 
@@ -50,7 +50,7 @@ def test_it_is_compact_and_a_twin_never_equals_a_model_object():
     data = CODEC.encode(snap)
     assert len(data) < 0.75 * len(msgspec.msgpack.encode(snap))  # arrays, not maps with field names
     twin = msgspec.msgpack.Decoder(CODEC._twin_type).decode(data)
-    assert twin != snap and type(twin.state.evidence[0]).__module__ == "workingset.trusted"
+    assert twin != snap and type(twin.state.evidence[0]).__module__ == "workingset.eventlog.trusted"
 
 
 def test_values_are_not_checked_again_but_types_and_literals_are():

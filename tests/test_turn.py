@@ -11,7 +11,7 @@ from session_helpers import assess, conclude, decision, query, recall, state_byt
 from test_provider_sdks import Provider, anthropic_reply, chat_reply
 
 from workingset import Investigation, SqliteStore, WorkingsetError
-from workingset.session import utc_now
+from workingset.session.investigation import utc_now
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 

@@ -9,7 +9,7 @@ from workingset import Investigation, render
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import DEFAULT_BUDGET, MIN_BUDGET
 from workingset.errors import UnknownEncoder
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 from conftest import ROOT
 from recover import evidence_payloads, table_after, v13_index
@@ -72,7 +72,7 @@ def _compactions(out) -> str:
 
 def test_the_preamble_is_the_same_for_every_analysis_and_budget():
     a = render(BUG17[0][1].state, BUG17[0][1].hypothesis, "v11")
-    from workingset.model import load_state
+    from workingset.model.state import load_state
     import json
 
     b = get_encoder("v11:budget=60000").render(load_state(json.dumps(make_state()).encode()), "H1")
@@ -127,7 +127,7 @@ def test_a_session_recalls_archived_evidence_and_exports_verifiable_contexts(tmp
         shown = f'"id":"{target}"' if version == "v11" else f"\n{target} H1 #"
         assert shown in req.text.split("## This turn", 1)[1]
         paths = inv.export(tmp_path / "run")
-    from workingset.runs import verify_context, load_context_file
+    from workingset.runs.layout import verify_context, load_context_file
 
     assert all(verify_context(str(p), load_context_file(p)).status == "ok" for p in paths)
 
@@ -146,7 +146,7 @@ def _grow_in_place(target, source) -> None:
 
 @pytest.mark.parametrize("name", BUDGETS)
 def test_a_kept_journal_renders_exactly_what_a_fresh_walk_renders(name):
-    from workingset.model import copy_state
+    from workingset.model.state import copy_state
 
     enc = get_encoder(name)
     state = copy_state(BUG17[0][1].state)
@@ -163,7 +163,7 @@ def test_a_kept_journal_renders_exactly_what_a_fresh_walk_renders(name):
 
 
 def test_a_result_recorded_late_is_walked_afresh_and_lands_in_order():
-    from workingset.model import copy_state
+    from workingset.model.state import copy_state
 
     enc = get_encoder("v11")
     final = BUG17[-1][1].state

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import MIN_BUDGET
 from workingset.importers import import_trajectory
-from workingset.model import State, validate_state
-from workingset.runs import read_run
+from workingset.model.state import State, validate_state
+from workingset.runs.layout import read_run
 
 from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
 from factory import evidence, sample_state

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import MIN_BUDGET
-from workingset.harvest import harvest
+from workingset.model.harvest import harvest
 from workingset.importers import import_trajectory
-from workingset.model import Evidence, State, TextPayload, validate_state
-from workingset.runs import read_run
+from workingset.model.state import Evidence, State, TextPayload, validate_state
+from workingset.runs.layout import read_run
 
 from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
 from factory import evidence, sample_state

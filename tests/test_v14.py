@@ -24,12 +24,12 @@ from recover14 import paged_blocks, read_index, read_tail, sections
 from test_render_properties import states
 from test_v13 import check_index_row
 
-from workingset.availability import availability
+from workingset.compare.availability import availability
 from workingset.decisions import PagedRecall, check_recall_pages, parse_decision
 from workingset.encoders import get_encoder
 from workingset.errors import DecisionRejected, InvalidFile
 from workingset.importers import import_trajectory
-from workingset.model import (
+from workingset.model.state import (
     HistoryEntry,
     RecallSelection,
     State,
@@ -38,7 +38,7 @@ from workingset.model import (
     load_state,
     validate_state,
 )
-from workingset.runs import read_run
+from workingset.runs.layout import read_run
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from synthetic import make_state  # noqa: E402
@@ -513,7 +513,7 @@ def test_a_case_longer_than_its_room_is_paged_and_recalled():
 def test_a_session_recalls_a_page_and_refuses_an_unknown_one(tmp_path):
     from session_helpers import db_dump
 
-    from workingset.session import Investigation
+    from workingset.session.investigation import Investigation
 
     state = huge_state(60_000)
     for ev in state.evidence:  # nothing to assess: a recall alone is a valid answer

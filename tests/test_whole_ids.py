@@ -17,9 +17,9 @@ from session_helpers import make_state, state_bytes
 from store_sql import execute, query
 
 from workingset.errors import InvalidFile
-from workingset.model import load_start
-from workingset.schemas import json_schema
-from workingset.session import Investigation
+from workingset.model.state import load_start
+from workingset.session.schemas import json_schema
+from workingset.session.investigation import Investigation
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"
 LEGACY = "demo\n"

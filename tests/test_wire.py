@@ -3,8 +3,8 @@
 import pytest
 
 from workingset.errors import UsageError
-from workingset.tokens import text_tokens
-from workingset.wire import body_blocks, to_prompt
+from workingset.tokens.count import text_tokens
+from workingset.compare.wire import body_blocks, to_prompt
 
 MARK = {"type": "ephemeral"}
 BODY = {

@@ -15,16 +15,16 @@ from .errors import (
     UsageError,
     WorkingsetError,
 )
-from .limits import Limits
-from .hashing import content_hash
-from .model import State, StoredContext, load_state, load_state_or_context, load_stored_context
-from .runs import make_stored_context, read_run, verify_context, write_run
-from .answers import answer_of
-from .replay import ReplayReport, replay_export
-from .schemas import json_schema
-from .spans import Span, canonical_text, make_span, quote_span
-from .replies import Applied, PendingAction, Recorded, Request, Summary
-from .session import Investigation
+from .io.limits import Limits
+from .model.hashing import content_hash
+from .model.state import State, StoredContext, load_state, load_state_or_context, load_stored_context
+from .runs.layout import make_stored_context, read_run, verify_context, write_run
+from .session.answers import answer_of
+from .session.frozen_replay import ReplayReport, replay_export
+from .session.schemas import json_schema
+from .model.spans import Span, canonical_text, make_span, quote_span
+from .session.replies import Applied, PendingAction, Recorded, Request, Summary
+from .session.investigation import Investigation
 from .store import PostgresStore, SqliteStore, open_store
 
 __all__ = [

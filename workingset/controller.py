@@ -1,4 +1,6 @@
-"""Turn application, scheduling and termination (SPEC §6–7), as pure functions over a `State`.
+"""Turn application, scheduling and termination, as pure functions over a `State`.
+
+The rules are docs/protocol.md#applying-an-accepted-decision and #status-and-termination.
 
 Nothing here touches a store, the clock or an encoder: the session layer loads a state,
 calls these, and persists what they return. The same functions replay the event log, so the
@@ -10,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from .costs import add_cost
+from .model.costs import add_cost
 from .decisions import AnyDecision, Conclude, Query, Recall, assessment_of
 from .errors import SessionError
-from .model import Evidence, HistoryEntry, Note, RecallSelection, State
+from .model.state import Evidence, HistoryEntry, Note, RecallSelection, State
 
 ACTIVE, PAUSED, COMPLETED, FAILED, CANCELLED = "active", "paused", "completed", "failed", "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})

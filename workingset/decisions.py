@@ -1,4 +1,4 @@
-"""The decision a model returns for one request (SPEC §6), as a strict tagged union, and its validation.
+"""The decision a model returns for one request (docs/protocol.md#decisions), as a strict tagged union, and its validation.
 
 A decision is checked in two stages, both before anything changes. `parse_decision` checks
 the bytes' size, nesting and repeated keys (too_large, schema_violation) and turns them into
@@ -21,9 +21,9 @@ import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
-from .limits import Limits, check_json
-from .model import EntryRef, EvidenceId, PageRef, State, Unit, entry_refs, split_validation_error
-from .spans import MAX_SPANS, Span, canonical_text
+from .io.limits import Limits, check_json
+from .model.state import EntryRef, EvidenceId, PageRef, State, Unit, entry_refs, split_validation_error
+from .model.spans import MAX_SPANS, Span, canonical_text
 
 MAX_NOTES = 8
 MAX_RECALL = 4

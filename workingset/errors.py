@@ -95,7 +95,7 @@ class InvalidFile(WorkingsetError):
 
 
 class TooLarge(WorkingsetError):
-    """An input over its configured size limit (see `workingset.limits`); nothing was read past it."""
+    """An input over its configured size limit (see `workingset.io.limits`); nothing was read past it."""
 
     code = "too_large"
 

@@ -238,7 +238,7 @@ _RETRY_FILE = msgspec.json.Decoder(list[RetryEntry])
 
 def load_retry(data: bytes, source: str) -> list[tuple[Answer, DecisionRejected]]:
     """Read a retry file: a JSON array of `{"answer", "error"}` objects, oldest first (`invalid_file` if not)."""
-    from .model import decode_strict
+    from .model.state import decode_strict
 
     entries = decode_strict(data, _RETRY_FILE, source)
     return [(e.answer, DecisionRejected(e.error.message, code=e.error.code, details=dict(e.error.details))) for e in entries]

@@ -19,9 +19,9 @@ from typing import NamedTuple
 import msgspec
 
 from workingset.encoders import ENCODERS
-from workingset.hashing import hash_text
-from workingset.model import State, validate_state
-from workingset.runs import read_run
+from workingset.model.hashing import hash_text
+from workingset.model.state import State, validate_state
+from workingset.runs.layout import read_run
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent

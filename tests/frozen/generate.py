@@ -19,9 +19,9 @@ from pathlib import Path
 
 import msgspec
 
-from workingset.hashing import content_hash
+from workingset.model.hashing import content_hash
 from workingset.importers import import_trajectory
-from workingset.model import (
+from workingset.model.state import (
     Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry, Hypothesis,
     Note, RecallSelection, RowsPayload, State, TextPayload, validate_state,
 )  # fmt: skip

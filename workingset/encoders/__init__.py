@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from ..errors import UnknownEncoder
-from ..model import State
+from ..model.state import State
 from ._api import RenderedContext, View
 from .v01 import V1
 from .v02 import V2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..model import Evidence, Hypothesis, State
+from ..model.state import Evidence, Hypothesis, State
 
 
 @dataclass(frozen=True)

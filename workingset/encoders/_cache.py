@@ -28,7 +28,7 @@ from typing import Any
 
 from msgspec.structs import astuple
 
-from ..model import Evidence
+from ..model.state import Evidence
 
 CACHED_VERSIONS = frozenset(range(1, 11))
 # About 64 MB of text at most; past it the older half is dropped (a long-lived process

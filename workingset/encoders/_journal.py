@@ -25,8 +25,8 @@ from typing import Any
 
 from msgspec.structs import astuple
 
-from ..harvest import harvest
-from ..model import Evidence, HistoryEntry, Note, RowsPayload, State, TextPayload
+from ..model.harvest import harvest
+from ..model.state import Evidence, HistoryEntry, Note, RowsPayload, State, TextPayload
 from ._render import UNKNOWN_PAYLOAD, compact, fence, rows_caption, table
 from .v01 import empty_rows_remark
 from .v06 import CAPTURE_COLUMNS

@@ -25,7 +25,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..model import Evidence, State
+from ..model.state import Evidence, State
 from ._journal import Journal, _cached, entries
 from ._render import fence
 

@@ -144,7 +144,7 @@ _CONCLUDE = {
 }
 
 
-# Spans (`workingset.spans`): only versions that declare `supports_spans` add them to the
+# Spans (`workingset.model.spans`): only versions that declare `supports_spans` add them to the
 # conclusion; v1–v10 never do, so their frozen schemas are unchanged.
 _SPAN = {
     "type": "object",

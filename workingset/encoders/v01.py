@@ -13,8 +13,8 @@ import msgspec
 from msgspec.structs import replace
 
 from ..errors import SessionError
-from ..hashing import hash_text
-from ..model import Evidence, Hypothesis, RowsPayload, State
+from ..model.hashing import hash_text
+from ..model.state import Evidence, Hypothesis, RowsPayload, State
 from ._api import RenderedContext, View
 from ._cache import BLOCKS
 from ._render import UNKNOWN_PAYLOAD, compact, decision_schema, fence, heading, indented, join_blocks
@@ -32,7 +32,7 @@ class V1:
 
     version = 1
     supports_recall = False
-    # Whether a conclusion may cite byte spans of shown payloads (`workingset.spans`): a schema
+    # Whether a conclusion may cite byte spans of shown payloads (`workingset.model.spans`): a schema
     # change, so only a new version may switch it on; v1–v10 never do.
     supports_spans = False
     evidence_heading = "Evidence"

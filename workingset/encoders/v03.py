@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Evidence, TextPayload
+from ..model.state import Evidence, TextPayload
 from ._api import View
 from ._render import fence
 from .v02 import V2

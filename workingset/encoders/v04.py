@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Evidence, RowsPayload
+from ..model.state import Evidence, RowsPayload
 from ._api import View
 from ._render import TABLE_CONVENTION, rows_caption, table
 from .v03 import V3

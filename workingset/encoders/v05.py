@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Evidence, RowsPayload
+from ..model.state import Evidence, RowsPayload
 from ._api import View
 from .v01 import empty_rows_remark
 from .v04 import V4

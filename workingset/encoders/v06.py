@@ -7,7 +7,7 @@ from typing import Any
 
 from msgspec.structs import astuple, replace
 
-from ..model import Capture, Evidence, Hypothesis, Note
+from ..model.state import Capture, Evidence, Hypothesis, Note
 from ._api import View
 from ._render import heading, join_blocks, rows_caption, table
 from .v05 import V5

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model import Evidence, Hypothesis, State
+from ..model.state import Evidence, Hypothesis, State
 from ._api import View
 from ._render import heading, join_blocks, rows_caption, table
 from .v01 import Chunk, to_plain

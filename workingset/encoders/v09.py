@@ -6,7 +6,7 @@ of a `notes_index` table (ID, kind, status, iteration, length in characters).
 
 from __future__ import annotations
 
-from ..model import Note
+from ..model.state import Note
 from ._api import View
 from ._render import heading, rows_caption, table
 from .v06 import notes_table

@@ -8,7 +8,7 @@ hidden, so there is nothing to recall. The default for new requests.
 
 from __future__ import annotations
 
-from ..model import Evidence, Hypothesis, State
+from ..model.state import Evidence, Hypothesis, State
 from ._api import View
 from ._render import heading
 from .v06 import notes_table

@@ -23,7 +23,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from ..errors import UnknownEncoder
-from ..model import Evidence, Hypothesis, State
+from ..model.state import Evidence, Hypothesis, State
 from ._api import RenderedContext, View
 from ._journal import V11_FORMAT, Format, Journal, Plan, plan
 from ._render import compact, decision_schema, fence, heading, rows_caption, table

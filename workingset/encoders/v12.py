@@ -27,7 +27,7 @@ from typing import Any, Callable
 
 from msgspec.structs import astuple
 
-from ..model import Evidence, HistoryEntry, Note, State, TextPayload
+from ..model.state import Evidence, HistoryEntry, Note, State, TextPayload
 from ._journal import Format, payload_lines
 from ._render import compact, fence, heading
 from .v06 import CAPTURE_COLUMNS

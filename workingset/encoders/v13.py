@@ -31,8 +31,8 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any
 
-from ..harvest import harvest
-from ..model import Evidence
+from ..model.harvest import harvest
+from ..model.state import Evidence
 from ._render import compact, heading, rows_caption
 from .v11 import JournalView, notes_by_status, status_exceptions
 from .v12 import V12, V12Format, _value, descriptor, head_line

@@ -28,7 +28,7 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import TooLarge
-from ..model import State
+from ..model.state import State
 from ._journal import Journal
 from ._journal14 import (
     Journal14,

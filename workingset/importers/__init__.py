@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import UsageError
-from ..files import check_new_run_dir
-from ..model import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
-from ..runs import make_stored_context, write_layout
+from ..io.files import check_new_run_dir
+from ..model.state import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
+from ..runs.layout import make_stored_context, write_layout
 from . import mini_swe_agent, openhands, swe_agent
 from ._build import HYPOTHESIS, build_states
 from ._sniff import WHAT, identify

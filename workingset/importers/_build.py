@@ -1,4 +1,4 @@
-"""Turn a parsed trajectory into one investigation state per agent step (SPEC §3).
+"""Turn a parsed trajectory into one investigation state per agent step (docs/protocol.md#the-investigation-state).
 
 State k is the investigation after the agent's k-th action: hypothesis H1 (the agent's one
 line of work) has run k queries; actions 1..k-1 were assessed by the step after them
@@ -9,14 +9,14 @@ to state k; whatever follows the last action belongs to the last state.
 
 from __future__ import annotations
 
-from ..costs import add_cost
+from ..model.costs import add_cost
 from ..errors import InvalidFile
-from ..hashing import content_hash
-from ..model import (
+from ..model.hashing import content_hash
+from ..model.state import (
     Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
     Hypothesis, Note, State, TextPayload, validate_state,
 )  # fmt: skip
-from ..limits import MAX_COST
+from ..io.limits import MAX_COST
 from ._trajectory import EPOCH, Action, Feedback, Thought, Trajectory, fail
 
 HYPOTHESIS = "H1"

@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 
 from ..errors import WorkingsetError
-from ..limits import check_json
+from ..io.limits import check_json
 from ._trajectory import read_source
 
 _EVENT_FILE = re.compile(r"^event-\d+-.*\.json$")

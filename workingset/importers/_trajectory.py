@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 import msgspec
 
 from ..errors import InvalidFile
-from ..fixed_prompt import FixedPrompt
-from ..limits import check_json, read_path
-from ..model import ANALYSIS_ID_MAX_CHARS, is_timestamp, split_validation_error
+from ..runs.fixed_prompt import FixedPrompt
+from ..io.limits import check_json, read_path
+from ..model.state import ANALYSIS_ID_MAX_CHARS, is_timestamp, split_validation_error
 
 T = TypeVar("T")
 

@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import UsageError, WorkingsetError
-from ..files import check_new_run_dir, os_error
-from ..model import ANALYSIS_ID_MAX_CHARS
-from ..runs import check_layout, holds_a_run
+from ..io.files import check_new_run_dir, os_error
+from ..model.state import ANALYSIS_ID_MAX_CHARS
+from ..runs.layout import check_layout, holds_a_run
 from . import ENCODER, FORMATS, import_trajectory, write_import
 from ._sniff import identify
 from ._trajectory import analysis_id, fail

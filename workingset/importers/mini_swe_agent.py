@@ -29,8 +29,8 @@ from typing import Any
 from msgspec import Struct
 
 from ..errors import WorkingsetError
-from ..fixed_prompt import FixedPrompt, PrefixMessage
-from ..limits import check_json
+from ..runs.fixed_prompt import FixedPrompt, PrefixMessage
+from ..io.limits import check_json
 from ._trajectory import (
     dig,
     Action, Feedback, Item, Thought, Trajectory, decode, fail, first_line, from_epoch, number,

@@ -23,8 +23,8 @@ from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
-from ..fixed_prompt import FixedPrompt, PrefixMessage, openai_tool
-from ..limits import MAX_COUNT
+from ..runs.fixed_prompt import FixedPrompt, PrefixMessage, openai_tool
+from ..io.limits import MAX_COUNT
 
 from ._trajectory import (
     dig,

@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from ..fixed_prompt import FixedPrompt, PrefixMessage
+from ..runs.fixed_prompt import FixedPrompt, PrefixMessage
 from ._trajectory import Action, dig, Item, Thought, Trajectory, between, decode, fail, first_line, number, read_source, text_of
 
 # SWE-agent 0.x's default special commands; anything else ran in bash.

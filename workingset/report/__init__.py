@@ -14,13 +14,13 @@ import os
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..bench import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_contexts, version_label, version_renderer
-from ..cache import CacheOptions, model_names
+from ..compare.engine import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_contexts, version_label, version_renderer
+from ..compare.billing import CacheOptions, model_names
 from ..errors import UnknownEncoder, UsageError
-from ..files import os_error
-from ..fixed_prompt import FixedPrompt
-from ..runs import read_fixed_prompt, read_run
-from ..tokens import DEFAULT_ENCODING, get_encoding
+from ..io.files import os_error
+from ..runs.fixed_prompt import FixedPrompt
+from ..runs.layout import read_fixed_prompt, read_run
+from ..tokens.count import DEFAULT_ENCODING, get_encoding
 
 DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")
 DEFAULT_CACHE = ("anthropic", "openai-auto", "ideal")  # the first is the one the page opens with
@@ -30,7 +30,7 @@ def resolve_strategies(names: Sequence[str], fixed: FixedPrompt | None = None) -
     """Resolve strategy names to compare's renderers and to encoder names (None for a baseline).
 
     An encoder is named as `compare` names it (`v11`, `v11:budget=60000`); a baseline by
-    its name in `workingset.baselines`. The first is the base the changes are relative to.
+    its name in `workingset.compare.baselines`. The first is the base the changes are relative to.
     """
     baselines = baseline_renderers(fixed)
     renderers: dict[str, Renderer] = {}
@@ -92,9 +92,9 @@ def report_data(
 ) -> dict[str, Any]:
     """Everything the page shows: compare's data, the cache series, budgets and the viewer's texts.
 
-    `cache` names the cache models (`workingset.cache`), `DEFAULT_CACHE` when empty.
+    `cache` names the cache models (`workingset.compare.billing`), `DEFAULT_CACHE` when empty.
     """
-    from ..bench_report import run_data
+    from ..compare.tables import run_data
     from .record import turn_records
     from .viewer import recording, view_data
 
@@ -127,7 +127,7 @@ def own_strategy(contexts: Sequence[Any], encoders: dict[str, str | None]) -> st
 
 def verdict_of(data: dict[str, Any], model: str) -> str:
     """The first screen's verdict under one cache model: compare's wording, from the embedded totals."""
-    from ..verdict import cheapest
+    from ..compare.verdict import cheapest
 
     costs = {s: data["cache"][model]["total"][s]["effective_cost"] for s in data["strategies"]}
     return cheapest(costs, data["base"], f"billed under the {model} cache model")

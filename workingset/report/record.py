@@ -12,14 +12,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..exports import ANSWERS, JOURNAL
+from ..eventlog.exports import ANSWERS, JOURNAL
 
 def turn_records(directory: str, request_ids: Sequence[str]) -> dict[str, Any] | None:
     """The recorded decision, rejections and outcome of each request (in order) and the run's outcome; None for a plain run.
 
     An export whose journal is damaged is `invalid_file`, as `replay` reports it.
     """
-    from ..replay import read_journal
+    from ..session.frozen_replay import read_journal
 
     root = Path(directory)
     if not root.is_dir() or not ((root / JOURNAL).exists() or (root / ANSWERS).exists()):

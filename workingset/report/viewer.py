@@ -14,11 +14,11 @@ from typing import Any, Mapping, Sequence
 
 import msgspec
 
-from ..baselines import BASELINES, unrecoverable
-from ..bench import API_MODEL, Rendering, prompt, sent_prompts
-from ..model import StoredContext
-from ..hashing import hash_text
-from ..tokens import prefix_chars
+from ..compare.baselines import BASELINES, unrecoverable
+from ..compare.engine import API_MODEL, Rendering, prompt, sent_prompts
+from ..model.state import StoredContext
+from ..model.hashing import hash_text
+from ..tokens.count import prefix_chars
 from .texts import LineTable, edits, id_ranges, utf16_offsets
 
 
@@ -52,8 +52,8 @@ def _text_chars(rendering: Rendering, model: str, counts: Sequence[int], encodin
     """Where in the text each count of billed tokens ends: the models bill the request body
     (the tool first, then the text's blocks), so a count is found in its block and mapped to
     that block's place in the text; a count that ends before the text (in the tool) is 0."""
-    from ..cache import PROVIDER, CacheOptions
-    from ..wire import body_blocks
+    from ..compare.billing import PROVIDER, CacheOptions
+    from ..compare.wire import body_blocks
 
     if rendering.body is None:
         return prefix_chars(prompt(rendering, None, encoding).tokens, counts, encoding)

@@ -8,7 +8,7 @@ requests, actions) answer "what is open, what is pending" without a replay, each
 direct lookup (the open request, the pending actions, one action), never a scan of the
 analysis's history. A request's manifest is stored compactly (`Manifest`): only the shorter
 of its shown and indexed ID lists, the other being the rest of the evidence it was rendered
-with. `snapshots` keeps the latest replayed state of each analysis (see `journal`).
+with. `snapshots` keeps the latest replayed state of each analysis (see `eventlog.log`).
 
 Two backends implement it with the same tables and semantics: `sqlite` (the default, a file)
 and `postgres` (a database server, for many worker processes).
@@ -24,7 +24,7 @@ from typing import Any, Literal, Protocol
 import msgspec
 
 from ..errors import WorkingsetError
-from ..model import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId, Payload, RequestId
+from ..model.state import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId, Payload, RequestId
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 # 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).
@@ -211,7 +211,7 @@ class StoreBase:
         self.read_only = read_only
         self.empty = False  # no schema yet and not allowed to create one
         self.snapshots = True  # False: a version 2 store opened read-only (it has no snapshots table)
-        # Replayed states by analysis, kept by the session layer (`journal.Replayed`) so that a
+        # Replayed states by analysis, kept by the session layer (`eventlog.view.Replayed`) so that a
         # call reads only the events appended since; they live and die with this connection.
         self.views: dict[str, Any] = {}
         self._conn: Any = None

@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import StoreCorrupt, UsageError, WorkingsetError
-from ..storepath import SERVED_SCHEMES, redact, scrub, store_scheme, url_secrets
+from .paths import SERVED_SCHEMES, redact, scrub, store_scheme, url_secrets
 from . import interface as base
 from .interface import StoreBase, Tx
 from .sqltx import SNAPSHOTS_TABLE, TABLE_NAMES, TABLES, SqlTx

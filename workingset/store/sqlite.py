@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 
 from ..errors import StoreCorrupt, WorkingsetError
-from ..storepath import (
+from .paths import (
     SQLITE_HEADER, busy_timeout_seconds, check_busy_timeout, connect_read_only, on_read_only_medium, read_store_header,
     store_scheme,
 )  # fmt: skip

@@ -13,8 +13,8 @@ from typing import Any
 import msgspec
 
 from ..errors import StoreCorrupt
-from ..hashing import canonical_json, hash_bytes
-from ..model import Payload
+from ..model.hashing import canonical_json, hash_bytes
+from ..model.state import Payload
 from . import interface as base
 from .interface import (
     ACTION_COLUMNS, FIELDS, MANIFEST_DECODER, REQUEST_COLUMNS, ActionRow, AnalysisRow, EventRow, RequestRecord,

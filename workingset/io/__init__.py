@@ -1,0 +1,1 @@
+"""The process edges: files and OS errors, the input limits, standard streams, the progress bar."""

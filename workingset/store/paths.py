@@ -1,0 +1,170 @@
+"""Where a store lives: the `--store` scheme check, the file checks before SQLite opens it, read-only opening.
+
+These run before SQLite sees a path, so that a FIFO, socket or device is refused at once
+(SQLite would block on a FIFO), a URL of a scheme no backend serves is not taken for a
+file name, and commands that only read never write to the store file (nor create it).
+"""
+
+from __future__ import annotations
+
+import errno
+import math
+import os
+import re
+import sqlite3
+from collections.abc import Sequence
+from urllib.parse import quote, unquote
+
+from ..errors import SessionError, StoreCorrupt, UsageError, WorkingsetError
+from ..io.files import SpecialFile, describe, open_regular, os_code
+
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+SQLITE_HEADER = b"SQLite format 3\x00"
+BUSY_TIMEOUT = 30.0  # seconds a call waits for another process's lock; $WORKINGSET_BUSY_TIMEOUT overrides
+BUSY_TIMEOUT_MAX = 3600.0
+# Schemes of `--store` URLs that a backend serves; anything else that looks like a URL is refused.
+SERVED_SCHEMES: tuple[str, ...] = ("postgresql", "postgres")
+
+
+def store_scheme(url: str, served: tuple[str, ...] | None = None) -> str | None:
+    """The scheme of a store URL that a backend serves (`postgresql`), or None for a file path.
+
+    A `scheme://…` of a scheme not in `served` (default `SERVED_SCHEMES`) is
+    `usage_error` naming the schemes served; so is an empty path.
+    """
+    if served is None:
+        served = SERVED_SCHEMES
+    if not url:
+        raise UsageError("the store path is empty; give a file path" + _served(served))
+    match = _URL.match(url)
+    if match is None:
+        return None
+    scheme = match.group(1).lower()
+    if scheme in served:
+        return scheme
+    shown = redact(url)
+    raise UsageError(f"store {shown!r}: the scheme {scheme}:// is not served; give a file path" + _served(served),
+                     details={"store": shown, "served": list(served)})  # fmt: skip
+
+
+# A URL's userinfo (everything of its authority before the last `@`) and the value of every
+# query parameter naming a password (libpq's `password=`, `sslpassword=`).
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
+_PASSWORD_PARAM = re.compile(r"([?&][^=&#]*password=)([^&#]*)", re.IGNORECASE)
+
+
+def redact(url: str) -> str:
+    """The URL for messages and details: its userinfo password and every `…password=` value as `***`."""
+    def userinfo(m: re.Match[str]) -> str:
+        user, colon, _password = m.group(2).partition(":")
+        return f"{m.group(1)}{user}{':***' if colon else ''}@"
+
+    return _PASSWORD_PARAM.sub(r"\1***", _USERINFO.sub(userinfo, url, count=1))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The passwords a URL holds, as written and percent-decoded, longest first: what a driver's message must not echo."""
+    found = [m.group(2) for m in _PASSWORD_PARAM.finditer(url)]
+    if (m := _USERINFO.match(url)) and ":" in m.group(2):
+        found.append(m.group(2).partition(":")[2])
+    found += [unquote(secret) for secret in found]
+    return sorted({secret for secret in found if secret}, key=len, reverse=True)
+
+
+def scrub(text: str, secrets: Sequence[str]) -> str:
+    """`text` as one clean line (a driver's tabs and newlines folded to spaces), each secret in it as `***`."""
+    for secret in secrets:
+        text = text.replace(secret, "***")
+    return " ".join(text.split())
+
+
+def _served(served: tuple[str, ...]) -> str:
+    return f" or a URL of {', '.join(s + '://' for s in served)}" if served else " (no URL schemes are served)"
+
+
+def check_busy_timeout(value: float, name: str) -> float:
+    """A busy timeout in seconds: finite, from 0 to `BUSY_TIMEOUT_MAX`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= BUSY_TIMEOUT_MAX:
+        raise UsageError(f"{name} must be a number of seconds from 0 to {BUSY_TIMEOUT_MAX:g}, not {value!r}")
+    return float(value)
+
+
+def busy_timeout_seconds() -> float:
+    """How long a call waits for another process's lock: `$WORKINGSET_BUSY_TIMEOUT` seconds, else `BUSY_TIMEOUT`."""
+    raw = os.environ.get("WORKINGSET_BUSY_TIMEOUT")
+    if raw is None or not raw.strip():
+        return BUSY_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"WORKINGSET_BUSY_TIMEOUT must be a number of seconds, not {raw!r}") from None
+    return check_busy_timeout(value, "WORKINGSET_BUSY_TIMEOUT")
+
+
+def _unavailable(path: str, exc: OSError) -> WorkingsetError:
+    return WorkingsetError(f"cannot read store {path} ({describe(exc)})", code="store_unavailable",
+                           details={"store": path, "reason": os_code(exc)})  # fmt: skip
+
+
+def read_store_header(path: str, create: bool) -> bytes:
+    """The first 16 bytes of the store file (b"" for a new or empty one), refusing what is not a regular file.
+
+    A FIFO, socket, device or directory is `store_corrupt` at once (never opened for
+    reading, which would block). A missing file is created later by SQLite when `create`
+    (its directory is made here), else `unknown_analysis`.
+    """
+    try:
+        with open_regular(path) as fh:
+            return fh.read(len(SQLITE_HEADER))
+    except SpecialFile as exc:
+        raise StoreCorrupt(f"{path} is not a workingset store: it {exc.strerror}", details={"store": path}) from None
+    except FileNotFoundError as exc:
+        if not create:
+            raise SessionError(f"no store at {path}", code="unknown_analysis", details={"store": path}) from None
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        except OSError as mk:
+            raise _unavailable(path, mk) from None
+        if os.path.islink(path):  # a dangling link: SQLite would create its target somewhere else
+            raise _unavailable(path, exc) from None
+        return b""
+    except OSError as exc:
+        raise _unavailable(path, exc) from None
+
+
+def on_read_only_medium(path: str) -> bool:
+    """Whether the file system holding `path` is mounted read-only."""
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def connect_read_only(path: str, timeout: float) -> sqlite3.Connection:
+    """Open the store for reading only (`mode=ro`); on read-only media where that fails, `immutable=1`.
+
+    SQLite never writes the store file through such a connection. Reading a WAL database
+    needs its `-shm` index, which on a writable medium SQLite creates beside the file (as
+    for any reader). On a read-only medium without one, the file is read as immutable,
+    which is exact only when no write-ahead log holds changes not yet in the file: a
+    non-empty `-wal` there is `store_unavailable` rather than a silently older state.
+    """
+    uri = "file:" + quote(os.fsencode(os.path.abspath(path)))
+    try:
+        conn = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None, timeout=timeout)
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy: fail here, not later
+        return conn
+    except sqlite3.OperationalError as exc:
+        if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or not on_read_only_medium(path):
+            raise
+    try:
+        wal = os.stat(path + "-wal").st_size
+    except FileNotFoundError:
+        wal = 0
+    if wal:
+        raise WorkingsetError(
+            f"cannot read store {path} on a read-only medium: its write-ahead log {path}-wal holds changes that "
+            "need the log's index (-shm) to read; copy the store with its -wal file to writable storage",
+            code="store_unavailable", details={"store": path, "reason": "permission_denied", "errno": errno.errorcode[errno.EROFS]},
+        )  # fmt: skip
+    return sqlite3.connect(uri + "?immutable=1", uri=True, isolation_level=None, timeout=timeout)
