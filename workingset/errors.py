@@ -21,6 +21,8 @@ class Code(StrEnum):
     RECALL_COUNT = "recall_count"
     RECALL_DUPLICATE = "recall_duplicate"
     UNKNOWN_EVIDENCE = "unknown_evidence"
+    RECALL_ENTRY = "recall_entry"
+    RECALL_PAGE = "recall_page"
     RECALL_NOT_RETAINED = "recall_not_retained"
     ASSESSMENT_MISSING = "assessment_missing"
     ASSESSMENT_MISMATCH = "assessment_mismatch"
