@@ -82,7 +82,7 @@ def join_blocks(blocks: Iterable[str]) -> str:
     return "\n\n".join(b for b in blocks if b)
 
 
-# Decision JSON Schemas (SPEC §6). Hand-written and frozen with the versions that render
+# Decision JSON Schemas (docs/protocol.md#decisions). Hand-written and frozen with the versions that render
 # them: generating them from Structs would tie released prompts to a library's output.
 _EID = {"type": "string", "pattern": "^E[0-9]{6}$"}
 
