@@ -1,6 +1,7 @@
 """Issue 21's "done when": an independent billing of `workingset requests` equals `compare` everywhere.
 
-On bug17, every corpus run and (with `-m soak`) the 167-step run kept in `benchmarks/data`, for every strategy
+On bug17, every corpus run and the 167-step run kept in `benchmarks/data` (two corpus runs and the
+long one with `-m soak`), for every strategy
 `compare --all --baselines` knows (v1–v14 and every baseline) under `anthropic`, `openai-auto`
 and `openai-5.6`, the bill of `tests/independent_billing.py` — the providers' documented rules,
 tiktoken and the CLI's JSON only, tools and system included — is within 2% of `compare`'s
@@ -20,9 +21,13 @@ from independent_billing import MODELS, Prompt, bill_anthropic, bill_openai_56, 
 from workingset.compare.baselines import BASELINES
 
 LONG = "openhands-v1-sonnet4-pylint-167"
-# The 167-step run takes minutes (20 strategies × 3 models over 167 contexts): it runs with the
-# long adversarial tests (`-m soak`), the others in every run of the suite.
-RUNS = ["fixtures/bug17", *CORPUS_SOURCES, pytest.param(LONG, marks=pytest.mark.soak)]
+# Every run of the suite bills bug17 and one run of each trajectory format's shortest (SWE-agent,
+# mini-swe-agent, OpenHands); the other corpus runs and the 167-step run (minutes: 21 strategies
+# × 3 models over 167 contexts) run with the long tests (`-m soak`), so the suite stays in time.
+EVERY_RUN = ("sweagent-gpt4-pydicom-1458.traj", "mini-v2-deepseek-sqlfluff-1625.traj.json",
+             "openhands-v1-sonnet4-matplotlib-24570")  # fmt: skip
+RUNS = ["fixtures/bug17", *(name if name in EVERY_RUN else pytest.param(name, marks=pytest.mark.soak) for name in CORPUS_SOURCES),
+        pytest.param(LONG, marks=pytest.mark.soak)]  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -311,6 +311,7 @@ def test_a_page_recall_of_the_huge_output_reads_back_at_the_small_budget():
         assert (got_page, count, chars) == (page, enc.page_count(state, big), len(full)) and text in full
 
 
+@pytest.mark.soak  # 40 s; benchmarks/v14_bound.py's section, checked in every run, bounds the same state
 def test_a_100000_item_state_is_within_the_budget_and_its_index_names_every_id():
     state = make_state(100_000)
     out = get_encoder("v14").render(state, "H1")
@@ -603,3 +604,15 @@ def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():
     journal = enc.new_journal(huge_state())
     for state in [make_state(n) for n in (10, 40, 41, 80)] + [huge_state(), make_state(120)]:
         assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")
+
+
+def test_same_as_names_an_entry_above_it_when_the_state_lists_items_out_of_order():
+    """A later item listed first, with the payload of an earlier one: the earlier (in journal order) is written whole."""
+    state = sample_state()
+    first = next(ev for ev in state.evidence if ev.payload is not None and ev.iteration < state.iteration)
+    late = msgspec.structs.replace(first, id="E000099", iteration=first.iteration + 1)
+    shuffled = msgspec.structs.replace(state, evidence=[late, *state.evidence])
+    text = get_encoder("v14").render(shuffled, "H1").text
+    assert f"same_as={first.id}" not in text.split(first.id, 1)[0]  # nothing points at it before it is written
+    assert text.index(first.id) < text.index("E000099")
+    assert "same_as=E000099" not in text

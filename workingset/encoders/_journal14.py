@@ -21,6 +21,7 @@ is a prefix of the next one's until a compaction rewrites it.
 from __future__ import annotations
 
 import functools
+from operator import attrgetter
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,15 +75,13 @@ def decision_refs(state: State) -> dict[int, str]:
     return {id(row): f"{h.id}/{k}" for h in state.hypotheses for k, row in enumerate(h.history, 1)}
 
 
-def same_as_targets(state: State) -> dict[str, str]:
-    """Each evidence item whose payload equals an earlier item's: that earlier item's ID.
+def add_targets(evidence: list[Evidence], first: dict[str, Evidence], out: dict[str, str]) -> None:
+    """Extend `out` with each item whose payload equals an item before it in journal order (`first`: the first of each hash).
 
-    Unlike v11–v13, the target is the first equal payload whether it is still shown or not
-    (an archived one is recalled by its ID), so an entry never changes once written.
+    Journal order is by iteration, then by position (a stable sort), so a `same_as` always
+    names an entry written above it, even where the state lists its items out of order.
     """
-    first: dict[str, Evidence] = {}
-    out: dict[str, str] = {}
-    for ev in state.evidence:
+    for ev in sorted(evidence, key=attrgetter("iteration")):
         if ev.content_hash is None:
             continue
         seen = first.get(ev.content_hash)
@@ -90,6 +89,16 @@ def same_as_targets(state: State) -> dict[str, str]:
             first[ev.content_hash] = ev
         elif seen.payload == ev.payload:
             out[ev.id] = seen.id
+
+
+def same_as_targets(state: State) -> dict[str, str]:
+    """Each evidence item whose payload equals an earlier item's: that earlier item's ID.
+
+    Unlike v11–v13, the target is the first equal payload whether it is still shown or not
+    (an archived one is recalled by its ID), so an entry never changes once written.
+    """
+    out: dict[str, str] = {}
+    add_targets(state.evidence, {}, out)
     return out
 
 
@@ -193,7 +202,7 @@ class Walk14:
         self.cursor = 0  # entries before this position are archived
         self.threshold, self.compactions = limit, 0
         self.archived_ev: list[Evidence] = []
-        self.first: dict[str, Evidence] = {}  # the first item of each content hash, in evidence order
+        self.first: dict[str, Evidence] = {}  # the first item of each content hash, in journal order
         self.same_as: dict[str, str] = {}
         self.positions: dict[str, int] = {}  # each evidence ID's position in the state's evidence
         self.archived_set: set[str] = set()  # refs[:cursor], kept so that a turn does not rebuild it
@@ -202,13 +211,7 @@ class Walk14:
         """Extend the `same_as` targets (`same_as_targets`) with items appended to the state's evidence."""
         for ev in evidence:
             self.positions[ev.id] = len(self.positions)
-            if ev.content_hash is None:
-                continue
-            seen = self.first.get(ev.content_hash)
-            if seen is None:
-                self.first[ev.content_hash] = ev
-            elif seen.payload == ev.payload:
-                self.same_as[ev.id] = seen.id
+        add_targets(evidence, self.first, self.same_as)
 
     def feed(self, state: State, ents: Any, decision: dict[int, str]) -> None:
         """Walk `ents`, entries of `state` after those already walked; `decision` gives each new decision row's reference.
