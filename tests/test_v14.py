@@ -616,3 +616,11 @@ def test_same_as_names_an_entry_above_it_when_the_state_lists_items_out_of_order
     assert f"same_as={first.id}" not in text.split(first.id, 1)[0]  # nothing points at it before it is written
     assert text.index(first.id) < text.index("E000099")
     assert "same_as=E000099" not in text
+
+
+@pytest.mark.parametrize("field, ref", [("entries", "case\n"), ("entries", "N000001\n"), ("pages", "E000001:1\n")])
+def test_a_recall_reference_with_a_trailing_newline_is_refused(field, ref):
+    answer = {"next": {"kind": "recall", "evidence_refs": [], field: [ref]}}
+    with pytest.raises(DecisionRejected) as err:
+        parse_decision(json.dumps(answer).encode(), supports_recall=True, supports_pages=True)
+    assert err.value.code == "schema_violation"

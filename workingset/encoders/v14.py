@@ -28,7 +28,7 @@ from functools import cached_property
 from typing import Any
 
 from ..errors import TooLarge
-from ..model.state import State
+from ..model.state import ENTRY_REF, PAGE_REF, State
 from ._journal import Journal
 from ._journal14 import (
     Journal14,
@@ -61,8 +61,8 @@ SMALLEST_WINDOW_TOKENS, WINDOW_SHARE, CHARS_PER_TOKEN = 200_000, 4, 2
 DEFAULT_BUDGET = SMALLEST_WINDOW_TOKENS // WINDOW_SHARE * CHARS_PER_TOKEN
 TAIL_SLOTS = 5  # the result to assess and up to four recalled entries (MAX_RECALL)
 
-_REF = "^(N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case)$"
-_PAGE = "^(E[0-9]{6}|N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case):[1-9][0-9]*$"
+# The schema's form of the model's patterns (`^…$`: the outline writes it; Python's whole-string check is the model's).
+_REF, _PAGE = f"^{ENTRY_REF}$", f"^{PAGE_REF}$"
 _RECALL14 = {
     "type": "object",
     "additionalProperties": False,

@@ -180,8 +180,10 @@ class Note(_Strict, kw_only=True):
 
 # A v14 recall can also name a note, a decision row (`H<n>/<k>`: hypothesis H<n>'s k-th row) or the
 # case, and a page of any recalled entry (`REF:page`). Older selections have neither (defaults).
-EntryRef = Annotated[str, Meta(pattern=r"^(N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case)$")]
-PageRef = Annotated[str, Meta(pattern=r"^(E[0-9]{6}|N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case):[1-9][0-9]*$")]
+ENTRY_REF = r"(N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case)"
+PAGE_REF = r"(E[0-9]{6}|N[0-9]{6}|H[0-9]+/[1-9][0-9]*|case):[1-9][0-9]*"
+EntryRef = Annotated[str, Meta(pattern=whole(ENTRY_REF))]
+PageRef = Annotated[str, Meta(pattern=whole(PAGE_REF))]
 
 
 class RecallSelection(_Strict, kw_only=True, omit_defaults=True):
