@@ -8,7 +8,9 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent / "data"
 BUG17 = DATA.parent.parent / "fixtures" / "bug17"
-LONG_RUNS = ("openhands-v1-sonnet4-pylint-167",)  # OpenHands V1 conversation directories, archived as NAME.tar.xz
+LONG_RUNS = (
+    "openhands-v1-sonnet4-pylint-167",
+)  # OpenHands V1 conversation directories, archived as NAME.tar.xz
 
 
 def long_runs(into: Path) -> list[Path]:

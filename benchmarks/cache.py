@@ -29,10 +29,10 @@ from _results import ROOT, write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
 
 from workingset.compare.baselines import BASELINES  # noqa: E402
+from workingset.compare.billing import MODELS, CacheOptions  # noqa: E402
 from workingset.compare.engine import Comparison, compare_contexts, strategies  # noqa: E402
 from workingset.compare.tables import availability_data  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
-from workingset.compare.billing import MODELS, CacheOptions  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
 from workingset.runs.layout import read_run  # noqa: E402
 
@@ -43,7 +43,11 @@ CACHE_NATIVE = ("v11", "v12", "v13")
 
 def _source(path: Path) -> str:
     """How the reproduce line names a run's source: in the corpus, or unpacked from benchmarks/data."""
-    return f"$CORPUS/{path.name}" if path.parent.name != "kept" else f"benchmarks/data/{path.name}.tar.xz (unpacked)"
+    return (
+        f"$CORPUS/{path.name}"
+        if path.parent.name != "kept"
+        else f"benchmarks/data/{path.name}.tar.xz (unpacked)"
+    )
 
 
 def measure(directory: Path) -> Comparison:
@@ -58,7 +62,9 @@ def _order(cmp: Comparison) -> list[str]:
     return versions + [s for s in cmp.strategies if s in BASELINES]
 
 
-def _model_table(first: str, rows: list[list[str]], columns: tuple[str, ...], extra: tuple[str, ...] = ()) -> str:
+def _model_table(
+    first: str, rows: list[list[str]], columns: tuple[str, ...], extra: tuple[str, ...] = ()
+) -> str:
     """A GitHub table: the first column, then `columns` (formatted with the model's name) per model, then `extra`."""
     headers = [first] + [c.format(m) for m in MODELS for c in columns] + list(extra)
     return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
@@ -72,13 +78,24 @@ def split_table(cmp: Comparison) -> str:
         row = [s]
         for model in MODELS:
             t, ref = cmp.cache_total(model, s), cmp.cache_total(model, TRANSCRIPT)
-            row += [f"{t.uncached:,} / {t.written:,} / {t.read:,}", f"{t.cost:,.1f}", f"{t.cost / ref.cost:.2f}x"]
+            row += [
+                f"{t.uncached:,} / {t.written:,} / {t.read:,}",
+                f"{t.cost:,.1f}",
+                f"{t.cost / ref.cost:.2f}x",
+            ]
         reach = cmp.availability_total(s)
         lowest = availability_data(cmp, s)["min_reachable_share"]
-        row += [" / ".join(_pct(reach.share(part)) for part in ("visible", "addressable", "gone")), _pct(lowest)]
+        row += [
+            " / ".join(_pct(reach.share(part)) for part in ("visible", "addressable", "gone")),
+            _pct(lowest),
+        ]
         rows.append(row)
-    return _model_table("strategy", rows, ("{} uncached / written / read", "{} cost", "{} vs transcript"),
-                        ("identifiers visible / addressable / gone", "lowest reachable"))
+    return _model_table(
+        "strategy",
+        rows,
+        ("{} uncached / written / read", "{} cost", "{} vs transcript"),
+        ("identifiers visible / addressable / gone", "lowest reachable"),
+    )
 
 
 def _pct(share: float | None) -> str:
@@ -91,7 +108,10 @@ def targets(results: dict[str, Comparison], version: str) -> str:
     rows = []
     for name, cmp in results.items():
         cost = cmp.cache_total("anthropic", version).cost
-        largest = {s: max(size.chars for size in cmp.sizes[s]) for s in (version, "v7", TRANSCRIPT, "masking-10")}
+        largest = {
+            s: max(size.chars for size in cmp.sizes[s])
+            for s in (version, "v7", TRANSCRIPT, "masking-10")
+        }
         over = largest[TRANSCRIPT] > budget
         lowest = availability_data(cmp, version)["min_reachable_share"]
         rows.append([
@@ -146,7 +166,11 @@ def main() -> None:
                          "RUN --all --baselines --cache ideal,anthropic,openai-auto,openai-5.6`"))  # fmt: skip
         for name, directory, reproduce in runs:
             cmp = results[name] = measure(directory)
-            when = "timed by their capture times" if cmp.timed else "no distinct times: all turns within the TTL"
+            when = (
+                "timed by their capture times"
+                if cmp.timed
+                else "no distinct times: all turns within the TTL"
+            )
             sections.append(f"### `{name}`\n\n{len(cmp.labels)} contexts, {when}. Reproduce: {reproduce}.\n\n"
                             f"{split_table(cmp)}\n")  # fmt: skip
     options = CacheOptions()
@@ -154,8 +178,8 @@ def main() -> None:
         f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories) and the "
         "167-step OpenHands run kept in `benchmarks/data/`, imported as in the trajectories section. Tokens: cl100k_base. "
         "Each context is billed from its request body (`workingset requests`: tools, structured-output schema and "
-        "messages, each content block tokenized on its own) under four cache models (see README, \"Cache-true "
-        "costs\"): `ideal` (the longest common token prefix with the previous context, free to write, never "
+        'messages, each content block tokenized on its own) under four cache models (see README, "Cache-true '
+        'costs"): `ideal` (the longest common token prefix with the previous context, free to write, never '
         f"expiring), `anthropic` (TTL {options.ttl}, writes {options.write('anthropic'):g}x, reads "
         f"{options.cached_price:g}x, nothing under {options.cache_min:,} tokens; reads only at a block boundary within "
         "20 blocks of a breakpoint; breakpoints at the ends of each encoder's declared stable sections — header and "
@@ -177,8 +201,14 @@ def main() -> None:
              "moot. Availability: identifiers harvested from earlier evidence that the context shows in full or "
              "can recall, at the context where the share is lowest.\n\n" + targets(results, v) + "\n"
              for v in CACHE_NATIVE]  # fmt: skip
-    body = "\n".join([intro, "#### Cheapest encoder against the transcript\n\n" + summary(results) + "\n", *goals,
-                      *sections])
+    body = "\n".join(
+        [
+            intro,
+            "#### Cheapest encoder against the transcript\n\n" + summary(results) + "\n",
+            *goals,
+            *sections,
+        ]
+    )
     write_section("cache", "Cache-true costs", body)
 
 

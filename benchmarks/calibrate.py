@@ -32,9 +32,19 @@ from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
 from workingset.compare import wire  # noqa: E402
-from workingset.compare.calibrate import SERVICE, TARGET_CALLS, TARGET_POINTS, Call, Row, calibrate, read_calls  # noqa: E402
+from workingset.compare.calibrate import (  # noqa: E402
+    SERVICE,
+    TARGET_CALLS,
+    TARGET_POINTS,
+    Call,
+    Row,
+    calibrate,
+    read_calls,
+)
 
-LOOKBACK = 20  # blocks Anthropic checks before a breakpoint (the README's account of the anthropic model)
+LOOKBACK = (
+    20  # blocks Anthropic checks before a breakpoint (the README's account of the anthropic model)
+)
 # Claude Sonnet 4, $ per million tokens: base input, 5m cache write, cache hit, output (docs/calibrate.md).
 SONNET_4 = (3.0, 3.75, 0.30, 15.0)
 
@@ -45,7 +55,12 @@ def usage_runs(entries: list[Path]) -> list[Path]:
     for path in entries:
         base = path / "base_state.json"
         if path.is_dir() and base.is_file():
-            metrics = json.loads(base.read_text()).get("stats", {}).get("service_to_metrics", {}).get(SERVICE, {})
+            metrics = (
+                json.loads(base.read_text())
+                .get("stats", {})
+                .get("service_to_metrics", {})
+                .get(SERVICE, {})
+            )
             if metrics.get("token_usages"):
                 out.append(path)
     return out
@@ -62,8 +77,13 @@ def bill_check(path: Path) -> str:
                          + hit * u["cache_read_tokens"] + out * u["completion_tokens"]) / 1e6)
         for u, c in zip(usages, costs)
     )  # fmt: skip
-    inside = sum(u["prompt_tokens"] - u["cache_read_tokens"] - u["cache_write_tokens"] < 0 for u in usages)
-    chained = sum(u["cache_read_tokens"] == p["cache_read_tokens"] + p["cache_write_tokens"] for p, u in zip(usages, usages[1:]))
+    inside = sum(
+        u["prompt_tokens"] - u["cache_read_tokens"] - u["cache_write_tokens"] < 0 for u in usages
+    )
+    chained = sum(
+        u["cache_read_tokens"] == p["cache_read_tokens"] + p["cache_write_tokens"]
+        for p, u in zip(usages, usages[1:])
+    )
     rest = [u["prompt_tokens"] - u["cache_read_tokens"] for u in usages]
     sonnet = "claude-sonnet-4-2" in str(usages[0].get("model"))
     cost = (f"every recorded cost equals the Sonnet 4 price of (prompt_tokens − reads) uncached + writes + reads + "
@@ -116,7 +136,10 @@ def measure(path: Path, source: str) -> tuple[list[list[object]], list[str]]:
                      "yes" if share >= TARGET_CALLS else "no", f"{sum(errors) / len(errors):.2f}", f"{max(errors):.2f}",
                      f"{cal.tokenizer_ratio:.4f}"])  # fmt: skip
         misses = [r for r in cal.rows if not r.within()]
-        notes.append(f"{'With --warm' if warm else 'Cold'}: {len(misses)} call(s) outside the target" + (":" if misses else "."))
+        notes.append(
+            f"{'With --warm' if warm else 'Cold'}: {len(misses)} call(s) outside the target"
+            + (":" if misses else ".")
+        )
         for r in misses:
             why = _lookback(by_index, r) or _why(r)
             notes.append(f"- call {r.call}: {why}")
@@ -146,9 +169,12 @@ def main() -> None:
         "(`--warm`): the tools and system prompt were cached by another conversation. Errors are the absolute "
         "share differences in percentage points, over both shares of every call.\n\n"
         + tabulate(table, headers=headers, tablefmt="github")
-        + "\n\n" + "\n".join(notes)
+        + "\n\n"
+        + "\n".join(notes)
     )
-    write_section("calibrate", "Calibration: the anthropic model against OpenHands' real bills", body)
+    write_section(
+        "calibrate", "Calibration: the anthropic model against OpenHands' real bills", body
+    )
 
 
 if __name__ == "__main__":

@@ -79,12 +79,19 @@ def _prepare(store: str, items: int, turns: int) -> str:
 
     state = _roomy(make_state(items))
     with Investigation.create(store, state, encoder="v10") as inv:
-        for _ in range(turns):  # answer with a conclusion-free query and record nothing: small turns
+        for _ in range(
+            turns
+        ):  # answer with a conclusion-free query and record nothing: small turns
             req = inv.next_request()
             prev = inv.state.pending_result(req.hypothesis)
             decision = {"next": {"kind": "query", "source": "s", "query": "q", "purpose": "p"}}
             if prev:
-                decision["assessment"] = {"evidence_ref": prev, "verdict": "neutral", "confidence": 0.5, "rationale": "r"}
+                decision["assessment"] = {
+                    "evidence_ref": prev,
+                    "verdict": "neutral",
+                    "confidence": 0.5,
+                    "rationale": "r",
+                }
             act = inv.submit(req.request_id, decision).action
             inv.record(act, {"scope": "log", "capture": {"origin": "s", "query": "q"}, "payload": {"kind": "text", "language": None,
                                                                                      "text": "x"}})  # fmt: skip
@@ -114,13 +121,19 @@ def _stored_snapshot(store: str) -> tuple[bytes, str]:
 def _verdict(backend: str, cells: dict, base: dict, size: str) -> str:
     wall, cpu = cells["wall"] * 1000, cells["cpu"] * 1000
     met = "met" if wall <= 50 else f"missed by {wall / 50:.2f}x"
-    return (f"{backend} {wall:.1f} ms, {met} (the process's own CPU time {cpu:.1f} ms, waiting on the store "
-            f"{max(wall - cpu, 0):.1f} ms; the snapshot {size}; the reference decode {base['cpu'] * 1000:.1f} ms, "
-            f"the call's CPU time {cpu / (base['cpu'] * 1000):.2f}x it)")
+    return (
+        f"{backend} {wall:.1f} ms, {met} (the process's own CPU time {cpu:.1f} ms, waiting on the store "
+        f"{max(wall - cpu, 0):.1f} ms; the snapshot {size}; the reference decode {base['cpu'] * 1000:.1f} ms, "
+        f"the call's CPU time {cpu / (base['cpu'] * 1000):.2f}x it)"
+    )
 
 
 def _run(*argv: str) -> dict:
-    return json.loads(subprocess.run([sys.executable, "-c", *argv], check=True, capture_output=True, text=True).stdout)
+    return json.loads(
+        subprocess.run(
+            [sys.executable, "-c", *argv], check=True, capture_output=True, text=True
+        ).stdout
+    )
 
 
 def _medians(runs: list[dict]) -> dict:
@@ -162,7 +175,9 @@ def main() -> None:
                 _snapshot(store, aid)
                 data, size = _stored_snapshot(store)
                 body = os.path.join(tmp, "snapshot.msgpack")
-                Path(body).write_bytes(data[SNAPSHOT_BODY_AT:])  # the MessagePack after mark and digest
+                Path(body).write_bytes(
+                    data[SNAPSHOT_BODY_AT:]
+                )  # the MessagePack after mark and digest
                 cells["snap"], base = _sample_with_baseline(store, aid, body, args.samples)
                 verdicts.append(_verdict(backend, cells["snap"], base, size))
                 rows.append([backend, *(f"{cells[k]['wall'] * 1000:.1f} ({cells[k]['cpu'] * 1000:.1f})"

@@ -34,8 +34,8 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import ROOT, write_section  # noqa: E402
 from _data import long_runs  # noqa: E402
+from _results import ROOT, write_section  # noqa: E402
 from trajectories import CORPUS, DEFAULT_CORPUS, detect  # noqa: E402
 
 from workingset.importers import import_trajectory, write_import  # noqa: E402
@@ -44,7 +44,9 @@ CLI = [sys.executable, "-m", "workingset.cli"]
 
 
 def _cpu() -> float:
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)  # reaped descendants: the command and its workers
+    used = resource.getrusage(
+        resource.RUSAGE_CHILDREN
+    )  # reaped descendants: the command and its workers
     return used.ru_utime + used.ru_stime
 
 
@@ -65,7 +67,17 @@ def measure(name: str, run: Path, steps: int, work: Path, jobs: int) -> list[str
     parallel, _ = _compare(run, cache, "--jobs", str(jobs))
     off, _ = _compare(run, cache, "--no-token-cache")
     _, short = _compare(run, cache, "--summary")
-    return [name, f"{steps}", f"{len(full.splitlines())}", f"{len(short.splitlines())}", cold, cold_jobs, warm, parallel, off]
+    return [
+        name,
+        f"{steps}",
+        f"{len(full.splitlines())}",
+        f"{len(short.splitlines())}",
+        cold,
+        cold_jobs,
+        warm,
+        parallel,
+        off,
+    ]
 
 
 def _floor(run: Path, cache: Path) -> float:
@@ -88,18 +100,37 @@ def _target(rows: list[list[str]], headers: list[str], floor: float) -> str:
     """The issue's target, checked on the longest run: `compare --all --baselines` within 5 s of wall time."""
     longest = max(rows, key=lambda r: int(r[1]))
     walls = {h: float(v.split(" / ")[0]) for h, v in zip(headers[4:8], longest[4:8])}
-    said = "; ".join(f"{h} {w:.1f} s ({'met' if w <= 5 else 'missed'}, {w / floor:.1f}x the floor)" for h, w in walls.items())
-    return (f"\nFloor, measured in this run: `compare {longest[0]} --base v8 --candidate v9 --summary`, warm, "
-            f"{floor:.1f} s.\n\nTarget, the longest run ({longest[0]}, {longest[1]} steps) within 5 s of wall time: {said}.\n")
+    said = "; ".join(
+        f"{h} {w:.1f} s ({'met' if w <= 5 else 'missed'}, {w / floor:.1f}x the floor)"
+        for h, w in walls.items()
+    )
+    return (
+        f"\nFloor, measured in this run: `compare {longest[0]} --base v8 --candidate v9 --summary`, warm, "
+        f"{floor:.1f} s.\n\nTarget, the longest run ({longest[0]}, {longest[1]} steps) within 5 s of wall time: {said}.\n"
+    )
 
 
 def main() -> None:
     """Time `compare` on every corpus run (and each `--run`) and write the `compare_speed` section."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of trajectories (default: %(default)s)")
-    parser.add_argument("--run", type=Path, action="append", default=[], help="a run to time as well (repeatable)")
-    parser.add_argument("--jobs", type=int, default=2, help="--jobs of the parallel measurement (default: %(default)s)")
-    parser.add_argument("--check", action="store_true", help="(timed section: only its sizes are checked)")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        help="directory of trajectories (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--run", type=Path, action="append", default=[], help="a run to time as well (repeatable)"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="--jobs of the parallel measurement (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="(timed section: only its sizes are checked)"
+    )
     args = parser.parse_args()
     entries = sorted(p for p in args.corpus.iterdir() if detect(p)) if args.corpus.is_dir() else []
     if not entries and not args.run:
@@ -113,13 +144,28 @@ def main() -> None:
             rows.append(measure(path.name, work / path.name, len(imported.states), work, args.jobs))
             longest = max(longest, (len(imported.states), work / path.name), key=lambda t: t[0])
         for run in args.run:
-            steps = len(subprocess.run([*CLI, "verify", str(run)], capture_output=True, text=True).stdout.splitlines()) - 1
+            steps = (
+                len(
+                    subprocess.run(
+                        [*CLI, "verify", str(run)], capture_output=True, text=True
+                    ).stdout.splitlines()
+                )
+                - 1
+            )
             rows.append(measure(run.name, run, steps, work, args.jobs))
             longest = max(longest, (steps, run), key=lambda t: t[0])
-        floor = _floor(longest[1], work / "cache-floor")  # after the rows, so that it sees the same machine
+        floor = _floor(
+            longest[1], work / "cache-floor"
+        )  # after the rows, so that it sees the same machine
     headers = ["run", "steps", "lines printed", "with --summary", "cold", f"cold, --jobs {args.jobs}", "warm",
                f"warm, --jobs {args.jobs}", "warm, --no-token-cache"]  # fmt: skip
-    table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 8, disable_numparse=True)
+    table = tabulate(
+        rows,
+        headers=headers,
+        tablefmt="github",
+        colalign=["left"] + ["right"] * 8,
+        disable_numparse=True,
+    )
     body = (
         f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run kept in "
         "`benchmarks/data/` (see its SOURCES.md). Each run is imported (run file) and compared by "

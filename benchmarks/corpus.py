@@ -26,7 +26,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = ROOT / "benchmarks" / "corpus.json"
-DEFAULT_ROOT = "../shared/corpus/raw"  # beside the repository, as the other benchmark scripts read it
+DEFAULT_ROOT = (
+    "../shared/corpus/raw"  # beside the repository, as the other benchmark scripts read it
+)
 FIELDS = ("name", "repository", "commit", "path", "blob", "licence", "format", "agent", "model", "steps",
           "max_output_chars", "usage", "bytes")  # fmt: skip
 FORMATS = ("swe-agent", "mini-swe-agent", "openhands")
@@ -84,13 +86,28 @@ def tree_id(directory: Path) -> str:
     entries = []
     for child in directory.iterdir():
         if child.is_symlink() or not (child.is_file() or child.is_dir()):
-            raise ManifestError(f"{child}: neither a regular file nor a directory; a corpus tree holds only those")
+            raise ManifestError(
+                f"{child}: neither a regular file nor a directory; a corpus tree holds only those"
+            )
         if child.is_dir():
-            entries.append((child.name + "/", b"40000 %s\0" % child.name.encode() + bytes.fromhex(tree_id(child))))
+            entries.append(
+                (
+                    child.name + "/",
+                    b"40000 %s\0" % child.name.encode() + bytes.fromhex(tree_id(child)),
+                )
+            )
         else:
-            entries.append((child.name, b"100644 %s\0" % child.name.encode() + bytes.fromhex(blob_id(child.read_bytes()))))
+            entries.append(
+                (
+                    child.name,
+                    b"100644 %s\0" % child.name.encode()
+                    + bytes.fromhex(blob_id(child.read_bytes())),
+                )
+            )
     # git orders tree entries by name, a directory's name compared as if it ended in "/"
-    return _git_id(b"tree", b"".join(body for _, body in sorted(entries, key=lambda e: e[0].encode())))
+    return _git_id(
+        b"tree", b"".join(body for _, body in sorted(entries, key=lambda e: e[0].encode()))
+    )
 
 
 def _field(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
@@ -98,12 +115,16 @@ def _field(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], where: 
         raise ManifestError(f"{where}: no field {key!r}")
     value = raw[key]
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise ManifestError(f"{where}: field {key!r} is {type(value).__name__}, not {getattr(kind, '__name__', kind)}")
+        raise ManifestError(
+            f"{where}: field {key!r} is {type(value).__name__}, not {getattr(kind, '__name__', kind)}"
+        )
     return value
 
 
 def _hex40(value: Any) -> bool:
-    return isinstance(value, str) and len(value) == 40 and all(c in "0123456789abcdef" for c in value)
+    return (
+        isinstance(value, str) and len(value) == 40 and all(c in "0123456789abcdef" for c in value)
+    )
 
 
 def _entry(raw: Any, i: int) -> Entry:
@@ -122,7 +143,9 @@ def _entry(raw: Any, i: int) -> Entry:
         raise ManifestError(f"{where}: no format {fmt!r}; available: {', '.join(FORMATS)}")
     blob, tree = raw.get("blob"), raw.get("tree")
     if (blob is None) == (tree is None) or not _hex40(blob if tree is None else tree):
-        raise ManifestError(f"{where}: give either 'blob' (a file) or 'tree' (a directory), 40 lowercase hex digits")
+        raise ManifestError(
+            f"{where}: give either 'blob' (a file) or 'tree' (a directory), 40 lowercase hex digits"
+        )
     split = raw.get("split", "main")
     if split not in SPLITS:
         raise ManifestError(f"{where}: no split {split!r}; available: {', '.join(SPLITS)}")
@@ -181,7 +204,11 @@ def recount(resolved: Resolved) -> list[str]:
         return [f"does not parse: {exc.code}: {exc.message}"]
     outputs = [len(i.output or "") for i in traj.items if isinstance(i, Action)]
     counted = {"steps": traj.actions, "max_output_chars": max(outputs, default=0)}
-    return [f"{k} {getattr(e, k)} in the manifest, {v} by the importer" for k, v in counted.items() if getattr(e, k) != v]
+    return [
+        f"{k} {getattr(e, k)} in the manifest, {v} by the importer"
+        for k, v in counted.items()
+        if getattr(e, k) != v
+    ]
 
 
 def _table(rows: list[Resolved]) -> str:
@@ -189,17 +216,32 @@ def _table(rows: list[Resolved]) -> str:
     body = [(r.entry.name, r.entry.agent, r.entry.model or "(not recorded)", str(r.entry.steps), r.entry.split,
              {"present": "yes", "missing": "no", "mismatch": "MISMATCH"}[r.status]) for r in rows]  # fmt: skip
     widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *body]]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in [head, *body]
+    ]
     return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
 
 
 def main(argv: list[str] | None = None) -> int:
     """The `--check` command: print the table and a summary; 1 on a mismatch or a failed recount, 2 on a bad manifest."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="verify every entry under the corpus root")
-    parser.add_argument("--root", type=Path, default=None, help=f"corpus root (default: $WORKINGSET_CORPUS or {DEFAULT_ROOT})")
-    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="manifest (default: benchmarks/corpus.json)")
-    parser.add_argument("--recount", action="store_true", help="also count steps and the largest output with the importer")
+    parser.add_argument(
+        "--check", action="store_true", help="verify every entry under the corpus root"
+    )
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help=f"corpus root (default: $WORKINGSET_CORPUS or {DEFAULT_ROOT})",
+    )
+    parser.add_argument(
+        "--manifest", type=Path, default=MANIFEST, help="manifest (default: benchmarks/corpus.json)"
+    )
+    parser.add_argument(
+        "--recount",
+        action="store_true",
+        help="also count steps and the largest output with the importer",
+    )
     args = parser.parse_args(argv)
     if not args.check:
         parser.error("nothing to do: give --check")
@@ -214,7 +256,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\n{len(rows)} entries under {root}: {len(status['present'])} present, {len(status['missing'])} missing, "
           f"{len(status['mismatch'])} mismatched")  # fmt: skip
     for r in status["mismatch"]:
-        print(f"mismatch: {r.entry.name}: {r.found} here, {r.entry.blob or r.entry.tree} in the manifest")
+        print(
+            f"mismatch: {r.entry.name}: {r.found} here, {r.entry.blob or r.entry.tree} in the manifest"
+        )
     failed = bool(status["mismatch"])
     if args.recount:
         for r in status["present"]:

@@ -40,11 +40,19 @@ from synthetic import WORDS  # noqa: E402
 
 from workingset.importers import import_trajectory, write_import  # noqa: E402
 
-COMMANDS = ("ls -la", "cat src/app.py", "grep -rn timeout src/", "python -m pytest -x -q", "open src/app.py 120")
+COMMANDS = (
+    "ls -la",
+    "cat src/app.py",
+    "grep -rn timeout src/",
+    "python -m pytest -x -q",
+    "open src/app.py 120",
+)
 
 
 def _text(rng: random.Random, lines: int) -> str:
-    return "\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))) for _ in range(lines))
+    return "\n".join(
+        " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 14))) for _ in range(lines)
+    )
 
 
 def trajectory(steps: int, seed: int = 25) -> dict:
@@ -77,7 +85,9 @@ def measure(steps: int, tmp: Path) -> dict:
     wall, cpu, imported = _timed(lambda: import_trajectory("swe-agent", source))
     w2, c2, _ = _timed(lambda: write_import(imported, out))
     read = _timed(lambda: msgspec.json.decode(source.read_bytes()))
-    encode = _timed(lambda: sum(len(msgspec.json.encode(state)) for state in imported.states))  # none kept: GBs at 2,400
+    encode = _timed(
+        lambda: sum(len(msgspec.json.encode(state)) for state in imported.states)
+    )  # none kept: GBs at 2,400
     return {"steps": steps, "mb": source.stat().st_size / 1e6, "run_mb": (out / "run.json").stat().st_size / 1e6,
             "wall": wall + w2, "cpu": cpu + c2, "read": read[1], "encode": encode[1], "states_mb": encode[2] / 1e6}  # fmt: skip
 
@@ -119,7 +129,12 @@ def main() -> None:
     if args.no_write:
         print(body)
     else:
-        write_section("import_speed", "Import speed: SWE-agent trajectories of 480 to 2,400 steps", body, timed=True)
+        write_section(
+            "import_speed",
+            "Import speed: SWE-agent trajectories of 480 to 2,400 steps",
+            body,
+            timed=True,
+        )
 
 
 if __name__ == "__main__":

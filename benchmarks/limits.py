@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _results import ROOT, median, sample, write_section  # noqa: E402
 from session_helpers import assess, decision, make_state, query  # noqa: E402
 
-from workingset.model.hashing import content_hash  # noqa: E402
 from workingset.io.limits import check_json  # noqa: E402
+from workingset.model.hashing import content_hash  # noqa: E402
 from workingset.model.state import _STATE_DECODER, load_state  # noqa: E402
 from workingset.runs.layout import make_stored_context, write_run  # noqa: E402
 from workingset.session.investigation import Investigation  # noqa: E402
@@ -49,7 +49,7 @@ WORDS = "request timeout retry worker queue shard lease token cache miss commit 
 
 
 def _text(mb: float) -> str:
-    line = "2026-06-10T20:01:00Z level=warn {} said \"retry\" [shard {}] {{lease}}"
+    line = '2026-06-10T20:01:00Z level=warn {} said "retry" [shard {}] {{lease}}'
     lines, size, i = [], 0, 0
     while size < mb * MB:
         text = line.format(" ".join(WORDS[(i + k) % len(WORDS)] for k in range(8)), i % 97)
@@ -78,13 +78,18 @@ def _state_bytes(payload: dict) -> bytes:
 
 def checks() -> str:
     rows = []
-    for kind, make in (("text", lambda mb: {"kind": "text", "language": "log", "text": _text(mb)}), ("rows", _rows)):
+    for kind, make in (
+        ("text", lambda mb: {"kind": "text", "language": "log", "text": _text(mb)}),
+        ("rows", _rows),
+    ):
         for mb in CHECK_SIZES:
             data = _state_bytes(make(mb))
             repeat = 5 if mb < 16 else 3
-            check = median(sample(lambda: check_json(data, "file", "x"), repeat, warmup=1))
-            decode = median(sample(lambda: _STATE_DECODER.decode(data), repeat, warmup=1))
-            load = median(sample(lambda: load_state(data), repeat, warmup=1))
+            check = median(
+                sample(lambda data=data: check_json(data, "file", "x"), repeat, warmup=1)
+            )
+            decode = median(sample(lambda data=data: _STATE_DECODER.decode(data), repeat, warmup=1))
+            load = median(sample(lambda data=data: load_state(data), repeat, warmup=1))
             size = len(data) / MB
             rows.append([kind, f"{size:.1f}", f"{check * 1000 / size:.1f}", f"{decode * 1000 / size:.1f}",
                          f"{load * 1000 / size:.1f}", f"{check / load:.2f}"])  # fmt: skip
@@ -94,8 +99,10 @@ def checks() -> str:
 
 # The child reports its own peak memory. Linux keeps a process's peak across exec, and a child
 # forked from this (large) process would start at its size: `sh` forks the measured one.
-_CHILD = ("import resource, sys; from workingset.cli.commands import main; code = main(sys.argv[1:]); "
-          "sys.stderr.write(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'); sys.exit(code)")
+_CHILD = (
+    "import resource, sys; from workingset.cli.commands import main; code = main(sys.argv[1:]); "
+    "sys.stderr.write(f'maxrss={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}\\n'); sys.exit(code)"
+)
 
 
 def _measure(args: list[str], path: str = str(ROOT), cwd: str | None = None) -> tuple[float, float]:
@@ -118,8 +125,18 @@ def compares(tmp: Path) -> str:
         write_run(run, [make_stored_context("demo-r0001", "v7", "H1", state)])
         size = sum(p.stat().st_size for p in run.iterdir()) / MB
         wall, rss = _measure(["compare", str(run)])
-        rows.append([f"{size:.1f}", f"{wall:.1f}", f"{wall * 1000 / size:.0f}", f"{rss:.0f}", f"{rss / size:.1f}"])
-    return tabulate(rows, ["input MB", "seconds", "ms/MB", "peak MB", "peak / input"], tablefmt="github")
+        rows.append(
+            [
+                f"{size:.1f}",
+                f"{wall:.1f}",
+                f"{wall * 1000 / size:.0f}",
+                f"{rss:.0f}",
+                f"{rss / size:.1f}",
+            ]
+        )
+    return tabulate(
+        rows, ["input MB", "seconds", "ms/MB", "peak MB", "peak / input"], tablefmt="github"
+    )
 
 
 def _history(path: Path, turns: int) -> None:
@@ -129,13 +146,17 @@ def _history(path: Path, turns: int) -> None:
         for _ in range(turns):
             req = inv.next_request("H1")
             pending = inv.state.pending_result("H1")
-            applied = inv.submit(req.request_id, decision(query(), assess(pending) if pending else None))
+            applied = inv.submit(
+                req.request_id, decision(query(), assess(pending) if pending else None)
+            )
             inv.record(applied.action, {"scope": "log", "capture": {"origin": "pg:orders", "query": "select 1"},
                                         "payload": {"kind": "text", "language": "log", "text": text}})  # fmt: skip
 
 
 def _baseline(rev: str, tmp: Path) -> Path:
-    archive = subprocess.run(["git", "archive", rev, "workingset"], cwd=ROOT, capture_output=True, check=True).stdout
+    archive = subprocess.run(
+        ["git", "archive", rev, "workingset"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     target = tmp / f"baseline-{rev}"
     with tarfile.open(fileobj=BytesIO(archive)) as tar:
         tar.extractall(target)
@@ -177,7 +198,12 @@ def main() -> None:
             "\n### `export` of growing histories (a 4 kB result per turn; own process each)\n",
             exports(tmp, args.baseline),
         ]
-    write_section("limits", "Limits: input checks, one big payload, long histories", "\n".join(body), timed=True)
+    write_section(
+        "limits",
+        "Limits: input checks, one big payload, long histories",
+        "\n".join(body),
+        timed=True,
+    )
 
 
 if __name__ == "__main__":

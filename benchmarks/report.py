@@ -96,7 +96,10 @@ def main() -> None:
             page = tmp / "report.html"
             size = write_report(str(page), data)
             build = time.perf_counter() - start
-            parts = {k: len(msgspec.json.encode(v)) for k, v in (("compare", data["compare"]), ("viewer", data["viewer"]))}
+            parts = {
+                k: len(msgspec.json.encode(v))
+                for k, v in (("compare", data["compare"]), ("viewer", data["viewer"]))
+            }
             report_t, base_t = [], []
             for _ in range(LOADS):
                 report_t.append(load_ms(driver, page))

@@ -43,7 +43,12 @@ def _turn_table(states: dict) -> str:
     ratio = {n: median(stats[n].logical) / median(stats[n].content) for n in SIZES}
     verdicts = [f"{n:,} items {ratio[n]:.2f}x ({'met' if ratio[n] <= 2 else f'missed by {ratio[n] / 2:.1f}x'})"
                 for n in SIZES]  # fmt: skip
-    out = [table, "", "Target, logical bytes per turn within 2x of the new content: " + "; ".join(verdicts) + ".", ""]
+    out = [
+        table,
+        "",
+        "Target, logical bytes per turn within 2x of the new content: " + "; ".join(verdicts) + ".",
+        "",
+    ]
     out += [f"- {n:,} items: {breakdown(stats[n])}." for n in SIZES]
     out += ["", "What a turn writes: the decision, record and payload rows are the new content itself; the "
             "`request` event holds the request's manifest compactly (the evidence count it was rendered with "
@@ -56,7 +61,10 @@ def _turn_table(states: dict) -> str:
         big = max(parts, key=parts.get)
         out += ["", f"Why the bytes target is missed: at {worst:,} items the largest part beside the payloads is "
                 f"the `{big}` event data, {parts[big]:,.0f} bytes per turn."]  # fmt: skip
-    phys = {n: median([p for p in stats[n].physical if p is not None] or [0]) / median(stats[n].content) for n in SIZES}
+    phys = {
+        n: median([p for p in stats[n].physical if p is not None] or [0]) / median(stats[n].content)
+        for n in SIZES
+    }
     out += ["", "Physical bytes are what SQLite hands to write(): whole pages (1 kB in stores created since "
             "schema 3; 4 kB before) of every table and index a turn touches, as WAL frames, in each of the "
             "turn's three write transactions (submit, record, next), and again when the WAL is checkpointed "
@@ -92,8 +100,8 @@ def _join_floor(stats: dict) -> str:
     verdict = ("so no render that returns the whole text as one string can meet the target on this machine, however "
                "incremental: only a text joined when first read, rather than in `next`, could"
                if join[10_000] > 20 else "so the target is within reach of a render that reuses more than blocks")  # fmt: skip
-    return (f"Joining the request's text from its sections as they were rendered, the least such a render pays "
-            f"(a copy of every character, not part of the turn's times), takes " + ", ".join(
+    return ("Joining the request's text from its sections as they were rendered, the least such a render pays "
+            "(a copy of every character, not part of the turn's times), takes " + ", ".join(
                 f"{join[n]:.1f} ms at {n:,} items" for n in SIZES) + f" (medians over the same turns, {count} at "
             f"10,000 items), {verdict}.")  # fmt: skip
 
@@ -105,9 +113,13 @@ def measure_render(n: int) -> dict:
     # Renders first: a run of large encodes before them leaves the allocator in a state that
     # makes the small renders faster than they are in a controller process.
     for v in (8, 10):
-        out[f"v{v}"] = median(sample(lambda: ENCODERS[v].render(state, "H1"), REPEAT[n], clock=time.process_time))
+        out[f"v{v}"] = median(
+            sample(lambda v=v: ENCODERS[v].render(state, "H1"), REPEAT[n], clock=time.process_time)
+        )
         out[f"v{v}_chars"] = ENCODERS[v].render(state, "H1").chars
-    out["encode"] = median(sample(lambda: msgspec.json.encode(state), REPEAT[n], clock=time.process_time))
+    out["encode"] = median(
+        sample(lambda: msgspec.json.encode(state), REPEAT[n], clock=time.process_time)
+    )
     out["bytes"] = len(msgspec.json.encode(state))
     return out
 
@@ -117,19 +129,32 @@ def main() -> None:
     rows, per_item = [], {8: [], 10: []}
     for n in SIZES:
         # Each size in its own process: a process's earlier allocations change later render times.
-        proc = subprocess.run([sys.executable, __file__, "--render", str(n)], check=True, capture_output=True)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--render", str(n)], check=True, capture_output=True
+        )
         m = json.loads(proc.stdout)
         row = [f"{n:,}", f"{m['bytes']:,}", ms(m["encode"])]
         for v in (8, 10):
             took = m[f"v{v}"]
             per_item[v].append(took / n)
-            row += [f"{m[f'v{v}_chars']:,}", ms(took), f"{took / n * 1e6:.1f}", f"{took / m['encode']:.2f}x"]
+            row += [
+                f"{m[f'v{v}_chars']:,}",
+                ms(took),
+                f"{took / n * 1e6:.1f}",
+                f"{took / m['encode']:.2f}x",
+            ]
         rows.append(row)
     states = {n: make_state(n) for n in SIZES}
     headers = ["evidence items", "state JSON bytes", "msgspec encode CPU ms",
                "v8 chars", "v8 render CPU ms", "v8 µs per item", "v8 vs encode",
                "v10 chars", "v10 render CPU ms", "v10 µs per item", "v10 vs encode"]  # fmt: skip
-    table = tabulate(rows, headers=headers, tablefmt="github", colalign=["right"] * len(headers), disable_numparse=True)
+    table = tabulate(
+        rows,
+        headers=headers,
+        tablefmt="github",
+        colalign=["right"] * len(headers),
+        disable_numparse=True,
+    )
     growth = []
     for v, costs in per_item.items():
         steps = [f"{SIZES[i]:,}→{SIZES[i + 1]:,}: {costs[i + 1] / costs[i] * 10:.1f}x"
@@ -161,7 +186,9 @@ def main() -> None:
         "`benchmarks/turns.py` for what a turn does and how bytes are counted.\n",
         _turn_table(states),
     ]  # fmt: skip
-    write_section("scale", "Scale: 100, 1,000 and 10,000 evidence items", "\n".join(body), timed=True)
+    write_section(
+        "scale", "Scale: 100, 1,000 and 10,000 evidence items", "\n".join(body), timed=True
+    )
 
 
 if __name__ == "__main__":

@@ -48,9 +48,17 @@ def run_table(directory: Path) -> str:
                      vs(base.cost, t.cost), f"{last.chars:,}", f"{last.tokens:,}"])  # fmt: skip
     headers = ["version", "chars", "vs v7", "tokens", "vs v7", "cached tokens", "uncached tokens",
                "cached share", "effective cost", "vs v7", "last chars", "last tokens"]  # fmt: skip
-    table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 11, disable_numparse=True)
+    table = tabulate(
+        rows,
+        headers=headers,
+        tablefmt="github",
+        colalign=["left"] + ["right"] * 11,
+        disable_numparse=True,
+    )
     rel = directory.relative_to(ROOT)
-    bare = compare_contexts(contexts, strategies("v8", "v9", all_versions=False, baselines=False), recall=False)
+    bare = compare_contexts(
+        contexts, strategies("v8", "v9", all_versions=False, baselines=False), recall=False
+    )
     no_recall = []
     for s in bare.strategies:
         kept, dropped = cmp.total(s), bare.total(s)
@@ -75,7 +83,9 @@ def main() -> None:
         try:
             parts.append(run_table(directory))
         except WorkingsetError as err:
-            parts.append(f"### `{directory.relative_to(ROOT)}`: skipped ({err.code}: {err.message})\n")
+            parts.append(
+                f"### `{directory.relative_to(ROOT)}`: skipped ({err.code}: {err.message})\n"
+            )
     if len(parts) == 1:
         parts.append("No runs under fixtures/ yet.\n")
     write_section("sizes", "Sizes: every version on every run", "\n".join(parts))

@@ -48,21 +48,31 @@ def render_rows(ctx: StoredContext) -> tuple[list, dict[int, float]]:
     rows, ratios = [], {}
     for number, encoder in ENCODERS.items():
         base_t, took_t = paired(lambda: msgspec.json.encode(ctx.state),
-                                lambda: encoder.render(ctx.state, ctx.hypothesis), REPEAT, clock=CPU)  # fmt: skip
+                                lambda encoder=encoder: encoder.render(ctx.state, ctx.hypothesis), REPEAT, clock=CPU)  # fmt: skip
         base, took = median(base_t), median(took_t)
         ratios[number] = took / base
         target = TARGETS.get(number)
-        verdict = "" if target is None else ("met" if took / base <= target else "missed") + f" (≤ {target:g}x)"
+        verdict = (
+            ""
+            if target is None
+            else ("met" if took / base <= target else "missed") + f" (≤ {target:g}x)"
+        )
         chars = encoder.render(ctx.state, ctx.hypothesis).chars
-        rows.append([f"v{number}", f"{chars:,}", ms(took), ms(base), f"{took / base:.2f}x", verdict])
+        rows.append(
+            [f"v{number}", f"{chars:,}", ms(took), ms(base), f"{took / base:.2f}x", verdict]
+        )
     return rows, ratios
 
 
 def load_rows(data: bytes) -> list:
     """Loading a stored context (decode + validation) against msgspec decodes of the same bytes."""
     typed = msgspec.json.Decoder(StoredContext)
-    plain_t, load_t = paired(lambda: msgspec.json.decode(data), lambda: load_stored_context(data), REPEAT, clock=CPU)
-    plain_u, struct_t = paired(lambda: msgspec.json.decode(data), lambda: typed.decode(data), REPEAT, clock=CPU)
+    plain_t, load_t = paired(
+        lambda: msgspec.json.decode(data), lambda: load_stored_context(data), REPEAT, clock=CPU
+    )
+    plain_u, struct_t = paired(
+        lambda: msgspec.json.decode(data), lambda: typed.decode(data), REPEAT, clock=CPU
+    )
     load, struct, plain = median(load_t), median(struct_t), median(plain_t + plain_u)
     return [
         ["msgspec.json.decode into plain objects", ms(plain), "1.00x", f"{plain / struct:.2f}x"],
@@ -89,15 +99,27 @@ def process_rows(run_dir: Path) -> tuple[list, float, float]:
     whole = sample(lambda: run(cmd), 7, warmup=1)
     bare = sample(lambda: run([sys.executable, "-c", "pass"]), 7, warmup=1)
     rows = [
-        [f"workingset compare {rel} --all", ms(median(whole)), ms(max(whole)), ms(median(cpu["compare"][-7:]))],
-        ["python -c pass (interpreter start)", ms(median(bare)), ms(max(bare)), ms(median(cpu["-c"][-7:]))],
+        [
+            f"workingset compare {rel} --all",
+            ms(median(whole)),
+            ms(max(whole)),
+            ms(median(cpu["compare"][-7:])),
+        ],
+        [
+            "python -c pass (interpreter start)",
+            ms(median(bare)),
+            ms(max(bare)),
+            ms(median(cpu["-c"][-7:])),
+        ],
     ]
     return rows, median(whole), median(cpu["compare"][-7:])
 
 
 def _render_why(ctx: StoredContext, ratios: dict[int, float]) -> str:
     text = ENCODERS[10].render(ctx.state, ctx.hypothesis).text
-    encode_t, hash_t = paired(lambda: msgspec.json.encode(ctx.state), lambda: hash_text(text), REPEAT, clock=CPU)
+    encode_t, hash_t = paired(
+        lambda: msgspec.json.encode(ctx.state), lambda: hash_text(text), REPEAT, clock=CPU
+    )
     return (
         "Why v10 misses: like v1–v7 it writes every payload of the state into Markdown in Python (each "
         "text payload scanned for its longest backtick run to size its fence, each row payload as a "
@@ -120,7 +142,7 @@ def main() -> None:
     targets = [f"v{n} render within {t:g}x of msgspec-encode: " + (
         f"met ({ratios[n]:.2f}x)" if ratios[n] <= t else f"missed by {ratios[n] / t:.2f}x ({ratios[n]:.2f}x)")
         for n, t in TARGETS.items()]  # fmt: skip
-    targets.append(f"`compare fixtures/bug17 --all` under 2 s: " + (
+    targets.append("`compare fixtures/bug17 --all` under 2 s: " + (
         f"met ({whole:.2f} s wall, {cpu:.2f} s CPU)" if whole < 2.0 else
         f"missed by {whole / 2:.2f}x ({whole:.2f} s wall, {cpu:.2f} s CPU)"))  # fmt: skip
     targets.append(f"turn median under {TURN_TARGET_MS:g} ms: " + (
@@ -130,10 +152,15 @@ def main() -> None:
     if any(ratios[n] > t for n, t in TARGETS.items()):
         whys.append(_render_why(ctx, ratios))
     if whole >= 2.0:
-        whys.append("Why the compare process misses: " + (
-            "its own CPU time is under 2 s; the wall time includes waiting for cores shared with other "
-            "processes (see the load average)." if cpu < 2.0 else
-            "rendering 180 contexts and tokenizing what is new in them takes longer than 2 s on this machine."))
+        whys.append(
+            "Why the compare process misses: "
+            + (
+                "its own CPU time is under 2 s; the wall time includes waiting for cores shared with other "
+                "processes (see the load average)."
+                if cpu < 2.0
+                else "rendering 180 contexts and tokenizing what is new in them takes longer than 2 s on this machine."
+            )
+        )
     if turn_ms >= TURN_TARGET_MS:
         whys.append(
             "Why the turn misses: no call replays the log (the handle keeps the replayed state and reads "

@@ -14,8 +14,20 @@ import random
 
 from workingset.model.hashing import content_hash
 from workingset.model.state import (
-    Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
-    Hypothesis, Note, RecallSelection, RowsPayload, State, TextPayload,
+    Budget,
+    Capture,
+    Case,
+    Control,
+    Entity,
+    Evidence,
+    EvidenceBudget,
+    HistoryEntry,
+    Hypothesis,
+    Note,
+    RecallSelection,
+    RowsPayload,
+    State,
+    TextPayload,
 )  # fmt: skip
 
 WORDS = ("request timeout retry worker queue shard lease token cache miss commit offset "
@@ -38,10 +50,16 @@ def _payload(rng: random.Random, scope: str):
         ]  # fmt: skip
         return RowsPayload(columns=columns, rows=rows)
     if scope == "log":
-        lines = [f"2026-06-10T20:{i % 60:02d}:00Z level=warn {_sentence(rng, 16)}" for i in range(rng.randint(10, 60))]
+        lines = [
+            f"2026-06-10T20:{i % 60:02d}:00Z level=warn {_sentence(rng, 16)}"
+            for i in range(rng.randint(10, 60))
+        ]
         return TextPayload(language="log", text="\n".join(lines))
     if scope == "code":
-        lines = [f"    {_sentence(rng, 6).replace(' ', '_')}()  # {_sentence(rng, 4)}" for _ in range(rng.randint(20, 90))]
+        lines = [
+            f"    {_sentence(rng, 6).replace(' ', '_')}()  # {_sentence(rng, 4)}"
+            for _ in range(rng.randint(20, 90))
+        ]
         return TextPayload(language="python", text="\n".join(lines))
     return TextPayload(language=None, text=_sentence(rng, rng.randint(10, 60)))
 
@@ -49,7 +67,11 @@ def _payload(rng: random.Random, scope: str):
 def _evidence(rng: random.Random, i: int, collector: str, unsettled: bool) -> Evidence:
     scope = SCOPES[i % len(SCOPES)]
     payload = None if i % 5 == 4 else _payload(rng, scope)
-    query = None if scope == "feedback" else f"select * from events where {_sentence(rng, 4).replace(' ', '_')} = {i}"
+    query = (
+        None
+        if scope == "feedback"
+        else f"select * from events where {_sentence(rng, 4).replace(' ', '_')} = {i}"
+    )
     return Evidence(
         id=f"E{i:06d}", collector=collector, scope=scope,
         capture=Capture(query=query, origin="loki:prod-eu" if scope == "log" else "pg:replica",
@@ -69,9 +91,11 @@ def make_state(n_evidence: int, n_hypotheses: int = 5, seed: int = 17) -> State:
     for i in range(1, n_evidence + 1):
         last_of[hids[i % n_hypotheses]] = i
     unsettled = {i for i in last_of.values() if i is not None}
-    evidence = [_evidence(rng, i, hids[i % n_hypotheses], i in unsettled) for i in range(1, n_evidence + 1)]
+    evidence = [
+        _evidence(rng, i, hids[i % n_hypotheses], i in unsettled) for i in range(1, n_evidence + 1)
+    ]
     hypotheses = []
-    for k, h in enumerate(hids):
+    for _k, h in enumerate(hids):
         own = [e for e in evidence if e.collector == h]
         hypotheses.append(Hypothesis(
             id=h, title=f"hypothesis {h}: {_sentence(rng, 5)}", mechanism=_sentence(rng, 25),
@@ -90,7 +114,9 @@ def make_state(n_evidence: int, n_hypotheses: int = 5, seed: int = 17) -> State:
     ]  # fmt: skip
     recall = {}
     if n_evidence >= 8:
-        recall["H1"] = RecallSelection(evidence_refs=[evidence[0].id, evidence[2].id], iteration=n_evidence)
+        recall["H1"] = RecallSelection(
+            evidence_refs=[evidence[0].id, evidence[2].id], iteration=n_evidence
+        )
     return State(
         analysis_id="synthetic", iteration=n_evidence,
         budget=Budget(max_iterations=max(n_evidence * 2, 1), max_cost=None, cost_used=0.01 * n_evidence),

@@ -73,7 +73,11 @@ def measure(path: Path, fmt: str, workdir: Path) -> tuple[str, dict[str, dict[st
             "last_chars": end.chars, "last_tokens": end.tokens, "lost": _lost(s, last.state, last.hypothesis),
         }  # fmt: skip
     traj = imported.trajectory
-    outputs = sum(len(e.payload.text) for e in last.state.evidence if e.payload is not None and e.scope != "feedback")
+    outputs = sum(
+        len(e.payload.text)
+        for e in last.state.evidence
+        if e.payload is not None and e.scope != "feedback"
+    )
     caption = (
         f"### `{path.name}`\n\nFormat `{fmt}`; {traj.agent}"
         + (f", model {traj.model}" if traj.model else "")
@@ -93,7 +97,13 @@ def table(numbers: dict[str, dict[str, int]]) -> str:
     ]  # fmt: skip
     headers = ["strategy", "total chars", "total tokens", "uncached tokens", "cached share",
                "last-turn chars", "last-turn tokens", "outputs unrecoverable (last turn)"]  # fmt: skip
-    return tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * 7, disable_numparse=True)
+    return tabulate(
+        rows,
+        headers=headers,
+        tablefmt="github",
+        colalign=["left"] + ["right"] * 7,
+        disable_numparse=True,
+    )
 
 
 def summary(results: dict[str, dict[str, dict[str, int]]], key: str) -> str:
@@ -107,8 +117,15 @@ def summary(results: dict[str, dict[str, dict[str, int]]], key: str) -> str:
 def corpus_entries(description: str) -> tuple[Path, list[Path]]:
     """Parse a corpus script's command line (`--corpus`, `--check`); return the corpus and its trajectories."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--corpus", type=Path, default=CORPUS, help="directory of trajectories (default: %(default)s)")
-    parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        default=CORPUS,
+        help="directory of trajectories (default: %(default)s)",
+    )
+    parser.add_argument(
+        CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it"
+    )
     corpus = parser.parse_args().corpus
     return corpus, sorted(p for p in corpus.iterdir() if detect(p)) if corpus.is_dir() else []
 

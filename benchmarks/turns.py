@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import msgspec
-
 from _results import median, ms, p95
 
 from workingset.model.state import State, copy_state
@@ -75,8 +74,12 @@ def _stored_bytes(path: str) -> dict[str, int]:
     """Stored event data per event kind, and payload data, in bytes."""
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
-        out = dict(conn.execute("SELECT kind, sum(length(data)) FROM events GROUP BY kind").fetchall())
-        out["payloads"] = conn.execute("SELECT coalesce(sum(length(data)), 0) FROM payloads").fetchone()[0]
+        out = dict(
+            conn.execute("SELECT kind, sum(length(data)) FROM events GROUP BY kind").fetchall()
+        )
+        out["payloads"] = conn.execute(
+            "SELECT coalesce(sum(length(data)), 0) FROM payloads"
+        ).fetchone()[0]
     finally:
         conn.close()
     return out
@@ -138,7 +141,9 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
         inv = Investigation.create(path, state, encoder=encoder)
         stats.create = time.perf_counter() - start
         try:
-            renderer.render = timed_render  # shadows the method on the one instance get_encoder returns
+            renderer.render = (
+                timed_render  # shadows the method on the one instance get_encoder returns
+            )
             request = inv.next_request()
             for turn in range(warmup + turns):
                 hid = request.hypothesis
@@ -183,7 +188,9 @@ def run_turns(state: State, turns: int, encoder: str = "v10", warmup: int = 3) -
             for _ in range(max(3, turns // 4)):
                 start = time.perf_counter()
                 with inv.store.read() as tx:
-                    catch_up(tx, inv.analysis_id, None)  # from the latest snapshot, as a new handle does
+                    catch_up(
+                        tx, inv.analysis_id, None
+                    )  # from the latest snapshot, as a new handle does
                 stats.replay.append(time.perf_counter() - start)
         finally:
             del renderer.render

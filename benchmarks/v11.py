@@ -30,10 +30,19 @@ VERSIONS = ("v11", "v12", "v13")
 
 def render_row(version: str, label: str, state, hypothesis: str) -> tuple[list[str], float]:
     enc = get_encoder(version)
-    render_t, encode_t = paired(lambda: enc.render(state, hypothesis), lambda: msgspec.json.encode(state), 5, warmup=1)
+    render_t, encode_t = paired(
+        lambda: enc.render(state, hypothesis), lambda: msgspec.json.encode(state), 5, warmup=1
+    )
     ratio = median(render_t) / median(encode_t)
     chars = enc.render(state, hypothesis).chars
-    return [version, label, f"{chars:,}", ms(median(render_t)), ms(median(encode_t)), f"{ratio:.2f}x"], ratio
+    return [
+        version,
+        label,
+        f"{chars:,}",
+        ms(median(render_t)),
+        ms(median(encode_t)),
+        f"{ratio:.2f}x",
+    ], ratio
 
 
 def main() -> None:
@@ -47,7 +56,10 @@ def main() -> None:
                             + ("met" if turn <= TURN_TARGET_MS else f"missed by {turn / TURN_TARGET_MS:.1f}x") + f" ({turn:.1f} ms)")  # fmt: skip
     _, last = read_run(ROOT / "fixtures" / "bug17")[-1]
     render_rows = []
-    cases = [("bug17 last", last.state, last.hypothesis), *((f"synthetic, {n:,} items", make_state(n), "H1") for n in SIZES)]
+    cases = [
+        ("bug17 last", last.state, last.hypothesis),
+        *((f"synthetic, {n:,} items", make_state(n), "H1") for n in SIZES),
+    ]
     for version, (label, state, hyp) in ((v, c) for v in VERSIONS for c in cases):
         row, ratio = render_row(version, label, state, hyp)
         render_rows.append(row)
@@ -72,7 +84,9 @@ def main() -> None:
         "text is mostly `evidence_index` rows, which grow with the run: the budget bounds the payloads "
         "shown in full, not the index.",
     ]
-    write_section("v11-speed", "v11, v12 and v13 speed: turns and renders", "\n".join(body), timed=True)
+    write_section(
+        "v11-speed", "v11, v12 and v13 speed: turns and renders", "\n".join(body), timed=True
+    )
 
 
 if __name__ == "__main__":

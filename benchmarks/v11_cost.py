@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Sequence
 
 from tabulate import tabulate
 
@@ -43,13 +43,19 @@ from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
-from workingset.compare.engine import Rendering, baseline_renderers, compare_contexts, sent_prompts, version_renderer  # noqa: E402
 from workingset.compare.billing import CacheOptions, Meter, state_time  # noqa: E402
+from workingset.compare.engine import (  # noqa: E402
+    Rendering,
+    baseline_renderers,
+    compare_contexts,
+    sent_prompts,
+    version_renderer,
+)
 from workingset.encoders import get_encoder  # noqa: E402
 from workingset.model.state import StoredContext  # noqa: E402
 from workingset.providers import section_ends  # noqa: E402
-from workingset.session.replies import Request  # noqa: E402
 from workingset.runs.layout import read_run  # noqa: E402
+from workingset.session.replies import Request  # noqa: E402
 
 UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")
@@ -75,7 +81,14 @@ def _cut(rendered, spans: dict[str, tuple[int, int]], keep: Sequence[str]) -> Re
     ends = section_ends([(c, n) for c, n in rendered.chunks if c in keep])
     req = Request(request_id="", encoder=rendered.encoder, hypothesis=rendered.hypothesis, text=text, shown=[],
                   indexed=[], chars=len(text), hash="", block_ends=ends, cache_ends=stable)  # fmt: skip
-    return Rendering(text, (), tuple(stable), tuple(ends), None, lambda provider, model: req.messages(provider, model=model))
+    return Rendering(
+        text,
+        (),
+        tuple(stable),
+        tuple(ends),
+        None,
+        lambda provider, model: req.messages(provider, model=model),
+    )
 
 
 def _bill(contexts: Sequence[StoredContext], make: Callable[[StoredContext], Rendering]) -> float:
@@ -86,7 +99,10 @@ def _bill(contexts: Sequence[StoredContext], make: Callable[[StoredContext], Ren
 
 def decompose(contexts: Sequence[StoredContext], label: str = "v11") -> dict[str, float]:
     """The transcript's and a version's (v11 or later) anthropic costs and the parts of their difference."""
-    renderers = {label: version_renderer(label), "full-transcript": baseline_renderers()["full-transcript"]}
+    renderers = {
+        label: version_renderer(label),
+        "full-transcript": baseline_renderers()["full-transcript"],
+    }
     cmp = compare_contexts(contexts, renderers, cache=("anthropic",), cache_options=CacheOptions())
     cost = {name: sum(b.cost for b in cmp.caches["anthropic"][name]) for name in renderers}
     bounded, unbounded = get_encoder(label), get_encoder(f"{label}:budget={UNBOUNDED_BUDGET}")
@@ -139,7 +155,7 @@ def main() -> None:
         "167-step run kept in `benchmarks/data/`, billed under the `anthropic` model with its defaults, as in the "
         f"cache section. What {', '.join(VERSIONS[:-1])} and {VERSIONS[-1]} cost beyond the "
         "transcript is split into four parts by billing their contexts again with one part taken away at a time (see the "
-        "script's docstring): `tail` (\"This turn\", billed uncached every turn), `preamble` (written once, read "
+        'script\'s docstring): `tail` ("This turn", billed uncached every turn), `preamble` (written once, read '
         "every turn), `compaction` (what compacting at the default budget adds, or saves where negative, against "
         "never compacting) and `journal and case` (the unbounded case and journal against the transcript's "
         "messages: the records of the journal, the case's tables and the layout). Each part is a share of the "

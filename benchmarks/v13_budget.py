@@ -27,8 +27,8 @@ from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
 
-from workingset.compare.engine import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
 from workingset.compare.billing import CacheOptions  # noqa: E402
+from workingset.compare.engine import baseline_renderers, compare_contexts, version_renderer  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
 from workingset.runs.layout import read_run  # noqa: E402
 
@@ -40,11 +40,15 @@ def measure(contexts) -> dict[int | str, tuple[float, int]]:
     """Per budget: v13's anthropic cost over the transcript's, and its largest context in characters;
     under "masking-10", that baseline's largest context (its cost left at 0)."""
     renderers = {b: version_renderer(f"v13:budget={b}") for b in BUDGETS}
-    renderers.update({name: baseline_renderers()[name] for name in ("full-transcript", "masking-10")})
+    renderers.update(
+        {name: baseline_renderers()[name] for name in ("full-transcript", "masking-10")}
+    )
     cmp = compare_contexts(contexts, renderers, cache=("anthropic",), cache_options=CacheOptions())
     cost = {name: sum(b.cost for b in cmp.caches["anthropic"][name]) for name in renderers}
     out: dict[int | str, tuple[float, int]] = {
-        b: (cost[b] / cost["full-transcript"], max(size.chars for size in cmp.sizes[b])) for b in BUDGETS}
+        b: (cost[b] / cost["full-transcript"], max(size.chars for size in cmp.sizes[b]))
+        for b in BUDGETS
+    }
     out["masking-10"] = (0.0, max(size.chars for size in cmp.sizes["masking-10"]))
     return out
 
@@ -63,7 +67,11 @@ def main() -> None:
     rows.append(["runs over 1.10x", *(str(n) for n in over), ""])
     rows.append(["highest", *(f"{w:.3f}x" for w in worst), ""])
     default = get_encoder("v13").budget
-    headers = ["run", *(f"{b:,}" + (" (default)" if b == default else "") for b in BUDGETS), "masking-10 largest"]
+    headers = [
+        "run",
+        *(f"{b:,}" + (" (default)" if b == default else "") for b in BUDGETS),
+        "masking-10 largest",
+    ]
     table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(BUDGETS) + 1),
                      disable_numparse=True)  # fmt: skip
     body = (

@@ -43,7 +43,9 @@ def measure(contexts: list[tuple], with_v13: bool = True) -> list[str]:
         largest14 = largest13 = rewrites = reruns = 0
         previous = None
         for state, hypothesis in contexts:
-            out = v14.render_view(v14.select(state, v14.selected(state, hypothesis)))  # the walk within its room
+            out = v14.render_view(
+                v14.select(state, v14.selected(state, hypothesis))
+            )  # the walk within its room
             if out.chars > v14.budget:  # what `render` then does: shrink the room and walk again
                 reruns += 1
                 out = v14.render(state, hypothesis)
@@ -53,7 +55,12 @@ def measure(contexts: list[tuple], with_v13: bool = True) -> list[str]:
             if previous is not None and not journal.startswith(previous):
                 rewrites += 1
             previous = journal
-        cells += [f"{largest14:,}", f"{largest13:,}" if with_v13 else "not rendered", str(rewrites), str(reruns)]
+        cells += [
+            f"{largest14:,}",
+            f"{largest13:,}" if with_v13 else "not rendered",
+            str(rewrites),
+            str(reruns),
+        ]
     return cells
 
 
@@ -67,13 +74,22 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, directory in cost_runs(entries, Path(tmp)):
-            rows.append([name, *measure([(ctx.state, ctx.hypothesis) for _, ctx in read_run(directory)])])
+            rows.append(
+                [name, *measure([(ctx.state, ctx.hypothesis) for _, ctx in read_run(directory)])]
+            )
     rows.append(["one 868,167-character output", *measure([(huge_state(), "H1")])])
     # v13 writes this state whole (tens of millions of characters, minutes to render): not rendered here.
-    rows.append(["synthetic, 100,000 items", *measure([(make_state(100_000), "H1")], with_v13=False)])
+    rows.append(
+        ["synthetic, 100,000 items", *measure([(make_state(100_000), "H1")], with_v13=False)]
+    )
     headers = ["run", "contexts"]
     for budget in ("100,000", "20,000"):
-        headers += [f"v14 largest ({budget})", f"v13 largest ({budget})", "v14 rewrites", "v14 reruns"]
+        headers += [
+            f"v14 largest ({budget})",
+            f"v13 largest ({budget})",
+            "v14 rewrites",
+            "v14 reruns",
+        ]
     table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
                      disable_numparse=True)  # fmt: skip
     body = (
@@ -84,7 +100,8 @@ def main() -> None:
         "writes whole, it is not rendered). Rewrites: consecutive contexts whose "
         "journal is not an extension of the previous one (a compaction fell between them). Reruns: contexts whose "
         "walk, within the room its rules give, still passed the budget, so the room shrank and the walk ran again.\n\n"
-        + table + "\n"
+        + table
+        + "\n"
     )
     write_section("v14_bound", "v14's bound: the largest context of every run", body)
 

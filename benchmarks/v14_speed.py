@@ -56,15 +56,22 @@ def main() -> None:
     """Time fresh renders and a 10,000-item session turn; write the `v14_speed` section."""
     ctx = load_stored_context((ROOT / "fixtures" / "bug17" / "bug17-r0018.json").read_bytes())
     cases = [("bug17-r0018 (28 items)", ctx.state, ctx.hypothesis, 200)]
-    cases += [(f"synthetic, {n:,} items", make_state(n), "H1", calls) for n, calls in ((1_000, 25), (10_000, 7))]
+    cases += [
+        (f"synthetic, {n:,} items", make_state(n), "H1", calls)
+        for n, calls in ((1_000, 25), (10_000, 7))
+    ]
     rows, verdicts = [], []
     for label, state, hypothesis, calls in cases:
         for encoder in ("v13", "v14"):
             render, encode, chars = medians(state, hypothesis, encoder, calls)
             ratio = render / encode
-            rows.append([label, encoder, f"{chars:,}", f"{render:.3f}", f"{encode:.3f}", f"{ratio:.2f}x"])
+            rows.append(
+                [label, encoder, f"{chars:,}", f"{render:.3f}", f"{encode:.3f}", f"{ratio:.2f}x"]
+            )
             if encoder == "v14":
-                verdicts.append(f"{label}: {ratio:.2f}x ({'met' if ratio <= RENDER_TARGET else 'missed'})")
+                verdicts.append(
+                    f"{label}: {ratio:.2f}x ({'met' if ratio <= RENDER_TARGET else 'missed'})"
+                )
     table = tabulate(rows, headers=["state", "version", "chars", "render CPU ms", "msgspec encode CPU ms", "ratio"],
                      tablefmt="github", disable_numparse=True, colalign=["left", "left"] + ["right"] * 4)  # fmt: skip
     turns = run_turns(make_state(TURN_ITEMS), 9, encoder="v14")

@@ -51,11 +51,15 @@ def _state(aid: str) -> bytes:
 
     from session_helpers import make_state
 
-    return json.dumps(make_state(analysis=aid, max_iterations=10_000, limits=(5_000, 5_000, 5_000))).encode()
+    return json.dumps(
+        make_state(analysis=aid, max_iterations=10_000, limits=(5_000, 5_000, 5_000))
+    ).encode()
 
 
 def _result(aid: str, turn: int) -> dict:
-    text = "\n".join(f"20:{turn % 60:02d}:{i:02d} worker lease renewed {aid} shard={i}" for i in range(20))
+    text = "\n".join(
+        f"20:{turn % 60:02d}:{i:02d} worker lease renewed {aid} shard={i}" for i in range(20)
+    )
     return {"scope": "log", "cost": 0.01, "payload": {"kind": "text", "language": "log", "text": text},
             "capture": {"query": f"turn {turn}", "origin": "loki:prod-eu", "eof": True, "item_count": 20}}  # fmt: skip
 
@@ -79,9 +83,21 @@ def _worker(store: str, tasks, done, start, out) -> None:
             req = inv.next_request()
             t1 = time.perf_counter()
             prev = pending.get(req.hypothesis)
-            decision = {"next": {"kind": "query", "source": "loki:prod-eu", "query": f"turn {left}", "purpose": "leases"}}
+            decision = {
+                "next": {
+                    "kind": "query",
+                    "source": "loki:prod-eu",
+                    "query": f"turn {left}",
+                    "purpose": "leases",
+                }
+            }
             if prev is not None:
-                decision["assessment"] = {"evidence_ref": prev, "verdict": "neutral", "confidence": 0.5, "rationale": "ok"}
+                decision["assessment"] = {
+                    "evidence_ref": prev,
+                    "verdict": "neutral",
+                    "confidence": 0.5,
+                    "rationale": "ok",
+                }
             sub = inv.submit(req.request_id, decision)
             t2 = time.perf_counter()
             rec = inv.record(sub.action, _result(aid, left))
@@ -131,7 +147,9 @@ def _check(store: str, ids: list[str], applied: list[tuple[str, str, str]], turn
                     answered[_field(row.data, "request_id")] += 1
                 elif row.kind == "record":
                     recorded[_field(row.data, "action")] += 1
-            twice += sum(n - 1 for n in answered.values() if n > 1) + sum(n - 1 for n in recorded.values() if n > 1)
+            twice += sum(n - 1 for n in answered.values() if n > 1) + sum(
+                n - 1 for n in recorded.values() if n > 1
+            )
             lost += sum(1 for a, rid in reported if a == aid and rid not in answered)
             short += abs(len(answered) - turns)
             try:
@@ -153,7 +171,9 @@ def run(store: str, workers: int, turns: int, prefix: str) -> dict:
     ctx = mp.get_context("spawn")
     tasks, done, out = ctx.Queue(), ctx.Queue(), ctx.Queue()
     start = ctx.Event()
-    procs = [ctx.Process(target=_worker, args=(store, tasks, done, start, out)) for _ in range(workers)]
+    procs = [
+        ctx.Process(target=_worker, args=(store, tasks, done, start, out)) for _ in range(workers)
+    ]
     for p in procs:
         p.start()
     for aid in ids:
@@ -173,7 +193,14 @@ def run(store: str, workers: int, turns: int, prefix: str) -> dict:
     applied = [a for r in results for a in r["applied"]]
     errors = sum((Counter(r["errors"]) for r in results), Counter())
     check = _check(store, ids, applied, turns)
-    return {"workers": workers, "turns": len(applied), "wall": wall, "times": times, "errors": dict(errors), **check}
+    return {
+        "workers": workers,
+        "turns": len(applied),
+        "wall": wall,
+        "times": times,
+        "errors": dict(errors),
+        **check,
+    }
 
 
 def _racer(store: str, aid: str, rid: str, barrier, out) -> None:
@@ -184,7 +211,17 @@ def _racer(store: str, aid: str, rid: str, barrier, out) -> None:
         inv.show()  # warm: the kept state is loaded before the race
         barrier.wait()
         try:
-            inv.submit(rid, {"next": {"kind": "query", "source": "pg:orders", "query": "race", "purpose": "race"}})
+            inv.submit(
+                rid,
+                {
+                    "next": {
+                        "kind": "query",
+                        "source": "pg:orders",
+                        "query": "race",
+                        "purpose": "race",
+                    }
+                },
+            )
             out.put("applied")
         except WorkingsetError as err:
             out.put(err.code)
@@ -202,13 +239,17 @@ def race(store: str) -> Counter:
         with open_store(store) as db:
             rid = Investigation.create(db, _state(aid), encoder="v10").next_request().request_id
         barrier, out = ctx.Barrier(RACERS), ctx.Queue()
-        procs = [ctx.Process(target=_racer, args=(store, aid, rid, barrier, out)) for _ in range(RACERS)]
+        procs = [
+            ctx.Process(target=_racer, args=(store, aid, rid, barrier, out)) for _ in range(RACERS)
+        ]
         for p in procs:
             p.start()
         round_ = Counter(out.get() for _ in procs)
         for p in procs:
             p.join()
-        outcomes["rounds with exactly one applied and seven stale"] += round_ == Counter(applied=1, stale_request=7)
+        outcomes["rounds with exactly one applied and seven stale"] += round_ == Counter(
+            applied=1, stale_request=7
+        )
         outcomes.update(round_)
     return outcomes
 
@@ -225,7 +266,9 @@ def main() -> None:
     """Measure and write the `workers` section of RESULTS.md."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=6, help="turns per analysis")
-    parser.add_argument("--pg", help="an empty PostgreSQL database to use instead of a throwaway server")
+    parser.add_argument(
+        "--pg", help="an empty PostgreSQL database to use instead of a throwaway server"
+    )
     parser.add_argument("--no-write", action="store_true", help="print, do not write RESULTS.md")
     args = parser.parse_args()
     server = None
@@ -271,7 +314,9 @@ def main() -> None:
     if args.no_write:
         print(body)
     else:
-        write_section("workers", "Workers: many controller processes on one store", body, timed=True)
+        write_section(
+            "workers", "Workers: many controller processes on one store", body, timed=True
+        )
 
 
 if __name__ == "__main__":

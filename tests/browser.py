@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 CHROMEDRIVER = "/usr/bin/chromedriver"
 CHROMIUM = "/usr/bin/chromium"
@@ -34,7 +34,7 @@ def missing() -> str | None:
 
 
 @contextmanager
-def chromium(window: tuple[int, int] = (1400, 1000), scale: float = 1.0) -> Iterator["object"]:
+def chromium(window: tuple[int, int] = (1400, 1000), scale: float = 1.0) -> Iterator[object]:
     """A headless Chromium WebDriver with browser console logging on, quit on exit."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service

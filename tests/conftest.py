@@ -19,7 +19,9 @@ VERSIONS = sorted(ENCODERS)
 # The public trajectories beside the project, or where $WORKINGSET_CORPUS says (read-only,
 # not part of the repository; tests skip where they are absent).
 CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw")
-needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}")
+needs_corpus = pytest.mark.skipif(
+    not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}"
+)
 CORPUS_SOURCES = {  # name -> (format, agent actions)
     "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),
     "mini-v2-deepseek-sqlfluff-1625.traj.json": ("mini-swe-agent", 48),
@@ -109,6 +111,10 @@ def pytest_runtest_makereport(item, call):
 
     outcome = yield
     report = outcome.get_result()
-    if report.skipped and os.environ.get("CI") == "true" and ("postgresql" in item.nodeid or "psycopg" in str(report.longrepr)):
+    if (
+        report.skipped
+        and os.environ.get("CI") == "true"
+        and ("postgresql" in item.nodeid or "psycopg" in str(report.longrepr))
+    ):
         report.outcome = "failed"
         report.longrepr = f"CI=true: a PostgreSQL test may not skip ({report.longrepr})"

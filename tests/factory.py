@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from workingset.model.hashing import content_hash
 from workingset.model.state import (
-    Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
-    Hypothesis, Note, RecallSelection, RowsPayload, State, TextPayload, validate_state,
+    Budget,
+    Capture,
+    Case,
+    Control,
+    Entity,
+    Evidence,
+    EvidenceBudget,
+    HistoryEntry,
+    Hypothesis,
+    Note,
+    RecallSelection,
+    RowsPayload,
+    State,
+    TextPayload,
+    validate_state,
 )  # fmt: skip
 
 ROWS = RowsPayload(
@@ -14,8 +27,12 @@ ROWS = RowsPayload(
           ["2026-06-10T20:02:00Z", 504, -3, 0.1, True]],
 )  # fmt: skip
 EMPTY = RowsPayload(columns=["order_id", "state"], rows=[])
-CODE = TextPayload(language="python", text='def f():\n    """Run:\n    ```sh\n    make\n    ````\n    """\n')
-LOG = TextPayload(language="log", text="20:00:01 WARN pool exhausted (32/32)\n20:00:02 ERROR upstream 502\n")
+CODE = TextPayload(
+    language="python", text='def f():\n    """Run:\n    ```sh\n    make\n    ````\n    """\n'
+)
+LOG = TextPayload(
+    language="log", text="20:00:01 WARN pool exhausted (32/32)\n20:00:02 ERROR upstream 502\n"
+)
 TEXT_NO_LANG = TextPayload(language=None, text="ends without newline · ünïcode \u2028 tab\t`x`")
 
 

@@ -30,15 +30,28 @@ from typer.testing import CliRunner
 from workingset.cli.commands import app
 
 CACHED = 0.1  # a read token costs 0.1x the base input price (both providers)
-MINIMUM = 1024  # fewest tokens a cache entry holds: Anthropic's Sonnet minimum, OpenAI's for every model
+MINIMUM = (
+    1024  # fewest tokens a cache entry holds: Anthropic's Sonnet minimum, OpenAI's for every model
+)
 LOOKBACK = 20  # Anthropic: a breakpoint looks for a hit at its own block's end and the 19 before it
 MAX_BREAKPOINTS = 4  # Anthropic: "up to 4 cache breakpoints"
 OPENAI_BLOCK = 128  # OpenAI before GPT-5.6: prefixes cached in 128-token increments
-OPENAI_WRITES, OPENAI_MATCH = 4, 80  # GPT-5.6: up to 4 breakpoints written; the latest 80 considered
-TTL = {"anthropic": 300.0, "openai-auto": 300.0, "openai-5.6": 1800.0}  # seconds; 5m default, GPT-5.6's 30m
+OPENAI_WRITES, OPENAI_MATCH = (
+    4,
+    80,
+)  # GPT-5.6: up to 4 breakpoints written; the latest 80 considered
+TTL = {
+    "anthropic": 300.0,
+    "openai-auto": 300.0,
+    "openai-5.6": 1800.0,
+}  # seconds; 5m default, GPT-5.6's 30m
 WRITE = {"anthropic": 1.25, "openai-auto": 1.0, "openai-5.6": 1.25}  # a written token's price
 # The `workingset requests` options whose bodies each model bills (GPT-5.6 bodies carry explicit breakpoints).
-REQUEST_ARGS = {"anthropic": (), "openai-auto": ("--provider", "openai"), "openai-5.6": ("--provider", "openai", "--model", "gpt-5.6")}
+REQUEST_ARGS = {
+    "anthropic": (),
+    "openai-auto": ("--provider", "openai"),
+    "openai-5.6": ("--provider", "openai", "--model", "gpt-5.6"),
+}
 MODELS = tuple(REQUEST_ARGS)
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -92,7 +105,9 @@ def _canonical(value) -> str:
 def _text(block: dict) -> str:
     # Only text blocks are sent today; anything else would need a size rule of its own, so it fails loudly.
     if block.get("type") != "text":
-        raise ValueError(f"a {block.get('type')!r} content block: this billing counts text blocks only")
+        raise ValueError(
+            f"a {block.get('type')!r} content block: this billing counts text blocks only"
+        )
     return block["text"]
 
 
@@ -104,7 +119,10 @@ def blocks(body: dict, provider: str) -> list[tuple[str, bool, str]]:
     message"), then the messages. A top-level `cache_control` marks the last block.
     """
     mark = "cache_control" if provider == "anthropic" else "prompt_cache_breakpoint"
-    out = [(_canonical({k: v for k, v in tool.items() if k != "cache_control"}), mark in tool, "") for tool in body.get("tools", ())]
+    out = [
+        (_canonical({k: v for k, v in tool.items() if k != "cache_control"}), mark in tool, "")
+        for tool in body.get("tools", ())
+    ]
     if provider == "openai" and "response_format" in body:
         out.append((_canonical(body["response_format"]), False, ""))
     system = body.get("system", [])
@@ -160,10 +178,14 @@ def bill_anthropic(prompts: list[Prompt]) -> Bill:
     out, live = Bill(), {}  # prefix key -> expiry
     for p in prompts:
         points = [i for i, m in enumerate(p.marked) if m]
-        assert len(points) <= MAX_BREAKPOINTS, f"{len(points)} cache_control blocks: Anthropic refuses more than 4"
+        assert len(points) <= MAX_BREAKPOINTS, (
+            f"{len(points)} cache_control blocks: Anthropic refuses more than 4"
+        )
         window = {p.ends[j] for i in points for j in range(max(0, i - LOOKBACK + 1), i + 1)}
         keys = p.keys(window)
-        read = max((n for n in window if n >= MINIMUM and live.get(keys[n], -1.0) >= p.time), default=0)
+        read = max(
+            (n for n in window if n >= MINIMUM and live.get(keys[n], -1.0) >= p.time), default=0
+        )
         if read:
             live[keys[read]] = p.time + TTL["anthropic"]
         last = p.ends[points[-1]] if points else 0
@@ -186,8 +208,13 @@ def bill_openai_auto(prompts: list[Prompt]) -> Bill:
     for p in prompts:
         cacheable = len(p.tokens) // OPENAI_BLOCK * OPENAI_BLOCK if len(p.tokens) >= MINIMUM else 0
         chain, read, digest = [], 0, b""
-        for start in range(0, cacheable, OPENAI_BLOCK):  # a chained digest: one per prefix, each built on the last
-            digest = hashlib.blake2b(digest + memoryview(p.tokens)[start : start + OPENAI_BLOCK].tobytes(), digest_size=16).digest()
+        for start in range(
+            0, cacheable, OPENAI_BLOCK
+        ):  # a chained digest: one per prefix, each built on the last
+            digest = hashlib.blake2b(
+                digest + memoryview(p.tokens)[start : start + OPENAI_BLOCK].tobytes(),
+                digest_size=16,
+            ).digest()
             chain.append(digest)
             if start + OPENAI_BLOCK >= MINIMUM and live.get(digest, -1.0) >= p.time:
                 read = start + OPENAI_BLOCK
@@ -220,7 +247,9 @@ def bill_openai_56(prompts: list[Prompt], explicit_only: list[bool]) -> Bill:
         for n in points:
             live.pop(keys[n], None)  # re-inserted: the latest written comes last
             live[keys[n]] = p.time + TTL["openai-5.6"]
-        out.add(len(p.tokens), read, max(0, points[-1] - read) if points else 0, WRITE["openai-5.6"])
+        out.add(
+            len(p.tokens), read, max(0, points[-1] - read) if points else 0, WRITE["openai-5.6"]
+        )
     return out
 
 
@@ -228,20 +257,33 @@ def invoke(*args: str) -> str:
     """Run the CLI in-process; its stdout, or an error carrying its output."""
     result = CliRunner().invoke(app, list(args))
     if result.exit_code != 0:
-        raise RuntimeError(f"workingset {' '.join(args)}: exit {result.exit_code}: {result.output[-2000:]}")
+        raise RuntimeError(
+            f"workingset {' '.join(args)}: exit {result.exit_code}: {result.output[-2000:]}"
+        )
     return result.stdout
 
 
 def bill_run(run: Path, strategy: str, model: str, tokenize: Tokenizer) -> Bill:
     """Bill one strategy's `workingset requests` output for a run under one model."""
-    lines = [json.loads(line) for line in invoke("requests", str(run), "--strategy", strategy, *REQUEST_ARGS[model]).splitlines()]
+    lines = [
+        json.loads(line)
+        for line in invoke(
+            "requests", str(run), "--strategy", strategy, *REQUEST_ARGS[model]
+        ).splitlines()
+    ]
     provider = "anthropic" if model == "anthropic" else "openai"
     prompts = [prompt(line, provider, tokenize) for line in lines]
     if model == "anthropic":
         return bill_anthropic(prompts)
     if model == "openai-auto":
         return bill_openai_auto(prompts)
-    return bill_openai_56(prompts, [(line["body"].get("prompt_cache_options") or {}).get("mode") == "explicit" for line in lines])
+    return bill_openai_56(
+        prompts,
+        [
+            (line["body"].get("prompt_cache_options") or {}).get("mode") == "explicit"
+            for line in lines
+        ],
+    )
 
 
 @dataclass(frozen=True)
@@ -262,13 +304,32 @@ class Cell:
 
 def check_run(run: Path, name: str | None = None) -> list[Cell]:
     """Every strategy `compare --all --baselines` knows, under each model: ours beside compare's."""
-    report = json.loads(invoke("compare", str(run), "--all", "--baselines", "--cache", ",".join(MODELS), "--json", "--summary"))
+    report = json.loads(
+        invoke(
+            "compare",
+            str(run),
+            "--all",
+            "--baselines",
+            "--cache",
+            ",".join(MODELS),
+            "--json",
+            "--summary",
+        )
+    )
     out = []
     for strategy in report["cache"]["anthropic"]["total"]:
         tokenize = Tokenizer()  # one per strategy: its texts repeat across the three models' bodies
         for model in MODELS:
             ours = bill_run(run, strategy, model, tokenize).cost
-            out.append(Cell(name or run.name, strategy, model, ours, report["cache"][model]["total"][strategy]["effective_cost"]))
+            out.append(
+                Cell(
+                    name or run.name,
+                    strategy,
+                    model,
+                    ours,
+                    report["cache"][model]["total"][strategy]["effective_cost"],
+                )
+            )
     return out
 
 
@@ -289,16 +350,27 @@ def kept_runs(into: Path) -> list[Path]:
 def every_run(corpus: Path, into: Path) -> list[tuple[str, Path]]:
     """bug17, each corpus trajectory and each kept long run, the latter two imported into `into`."""
     runs = [("fixtures/bug17", ROOT / "fixtures" / "bug17")]
-    return runs + [(path.name, import_run(path, into)) for path in [*sorted(corpus.iterdir()), *kept_runs(into)]]
+    return runs + [
+        (path.name, import_run(path, into))
+        for path in [*sorted(corpus.iterdir()), *kept_runs(into)]
+    ]
 
 
 def main(argv: list[str]) -> int:
     """Print every cell and the largest difference; exit 1 when one is off by more than 2%."""
-    corpus = Path(argv[0] if argv else os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw")
+    corpus = Path(
+        argv[0]
+        if argv
+        else os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw"
+    )
     with tempfile.TemporaryDirectory() as tmp:
-        cells = [cell for name, run in every_run(corpus, Path(tmp)) for cell in check_run(run, name)]
+        cells = [
+            cell for name, run in every_run(corpus, Path(tmp)) for cell in check_run(run, name)
+        ]
     for c in cells:
-        print(f"{c.run}\t{c.strategy}\t{c.model}\tours {c.ours:,.2f}\tcompare {c.compare:,.1f}\t{100 * c.difference:.5f}%")
+        print(
+            f"{c.run}\t{c.strategy}\t{c.model}\tours {c.ours:,.2f}\tcompare {c.compare:,.1f}\t{100 * c.difference:.5f}%"
+        )
     worst = max(cells, key=lambda c: c.difference)
     apart = max(abs(c.ours - c.compare) for c in cells)
     runs = len({c.run for c in cells})

@@ -11,13 +11,14 @@ import json
 import re
 
 import msgspec
+from recover import _spans
 
 from workingset.model.state import State
 
-from recover import _spans
-
 NOTE_HEAD = re.compile(r"^(N[0-9]{6}) (\S+) #([0-9]+) (\S+)$")
-DECISION_HEAD = re.compile(r"^(H\S*) #([0-9]+) (query|recall|assessment|conclude)((?: E[0-9]{6})*)( verdict=\S.*?)?( confidence=\S+)?$")
+DECISION_HEAD = re.compile(
+    r"^(H\S*) #([0-9]+) (query|recall|assessment|conclude)((?: E[0-9]{6})*)( verdict=\S.*?)?( confidence=\S+)?$"
+)
 
 
 def _word(value: str):
@@ -53,13 +54,31 @@ def check_entries(state: State, out, shown: dict[str, dict]) -> None:
         if n in inside:
             continue
         if m := NOTE_HEAD.match(line):
-            notes.append((m.group(1), _word(m.group(2)), int(m.group(3)), _word(m.group(4)), body_at[n + 1]))
+            notes.append(
+                (m.group(1), _word(m.group(2)), int(m.group(3)), _word(m.group(4)), body_at[n + 1])
+            )
         elif m := DECISION_HEAD.match(line):
-            verdict = _word(m.group(5)[len(" verdict="):]) if m.group(5) else None
-            confidence = json.loads(m.group(6)[len(" confidence="):]) if m.group(6) else None
-            text = body_at.get(n + 1) if n + 1 < len(lines) and lines[n + 1].startswith("```") else None
-            rows.append((m.group(1), int(m.group(2)), m.group(3), m.group(4).split(), verdict, confidence, text))
-    assert sorted(notes) == sorted((x.id, x.hypothesis, x.iteration, x.kind, x.text) for x in state.notes)
+            verdict = _word(m.group(5)[len(" verdict=") :]) if m.group(5) else None
+            confidence = json.loads(m.group(6)[len(" confidence=") :]) if m.group(6) else None
+            text = (
+                body_at.get(n + 1)
+                if n + 1 < len(lines) and lines[n + 1].startswith("```")
+                else None
+            )
+            rows.append(
+                (
+                    m.group(1),
+                    int(m.group(2)),
+                    m.group(3),
+                    m.group(4).split(),
+                    verdict,
+                    confidence,
+                    text,
+                )
+            )
+    assert sorted(notes) == sorted(
+        (x.id, x.hypothesis, x.iteration, x.kind, x.text) for x in state.notes
+    )
     expected = [(h.id, r.iteration, r.kind, r.evidence_refs, r.verdict, r.confidence, r.text)
                 for h in state.hypotheses for r in h.history]  # fmt: skip
     assert sorted(rows, key=repr) == sorted(expected, key=repr)

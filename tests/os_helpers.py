@@ -14,7 +14,9 @@ from pathlib import Path
 from workingset.cli.commands import main
 
 TESTS = str(Path(__file__).parent)
-HANG = 60  # seconds: a command still running then is hanging (each of these returns in well under one)
+HANG = (
+    60  # seconds: a command still running then is hanging (each of these returns in well under one)
+)
 
 
 class Outcome:
@@ -52,7 +54,9 @@ def cli_process(*args: str | bytes, stdin: int | None = None, close_fds: tuple[i
     closer = (lambda: [os.close(fd) for fd in close_fds]) if close_fds else None
     res = subprocess.run(argv, stdin=stdin, capture_output=True, timeout=timeout, preexec_fn=closer,
                          env={**os.environ, **(env or {})})  # fmt: skip
-    return Outcome(res.returncode, res.stdout.decode("utf-8", "replace"), res.stderr.decode("utf-8", "replace"))
+    return Outcome(
+        res.returncode, res.stdout.decode("utf-8", "replace"), res.stderr.decode("utf-8", "replace")
+    )
 
 
 def can_mount_read_only(tmp_path: Path) -> bool:

@@ -51,16 +51,41 @@ class Server:
             shutil.chown(self.dir, "postgres")
             self._as = ["runuser", "-u", "postgres", "--"]
         self.data = os.path.join(self.dir, "data")
-        self._run(find_bin("initdb"), "-D", self.data, "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        self._run(
+            find_bin("initdb"),
+            "-D",
+            self.data,
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
         # fsync off for the tests: a throwaway server; durability is the engine's, not what they check.
         # The workers benchmark asks for a durable one (PostgreSQL's defaults: fsync, synchronous_commit).
-        options = f"-k {self.dir} -c listen_addresses='' -c max_connections=200" + ("" if durable else " -c fsync=off")
-        self._run(find_bin("pg_ctl"), "-D", self.data, "-o", options, "-l", os.path.join(self.dir, "log"), "-w", "start")
+        options = f"-k {self.dir} -c listen_addresses='' -c max_connections=200" + (
+            "" if durable else " -c fsync=off"
+        )
+        self._run(
+            find_bin("pg_ctl"),
+            "-D",
+            self.data,
+            "-o",
+            options,
+            "-l",
+            os.path.join(self.dir, "log"),
+            "-w",
+            "start",
+        )
         self._names = itertools.count(1)
         self.admin = self.url("postgres")
 
     def _run(self, *cmd: str) -> None:
-        subprocess.run([*self._as, *cmd], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        subprocess.run(
+            [*self._as, *cmd], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
 
     def url(self, database: str) -> str:
         return f"postgresql://postgres@/{database}?host={self.dir}"

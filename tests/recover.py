@@ -71,7 +71,11 @@ def evidence_payloads(text: str) -> dict[str, object]:
         elif "same_as" in payload:
             payloads[eid] = payloads[payload["same_as"]]
         elif payload["kind"] == "text" and "text" not in payload:
-            payloads[eid] = {"kind": "text", "language": payload["language"], "text": by_line[following[1]][1]}
+            payloads[eid] = {
+                "kind": "text",
+                "language": payload["language"],
+                "text": by_line[following[1]][1],
+            }
         elif payload["kind"] == "rows" and "rows" not in payload:
             columns, rows = parse_table(by_line[following[1]][1])
             payloads[eid] = {"kind": "rows", "columns": columns, "rows": rows}
@@ -111,7 +115,11 @@ def v11_evidence_payloads(text: str) -> dict[str, object]:
         elif "same_as" in record:
             payloads[eid] = payloads[record["same_as"]]
         elif kind == "text":
-            payloads[eid] = {"kind": "text", "language": record.get("language"), "text": by_line[n + 1]}
+            payloads[eid] = {
+                "kind": "text",
+                "language": record.get("language"),
+                "text": by_line[n + 1],
+            }
         elif record["rows"]:
             columns, rows = parse_table(by_line[n + 1])
             payloads[eid] = {"kind": "rows", "columns": columns, "rows": rows}
@@ -121,7 +129,9 @@ def v11_evidence_payloads(text: str) -> dict[str, object]:
 
 
 _V12_HEAD = re.compile(r"^(E[0-9]{6}) (\S+) #([0-9]+) (\S+) (\S+) (.*)$")
-_JSON_WORD = re.compile(r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)$")
+_JSON_WORD = re.compile(
+    r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)$"
+)
 
 
 def v12_fields(text: str) -> dict[str, object]:
@@ -160,22 +170,35 @@ def v12_evidence(text: str) -> dict[str, dict]:
         if not m:
             continue
         scope = json.loads(m.group(4)) if m.group(4).startswith('"') else m.group(4)
-        entry = {"id": m.group(1), "collector": m.group(2), "iteration": int(m.group(3)), "scope": scope,
-                 "captured_at": m.group(5), "fields": v12_fields(m.group(6)), "query": None}
+        entry = {
+            "id": m.group(1),
+            "collector": m.group(2),
+            "iteration": int(m.group(3)),
+            "scope": scope,
+            "captured_at": m.group(5),
+            "fields": v12_fields(m.group(6)),
+            "query": None,
+        }
         k = n + 1
         if lines[k].startswith("query: "):
-            entry["query"], k = lines[k][len("query: "):], k + 1
+            entry["query"], k = lines[k][len("query: ") :], k + 1
         elif lines[k] == "query:":
             entry["query"] = body_at[k + 1]
             k = next(end for start, end, _, _ in spans if start == k + 1) + 1
         fields = entry["fields"]
         if fields.get("payload") == "unknown":
             entry["payload"] = None
-        elif "same_as" in fields:  # v14 can point at an archived item: the reference stands for its payload
+        elif (
+            "same_as" in fields
+        ):  # v14 can point at an archived item: the reference stands for its payload
             target = fields["same_as"]
             entry["payload"] = out[target]["payload"] if target in out else {"same_as": target}
         elif "rows" not in fields:
-            entry["payload"] = {"kind": "text", "language": fields.get("language"), "text": body_at[k]}
+            entry["payload"] = {
+                "kind": "text",
+                "language": fields.get("language"),
+                "text": body_at[k],
+            }
         elif fields["rows"]:
             columns, rows = parse_table(body_at[k])
             entry["payload"] = {"kind": "rows", "columns": columns, "rows": rows}
@@ -197,7 +220,11 @@ _V13_HYPOTHESIS = re.compile(r"^(\*?)(H[0-9]+) (\S+) (\S+) ([0-9]+)/([0-9]+) (\S
 def _headings(text: str) -> dict[str, int]:
     """Line number of each `## ` heading outside code blocks (a fenced text may hold any line)."""
     inside = {n for start, end, _, _ in _spans(text) for n in range(start, end + 1)}
-    return {line: n for n, line in enumerate(text.split("\n")) if n not in inside and line.startswith("## ")}
+    return {
+        line: n
+        for n, line in enumerate(text.split("\n"))
+        if n not in inside and line.startswith("## ")
+    }
 
 
 def _v13_index_rows(text: str) -> tuple[int, int, list[tuple[int, int]]]:
@@ -236,7 +263,7 @@ def v13_query(line: str) -> tuple[str, int, bool]:
         assert isinstance(shown, str) and len(shown) == V13_EXCERPT < int(m.group(1)), line[:80]
         return shown, int(m.group(1)), True
     assert line.startswith("query: "), line[:80]
-    rest = line[len("query: "):]
+    rest = line[len("query: ") :]
     query = json.loads(rest) if rest.startswith('"') else rest
     assert isinstance(query, str)
     return query, len(query), False
@@ -255,7 +282,9 @@ def v13_index(text: str) -> dict[str, dict]:
         scope = json.loads(m.group(4)) if m.group(4).startswith('"') else m.group(4)
         fields, cut_fields = {}, {}
         for key, value in v12_fields(m.group(6)).items():
-            name, tilde, length = key.partition("~")  # `key~N="…"`: a text of N characters, its first 160
+            name, tilde, length = key.partition(
+                "~"
+            )  # `key~N="…"`: a text of N characters, its first 160
             if tilde:
                 assert isinstance(value, str) and len(value) == V13_EXCERPT < int(length), key
                 cut_fields[name] = int(length)
@@ -296,7 +325,9 @@ def v13_tail(text: str) -> dict:
     assert lines[-1] == "" and lines[-2] != "", "the text ends with one newline"
     tail = lines[start + 1 : -1]
     inside = {n for first, last, _, _ in _spans("\n".join(tail)) for n in range(first, last + 1)}
-    assert all(line or n in inside for n, line in enumerate(tail)), "no empty line outside a code block"
+    assert all(line or n in inside for n, line in enumerate(tail)), (
+        "no empty line outside a code block"
+    )
     m = _V13_ITERATION.match(tail[0])
     assert m, tail[0]
     out: dict = {"iteration": int(m.group(1)), "max_iterations": int(m.group(2)),
@@ -320,17 +351,21 @@ def v13_tail(text: str) -> dict:
                               ("budget_status", "budget status: ", _statuses),
                               ("note_status", "note status: ", _note_statuses)):  # fmt: skip
         if tail[n].startswith(prefix):
-            out[key] = read(tail[n][len(prefix):])
+            out[key] = read(tail[n][len(prefix) :])
             n += 1
     if tail[n] == "archived, shown in full this turn:":
         out["shown"] = list(v12_evidence("\n".join(tail[n + 1 : -1])))
-        assert out["shown"] and _V12_HEAD.match(tail[n + 1]), "the heading is written only above items"
+        assert out["shown"] and _V12_HEAD.match(tail[n + 1]), (
+            "the heading is written only above items"
+        )
     else:
         assert n == len(tail) - 1, f"no line between the statuses and the task: {tail[n][:80]!r}"
     last = tail[-1]
     assert last.startswith("assess: "), last
-    out["assess"] = None if last == "assess: none" else last[len("assess: "):]
-    if out["assess"] is not None:  # the result to assess is unsettled: the budget status line leaves it out
+    out["assess"] = None if last == "assess: none" else last[len("assess: ") :]
+    if (
+        out["assess"] is not None
+    ):  # the result to assess is unsettled: the budget status line leaves it out
         assert out["assess"] not in out["budget_status"], out["assess"]
         out["budget_status"][out["assess"]] = "unsettled"
     return out

@@ -17,7 +17,9 @@ TAIL_PAGE = re.compile(r"^(\S+) page ([0-9]+)/([0-9]+), ([0-9]+) chars:$")
 CAPTION = re.compile(r"^evidence_index \(archived entries\): ([0-9]+) entr(?:y|ies)$")
 RANGES = re.compile(r"^archived (evidence|notes|decisions of (H[0-9]+)): (.+)$")
 NOTE_ROW = re.compile(r"^(N[0-9]{6}) (\S+) #([0-9]+) (note|question) archived$")
-DECISION_ROW = re.compile(r"^(H[0-9]+/[0-9]+) #([0-9]+) (query|recall|assessment|conclude) archived$")
+DECISION_ROW = re.compile(
+    r"^(H[0-9]+/[0-9]+) #([0-9]+) (query|recall|assessment|conclude) archived$"
+)
 EVIDENCE_HEAD = re.compile(r"^E[0-9]{6} \S+ #[0-9]+ ")
 TAIL_HEADING = "archived or paged, shown this turn:"
 
@@ -27,7 +29,9 @@ def sections(text: str) -> tuple[str, str, str]:
     lines = text.split("\n")
     heads = _headings(text)
     start, end = heads["## Journal"], heads["## This turn"]
-    journal = lines[start + 2 : end - 1]  # after the heading and its blank line, before the blank line above the tail
+    journal = lines[
+        start + 2 : end - 1
+    ]  # after the heading and its blank line, before the blank line above the tail
     index: list[str] = []
     if journal and CAPTION.match(journal[0]):
         cut = journal.index("") if "" in journal else len(journal)
@@ -41,7 +45,14 @@ def read_index(index: str, ids: dict[str, list[str]]) -> dict:
     lines = index.split("\n")
     m = CAPTION.match(lines[0])
     assert m, lines[0]
-    out: dict = {"count": int(m.group(1)), "ranged": [], "evidence": {}, "notes": {}, "decisions": {}, "pages": {}}
+    out: dict = {
+        "count": int(m.group(1)),
+        "ranged": [],
+        "evidence": {},
+        "notes": {},
+        "decisions": {},
+        "pages": {},
+    }
     n = 1
     while n < len(lines) and (r := RANGES.match(lines[n])):
         group = "E" if r.group(1) == "evidence" else "N" if r.group(1) == "notes" else r.group(2)
@@ -62,7 +73,9 @@ def read_index(index: str, ids: dict[str, list[str]]) -> dict:
         else:
             assert EVIDENCE_HEAD.match(line), line[:80]
             head = line
-            if pm := re.search(r" pages=([0-9]+)$", head):  # v14 adds it at the end of a paged item's head
+            if pm := re.search(
+                r" pages=([0-9]+)$", head
+            ):  # v14 adds it at the end of a paged item's head
                 head = head[: pm.start()]
                 out["pages"][line.split(" ", 1)[0]] = int(pm.group(1))
             evidence_rows.append(head)
@@ -71,7 +84,17 @@ def read_index(index: str, ids: dict[str, list[str]]) -> dict:
                 n += 1
         n += 1
     count = len(evidence_rows) - sum(1 for x in evidence_rows if x.startswith("query"))
-    as_v13 = "\n".join(["## Journal", "", f"evidence_index (archived evidence): {count} rows", *evidence_rows, "", "## This turn", ""])
+    as_v13 = "\n".join(
+        [
+            "## Journal",
+            "",
+            f"evidence_index (archived evidence): {count} rows",
+            *evidence_rows,
+            "",
+            "## This turn",
+            "",
+        ]
+    )
     out["evidence"] = v13_index(as_v13) if count else {}
     named = len(out["ranged"]) + len(out["evidence"]) + len(out["notes"]) + len(out["decisions"])
     assert named == out["count"], (named, out["count"])
@@ -103,11 +126,16 @@ def read_tail(tail: str) -> tuple[dict, dict[str, tuple[int, int, int, str]], st
         kept = []
         for n, line in enumerate(entries.split("\n")):
             if n not in inside and (m := TAIL_PAGE.match(line)):
-                pages[m.group(1)] = (int(m.group(2)), int(m.group(3)), int(m.group(4)), spans[n + 1])
+                pages[m.group(1)] = (
+                    int(m.group(2)),
+                    int(m.group(3)),
+                    int(m.group(4)),
+                    spans[n + 1],
+                )
                 kept.append("")
             else:
                 kept.append(line)
         # Whole entries, the paged ones blanked (their fenced page stays, holding no head outside a fence).
         whole = "\n".join(kept)
-        lines = lines[: at] + lines[-2:]
+        lines = lines[:at] + lines[-2:]
     return v13_tail("## This turn\n" + "\n".join(lines[1:])), pages, whole

@@ -29,13 +29,15 @@ def exported_run(tmp_path) -> tuple:
     conclusion citing unknown evidence refused, then one that completes the analysis. Returns the run's directory,
     the query's action and the evidence it recorded."""
     import pytest
-
     from session_helpers import assess, conclude, decision, query, result, state_bytes
+
     from workingset.errors import DecisionRejected
     from workingset.session.investigation import Investigation
 
     store, out = tmp_path / "store.sqlite3", tmp_path / "export"
-    with Investigation.create(str(store), state_bytes(), encoder="v10", clock=lambda: "2026-06-10T21:00:00Z") as inv:
+    with Investigation.create(
+        str(store), state_bytes(), encoder="v10", clock=lambda: "2026-06-10T21:00:00Z"
+    ) as inv:
         req = inv.next_request("H1")
         with pytest.raises(DecisionRejected):
             inv.submit(req.request_id, "{")
@@ -44,6 +46,8 @@ def exported_run(tmp_path) -> tuple:
         req = inv.next_request("H1")
         with pytest.raises(DecisionRejected):  # cites evidence the state does not hold
             inv.submit(req.request_id, decision(conclude("supported", "E999999"), assess(eid)))
-        inv.submit(req.request_id, decision(conclude("supported", eid), assess(eid)))  # the root cause: completed
+        inv.submit(
+            req.request_id, decision(conclude("supported", eid), assess(eid))
+        )  # the root cause: completed
         inv.export(out)
     return out, act, eid

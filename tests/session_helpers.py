@@ -48,7 +48,13 @@ def _hypothesis(hid: str, title: str, limit: int = 6) -> dict[str, Any]:
         "mechanism": f"mechanism of {title}",
         "confidence": 0.3,
         "disposition": "open",
-        "control": {"iterations_used": 0, "iteration_limit": limit, "previous_result": None, "plan": None, "next_checks": []},
+        "control": {
+            "iterations_used": 0,
+            "iteration_limit": limit,
+            "previous_result": None,
+            "plan": None,
+            "next_checks": [],
+        },
         "history": [],
     }
 
@@ -56,18 +62,56 @@ def _hypothesis(hid: str, title: str, limit: int = 6) -> dict[str, Any]:
 def make_state(*, max_iterations: int = 30, limits: tuple[int, int, int] = (6, 6, 6), max_cost: float | None = None,
                analysis: str = ANALYSIS) -> dict[str, Any]:  # fmt: skip
     """Three open hypotheses and six settled evidence items: rows, text, a null payload and feedback."""
-    rows = {"kind": "rows", "columns": ["order_id", "status", "amount"], "rows": [[1, "paid", 9.5], [2, "failed", None]]}
-    log = {"kind": "text", "language": "log", "text": "20:01 ERROR retry budget exceeded\n20:02 WARN ``` fence"}
+    rows = {
+        "kind": "rows",
+        "columns": ["order_id", "status", "amount"],
+        "rows": [[1, "paid", 9.5], [2, "failed", None]],
+    }
+    log = {
+        "kind": "text",
+        "language": "log",
+        "text": "20:01 ERROR retry budget exceeded\n20:02 WARN ``` fence",
+    }
     code = {"kind": "text", "language": "python", "text": "def retry(n):\n    return n - 1\n"}
     empty = {"kind": "rows", "columns": ["order_id"], "rows": []}
     evidence = [
-        _evidence(1, "H1", "query_result", rows, query="select * from orders", action="B000001", iteration=0),
-        _evidence(2, "H1", "log", log, query='{app="checkout"} |= "ERROR"', action="B000002", iteration=0),
+        _evidence(
+            1,
+            "H1",
+            "query_result",
+            rows,
+            query="select * from orders",
+            action="B000001",
+            iteration=0,
+        ),
+        _evidence(
+            2, "H1", "log", log, query='{app="checkout"} |= "ERROR"', action="B000002", iteration=0
+        ),
         _evidence(3, "H2", "code", code, query="read retry.py", action="B000003", iteration=0),
-        _evidence(4, "H2", "query_result", None, query="select count(*) from refunds", action="B000004", iteration=0),
-        _evidence(5, "H3", "query_result", empty, query="select * from orders where status = 'lost'", action="B000005"),
-        _evidence(6, "H3", "feedback", {"kind": "text", "language": None, "text": "reviewer: check the retry path"},
-                  query=None),  # fmt: skip
+        _evidence(
+            4,
+            "H2",
+            "query_result",
+            None,
+            query="select count(*) from refunds",
+            action="B000004",
+            iteration=0,
+        ),
+        _evidence(
+            5,
+            "H3",
+            "query_result",
+            empty,
+            query="select * from orders where status = 'lost'",
+            action="B000005",
+        ),
+        _evidence(
+            6,
+            "H3",
+            "feedback",
+            {"kind": "text", "language": None, "text": "reviewer: check the retry path"},
+            query=None,
+        ),  # fmt: skip
     ]
     return {
         "analysis_id": analysis,
@@ -77,7 +121,9 @@ def make_state(*, max_iterations: int = 30, limits: tuple[int, int, int] = (6, 6
             "title": "Checkout orders stuck in failed",
             "statement": "Since 19:40 some paid orders show status failed.",
             "opened_at": "2026-06-10T19:45:00Z",
-            "entities": [{"id": "svc-checkout", "kind": "service", "name": "checkout", "source": None}],
+            "entities": [
+                {"id": "svc-checkout", "kind": "service", "name": "checkout", "source": None}
+            ],
         },
         "hypotheses": [
             _hypothesis("H1", "retry storm", limits[0]),
@@ -85,8 +131,16 @@ def make_state(*, max_iterations: int = 30, limits: tuple[int, int, int] = (6, 6
             _hypothesis("H3", "stale cache", limits[2]),
         ],
         "evidence": evidence,
-        "notes": [{"id": "N000001", "hypothesis": None, "kind": "question", "text": "Which region?", "status": "open",
-                   "iteration": 0}],  # fmt: skip
+        "notes": [
+            {
+                "id": "N000001",
+                "hypothesis": None,
+                "kind": "question",
+                "text": "Which region?",
+                "status": "open",
+                "iteration": 0,
+            }
+        ],  # fmt: skip
         "recall": {},
     }
 
@@ -95,7 +149,9 @@ def state_bytes(**kw: Any) -> bytes:
     return json.dumps(make_state(**kw)).encode()
 
 
-def query(text: str = "select 1", source: str = "pg:orders", purpose: str = "check") -> dict[str, Any]:
+def query(
+    text: str = "select 1", source: str = "pg:orders", purpose: str = "check"
+) -> dict[str, Any]:
     return {"kind": "query", "source": source, "query": text, "purpose": purpose}
 
 
@@ -104,14 +160,26 @@ def recall(*ids: str) -> dict[str, Any]:
 
 
 def conclude(disposition: str, *ids: str, diagnosis: str = "because") -> dict[str, Any]:
-    return {"kind": "conclude", "disposition": disposition, "diagnosis": diagnosis, "evidence_refs": list(ids)}
+    return {
+        "kind": "conclude",
+        "disposition": disposition,
+        "diagnosis": diagnosis,
+        "evidence_refs": list(ids),
+    }
 
 
 def assess(eid: str, verdict: str = "supports", confidence: float = 0.7) -> dict[str, Any]:
-    return {"evidence_ref": eid, "verdict": verdict, "confidence": confidence, "rationale": f"{eid} says so"}
+    return {
+        "evidence_ref": eid,
+        "verdict": verdict,
+        "confidence": confidence,
+        "rationale": f"{eid} says so",
+    }
 
 
-def decision(next_: dict[str, Any], assessment: dict[str, Any] | None = None, notes: list | None = None) -> dict[str, Any]:
+def decision(
+    next_: dict[str, Any], assessment: dict[str, Any] | None = None, notes: list | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {"next": next_}
     if assessment is not None:
         out["assessment"] = assessment

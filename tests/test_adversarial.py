@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from session_helpers import ANALYSIS, decision, make_state, query, result
 from typer.testing import CliRunner
 
-from session_helpers import ANALYSIS, decision, make_state, query, result
 from workingset.cli.commands import app
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
@@ -52,7 +52,13 @@ def _emit(value, target, how: str, extra: str) -> str:
         return "{" + ",".join(f"{json.dumps(k)}:{_emit(v, target[1:] if head == k else None, how, extra)}"
                               for k, v in value.items()) + "}"  # fmt: skip
     if isinstance(value, list):
-        return "[" + ",".join(_emit(v, target[1:] if head == i else None, how, extra) for i, v in enumerate(value)) + "]"
+        return (
+            "["
+            + ",".join(
+                _emit(v, target[1:] if head == i else None, how, extra) for i, v in enumerate(value)
+            )
+            + "]"
+        )
     return json.dumps(value)
 
 
@@ -118,7 +124,9 @@ class Live:
     def __init__(self, tmp: Path):
         self.store = tmp / "store.sqlite3"
         self.tmp = tmp
-        with Investigation.create(self.store, json.dumps(make_state()), clock=lambda: "2026-06-10T21:00:00Z") as inv:
+        with Investigation.create(
+            self.store, json.dumps(make_state()), clock=lambda: "2026-06-10T21:00:00Z"
+        ) as inv:
             applied = inv.submit(inv.next_request("H2").request_id, decision(query()))
             self.action = applied.action
             self.request = inv.next_request("H1").request_id
@@ -132,8 +140,12 @@ class Live:
                 Investigation.create(self.store, data).close()
             else:
                 with Investigation.open(self.store, ANALYSIS) as inv:
-                    inv.submit(self.request, data) if verb == "submit" else inv.record(self.action, data)
-        assert err.value.code in (DECISION_CODES if verb == "submit" else FILE_CODES), err.value.to_dict()
+                    inv.submit(self.request, data) if verb == "submit" else inv.record(
+                        self.action, data
+                    )
+        assert err.value.code in (DECISION_CODES if verb == "submit" else FILE_CODES), (
+            err.value.to_dict()
+        )
         assert _snapshot(self.store, verb) == before
 
     def cli(self, verb: str, data: bytes, via: str) -> None:
@@ -147,12 +159,19 @@ class Live:
             stdin = data
         else:
             arg = data.decode("utf-8", "surrogateescape")
-            if not arg.lstrip().startswith("{"):  # only objects are taken inline; the rest go by stdin
+            if not arg.lstrip().startswith(
+                "{"
+            ):  # only objects are taken inline; the rest go by stdin
                 arg, stdin = "-", data
         args = {"init": ["init", "--state", arg], "submit": ["submit", "--analysis", ANALYSIS, "--request", self.request, arg],
                 "record": ["record", "--analysis", ANALYSIS, "--action", self.action, arg]}[verb]  # fmt: skip
         res = self.runner.invoke(app, [*args, "--store", str(self.store), "--json"], input=stdin)
-        assert res.exit_code == 2, (res.exit_code, res.stdout[-500:], res.stderr[-500:], repr(res.exception))
+        assert res.exit_code == 2, (
+            res.exit_code,
+            res.stdout[-500:],
+            res.stderr[-500:],
+            repr(res.exception),
+        )
         assert "Traceback" not in res.stdout + res.stderr
         assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1
         codes = DECISION_CODES if verb == "submit" else FILE_CODES
@@ -164,7 +183,9 @@ class Live:
 
 def _bases():
     state = make_state()
-    state["analysis_id"] = "other"  # a valid state would create a second analysis: every mutation must not
+    state["analysis_id"] = (
+        "other"  # a valid state would create a second analysis: every mutation must not
+    )
     full = decision(query(), notes=[{"kind": "note", "text": "t"}])
     return {"init": state, "submit": full, "record": result("rows", cost=0.5)}
 

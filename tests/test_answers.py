@@ -13,7 +13,9 @@ from test_provider_sdks import anthropic_reply, chat_reply, responses_reply
 from workingset import ReplyUnusable, UsageError
 from workingset.session.answers import answer_of
 
-DECISION = {"next": {"kind": "query", "source": "pg:orders", "query": "select 1", "purpose": "check"}}
+DECISION = {
+    "next": {"kind": "query", "source": "pg:orders", "query": "select 1", "purpose": "check"}
+}
 TEXT = json.dumps(DECISION)
 
 
@@ -27,8 +29,16 @@ def anthropic_text(text: str, stop: str = "end_turn") -> dict:
 def chat_tool_call(arguments: str) -> dict:
     reply = chat_reply("")
     reply["choices"][0]["finish_reason"] = "tool_calls"
-    reply["choices"][0]["message"].update(content=None, tool_calls=[
-        {"id": "call_1", "type": "function", "function": {"name": "submit_decision", "arguments": arguments}}])
+    reply["choices"][0]["message"].update(
+        content=None,
+        tool_calls=[
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "submit_decision", "arguments": arguments},
+            }
+        ],
+    )
     return reply
 
 
@@ -40,9 +50,13 @@ def sdk(kind, data: dict):
 @pytest.mark.parametrize("as_sdk", [False, True], ids=["dict", "sdk"])
 def test_the_answer_of_each_reply_form(as_sdk):
     wrap = sdk if as_sdk else (lambda _kind, data: data)
-    assert answer_of(wrap(Message, anthropic_reply(DECISION))) == DECISION  # the tool's input, a dict
+    assert (
+        answer_of(wrap(Message, anthropic_reply(DECISION))) == DECISION
+    )  # the tool's input, a dict
     fenced = "```json\n" + TEXT + "\n```"
-    assert answer_of(wrap(Message, anthropic_text(fenced))) == fenced  # text as it came: submit takes one fence
+    assert (
+        answer_of(wrap(Message, anthropic_text(fenced))) == fenced
+    )  # text as it came: submit takes one fence
     assert answer_of(wrap(ChatCompletion, chat_reply(TEXT))) == TEXT
     assert answer_of(wrap(ChatCompletion, chat_tool_call(TEXT))) == TEXT
     assert answer_of(wrap(Response, responses_reply(fenced))) == fenced
@@ -72,7 +86,10 @@ def test_a_reply_cut_off_at_its_limit_is_truncated_even_with_a_tool_call():
     cut = anthropic_reply(DECISION)
     cut["stop_reason"] = "max_tokens"
     err = _code(sdk(Message, cut))
-    assert err.code == "reply_truncated" and err.details == {"provider": "anthropic", "stop_reason": "max_tokens"}
+    assert err.code == "reply_truncated" and err.details == {
+        "provider": "anthropic",
+        "stop_reason": "max_tokens",
+    }
     assert "max_tokens" in err.message
     window = anthropic_text(TEXT[:10], "model_context_window_exceeded")
     assert _code(sdk(Message, window)).code == "reply_truncated"
@@ -85,7 +102,10 @@ def test_a_reply_cut_off_at_its_limit_is_truncated_even_with_a_tool_call():
 
 
 def test_a_refusal_is_refused():
-    assert _code(sdk(Message, anthropic_text("I can't help with that.", "refusal"))).code == "reply_refused"
+    assert (
+        _code(sdk(Message, anthropic_text("I can't help with that.", "refusal"))).code
+        == "reply_refused"
+    )
     refusal = chat_reply("")
     refusal["choices"][0]["message"].update(content=None, refusal="I can't help with that.")
     err = _code(sdk(ChatCompletion, refusal))

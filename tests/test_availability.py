@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from conftest import BUG17
 
 from workingset import render
 from workingset.compare.availability import Availability, availability
@@ -11,8 +12,6 @@ from workingset.encoders import get_encoder
 from workingset.model.harvest import harvest
 from workingset.model.state import TextPayload
 from workingset.runs.layout import read_run
-
-from conftest import BUG17
 
 
 def test_harvest_keeps_exact_identifiers_in_order_and_capped():
@@ -53,9 +52,13 @@ def test_v11_to_v13_keep_every_identifier_reachable_and_masking_loses_some(versi
         counts = availability(ctx.state, out.shown, out.indexed, recall=enc.supports_recall)
         assert counts.gone == 0 and counts.addressable + counts.visible == counts.total
         masked = masking.masked(ctx.state)
-        lost += availability(ctx.state, [e.id for e in ctx.state.evidence if e.id not in masked], [], recall=False).gone
+        lost += availability(
+            ctx.state, [e.id for e in ctx.state.evidence if e.id not in masked], [], recall=False
+        ).gone
     assert lost > 0
-    assert render(run[-1][1].state, run[-1][1].hypothesis, f"{version}:budget=20000").indexed  # the small budget archives
+    assert render(
+        run[-1][1].state, run[-1][1].hypothesis, f"{version}:budget=20000"
+    ).indexed  # the small budget archives
 
 
 def test_compare_reports_availability_beside_cost():
@@ -67,8 +70,13 @@ def test_compare_reports_availability_beside_cost():
                              "--availability", "--json").stdout)  # fmt: skip
     avail = data["availability"]
     assert avail["v11"]["min_reachable_share"] == 1.0 and avail["v10"]["total"]["gone"] == 0
-    assert avail["masking-10"]["min_reachable_share"] < 1.0 and avail["masking-10"]["total"]["gone"] > 0
+    assert (
+        avail["masking-10"]["min_reachable_share"] < 1.0
+        and avail["masking-10"]["total"]["gone"] > 0
+    )
     assert len(avail["v11"]["contexts"]) == len(data["contexts"])
-    text = invoke("compare", str(BUG17), "--base", "v10", "--candidate", "v11", "--availability").stdout
+    text = invoke(
+        "compare", str(BUG17), "--base", "v10", "--candidate", "v11", "--availability"
+    ).stdout
     assert "Availability (identifiers harvested" in text and "lowest reachable %" in text
     assert "availability" not in json.loads(invoke("compare", str(BUG17), "--json").stdout)

@@ -6,7 +6,18 @@ import msgspec
 import pytest
 from conftest import CORPUS, needs_corpus
 
-from workingset.compare.baselines import BASELINES, MASKED, Baseline, unrecoverable
+from workingset.compare.baselines import (
+    BASELINES,
+    MASKED,
+    Baseline,
+    ClearToolUses,
+    LastNObservations,
+    SummarizingCondenser,
+    ToolOutputMasking,
+    for_run,
+    unrecoverable,
+)
+from workingset.compare.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
 from workingset.errors import SessionError, UsageError
 from workingset.model.hashing import content_hash
 from workingset.model.state import (
@@ -23,6 +34,8 @@ from workingset.model.state import (
     TextPayload,
     validate_state,
 )  # fmt: skip
+from workingset.runs.fixed_prompt import FixedPrompt, PrefixMessage, Tool
+from workingset.tokens.count import count_tokens
 
 
 def _output(i: int) -> str:
@@ -87,7 +100,9 @@ def test_pure_and_deterministic(name: str):
 def test_full_transcript_keeps_every_action_and_output_in_order():
     state = transcript_state()
     text = BASELINES["full-transcript"](state, "H1")
-    positions = [text.index(f"ACTION (sh:bash):\ncmd {i}\n\nOUTPUT:\n{_output(i)}") for i in range(1, 13)]
+    positions = [
+        text.index(f"ACTION (sh:bash):\ncmd {i}\n\nOUTPUT:\n{_output(i)}") for i in range(1, 13)
+    ]
     assert positions == sorted(positions)
     assert MASKED not in text and "Old environment output" not in text
     assert unrecoverable("full-transcript", state, "H1") == 0
@@ -143,18 +158,33 @@ def test_feedback_is_neither_a_step_nor_masked():
     # Nine format-error messages after three commands: masking-10 still shows all three
     # outputs, and last-5 masks none of the messages (agents count only action outputs).
     state = transcript_state(12)
-    feedback = [_evidence(13 + k, TextPayload(language=None, text=f"format error {k}")) for k in range(9)]
+    feedback = [
+        _evidence(13 + k, TextPayload(language=None, text=f"format error {k}")) for k in range(9)
+    ]
     state = msgspec.structs.replace(state, evidence=state.evidence[:3] + feedback)
-    state = msgspec.structs.replace(state, hypotheses=[msgspec.structs.replace(
-        state.hypotheses[0], control=msgspec.structs.replace(state.hypotheses[0].control, previous_result="E000003"))])
+    state = msgspec.structs.replace(
+        state,
+        hypotheses=[
+            msgspec.structs.replace(
+                state.hypotheses[0],
+                control=msgspec.structs.replace(
+                    state.hypotheses[0].control, previous_result="E000003"
+                ),
+            )
+        ],
+    )
     validate_state(state)
     assert BASELINES["masking-10"](state, "H1") == BASELINES["full-transcript"](state, "H1")
     assert unrecoverable("masking-10", state, "H1") == 0
     text = BASELINES["last-5"](state, "H1")
-    assert all(f"format error {k}" in text for k in range(9)) and "Old environment output" not in text
+    assert (
+        all(f"format error {k}" in text for k in range(9)) and "Old environment output" not in text
+    )
     # With twelve commands and the messages, masking-10 masks exactly the two oldest outputs.
     state = transcript_state(12)
-    state = msgspec.structs.replace(state, evidence=state.evidence[:2] + feedback + state.evidence[2:])
+    state = msgspec.structs.replace(
+        state, evidence=state.evidence[:2] + feedback + state.evidence[2:]
+    )
     assert BASELINES["masking-10"].masked(state) == {"E000001", "E000002"}
 
 
@@ -176,7 +206,12 @@ def test_compare_picks_the_baselines_up():
     sent = body("anthropic", None)
     texts = [part["text"] for message in sent["messages"] for part in message["content"]]
     assert texts == BASELINES["last-5"].messages(transcript_state(), "H1")  # type: ignore[attr-defined]
-    marks = [part for message in sent["messages"] for part in message["content"] if "cache_control" in part]
+    marks = [
+        part
+        for message in sent["messages"]
+        for part in message["content"]
+        if "cache_control" in part
+    ]
     assert marks == [sent["messages"][-1]["content"][-1]]
     assert reach is not None and reach.addressable == 0
     assert text == BASELINES["last-5"](transcript_state(), "H1") and sections == ()
@@ -186,17 +221,6 @@ def test_compare_picks_the_baselines_up():
 
 
 # --- the strategies users would pick instead (anchors) ------------------------------------------------
-
-from workingset.compare.baselines import (
-    ClearToolUses,
-    LastNObservations,
-    SummarizingCondenser,
-    ToolOutputMasking,
-    for_run,
-)
-from workingset.compare.baselines.anchors import CLEARED, SUMMARY_TOKENS, gemini_snippet
-from workingset.runs.fixed_prompt import FixedPrompt, PrefixMessage, Tool
-from workingset.tokens.count import count_tokens
 
 
 def _ids(*steps: int) -> set[str]:
@@ -214,7 +238,9 @@ def test_last_n_polling_moves_the_window_every_polling_steps(n_steps: int, maske
 def test_last_n_polling_1_is_last_5():
     for n in (3, 6, 12):
         state = transcript_state(n)
-        assert LastNObservations("x", n=5, polling=1).masked(state) == BASELINES["last-5"].masked(state)
+        assert LastNObservations("x", n=5, polling=1).masked(state) == BASELINES["last-5"].masked(
+            state
+        )
 
 
 def _big_state(steps: int, lines: int) -> State:
@@ -235,7 +261,9 @@ def test_clear_tool_uses_clears_all_but_the_3_latest_past_the_trigger():
     assert f"OUTPUT:\n{CLEARED}" in rule.messages(small, "H1")
     # clear_at_least: nothing is cleared unless the older outputs free that many tokens
     freed = sum(count_tokens(_output(i)) - count_tokens(CLEARED) for i in range(1, 6))
-    assert ClearToolUses("c", trigger=200, clear_at_least=freed).masked(small) == _ids(1, 2, 3, 4, 5)
+    assert ClearToolUses("c", trigger=200, clear_at_least=freed).masked(small) == _ids(
+        1, 2, 3, 4, 5
+    )
     assert ClearToolUses("c", trigger=200, clear_at_least=freed + 1).masked(small) == set()
 
 
@@ -248,10 +276,14 @@ def test_gemini_masking_protects_the_newest_tokens_and_masks_in_batches():
     assert rule.masked(state) == _ids(1, 2, 3, 4, 5)
     higher = ToolOutputMasking("g", protect=int(2.5 * size), min_prunable=5 * size + 1)
     assert higher.masked(state) == set()  # five prunable outputs are one token short of the batch
-    assert higher.masked(_big_state(9, 100)) == _ids(1, 2, 3, 4, 5, 6)  # a turn later six are enough
+    assert higher.masked(_big_state(9, 100)) == _ids(
+        1, 2, 3, 4, 5, 6
+    )  # a turn later six are enough
     ev = state.evidence[0]
     assert rule.plan(state, "H1").replaced[ev.id] == gemini_snippet(ev, ev.payload.text)
-    assert BASELINES["gemini-masking"].masked(state) == set()  # 8 × ~800 tokens is far below 50k + 30k
+    assert (
+        BASELINES["gemini-masking"].masked(state) == set()
+    )  # 8 × ~800 tokens is far below 50k + 30k
 
 
 def test_gemini_masked_outputs_stay_masked_on_later_turns():
@@ -272,7 +304,11 @@ def test_openhands_condenser_forgets_the_older_half_at_its_event_limit():
     assert rule.unrecoverable(state, "H1") == 5
     messages = rule.messages(state, "H1")
     assert messages[1] == plan.summary and count_tokens(plan.summary) == SUMMARY_TOKENS
-    assert messages[2:] == ["NOTE:\nthinking 6", "ACTION (sh:bash):\ncmd 6", f"OUTPUT:\n{_output(6)}"]
+    assert messages[2:] == [
+        "NOTE:\nthinking 6",
+        "ACTION (sh:bash):\ncmd 6",
+        f"OUTPUT:\n{_output(6)}",
+    ]
     # the view is head + summary + step 6 (5 events); it condenses again past 12, summary included
     assert rule.masked(transcript_state(9)) == _ids(1, 2, 3, 4, 5)
     assert rule.masked(transcript_state(10)) == _ids(*range(1, 10))
@@ -289,16 +325,25 @@ def test_summary_size_is_the_median_of_the_recorded_summaries():
     for path in sorted(CORPUS.glob("openhands-*/events/*.json")):
         event = json.loads(path.read_bytes())
         sizes += [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
-    archive = Path(__file__).parent.parent / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
+    archive = (
+        Path(__file__).parent.parent
+        / "benchmarks"
+        / "data"
+        / "openhands-v1-sonnet4-pylint-167.tar.xz"
+    )
     with tarfile.open(archive) as tar:
         for member in tar:
             if "/events/" in member.name and member.isfile():
                 event = json.loads(tar.extractfile(member).read())
-                sizes += [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
+                sizes += (
+                    [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
+                )
     assert len(sizes) == 9 and statistics.median(sizes) == SUMMARY_TOKENS
 
 
-@pytest.mark.parametrize("name", ["last-5-polling-5", "clear-tool-uses", "gemini-masking", "openhands-condenser"])
+@pytest.mark.parametrize(
+    "name", ["last-5-polling-5", "clear-tool-uses", "gemini-masking", "openhands-condenser"]
+)
 def test_anchors_are_pure_and_deterministic(name: str):
     state = _big_state(30, 40)
     before = msgspec.json.encode(state)
@@ -330,24 +375,48 @@ def _marks(body: dict, key: str = "cache_control") -> list[tuple[str, int, int]]
 def test_body_without_a_fixed_prompt_marks_the_last_message():
     body = BASELINES["last-5"].body(transcript_state(3), "H1")
     assert set(body) == {"messages"}
-    assert body["messages"][0] == {"role": "user", "content": [{"type": "text", "text": "TASK: Tiny\nWorkers lose leases.\n"}]}
-    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user", "assistant", "user", "assistant", "user"]
+    assert body["messages"][0] == {
+        "role": "user",
+        "content": [{"type": "text", "text": "TASK: Tiny\nWorkers lose leases.\n"}],
+    }
+    assert [m["role"] for m in body["messages"]] == [
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+        "assistant",
+        "user",
+    ]
     assert _marks(body) == [("user", 6, 0)]
     texts = [b["text"] for m in body["messages"] for b in m["content"]]
-    assert texts == BASELINES["last-5"].messages(transcript_state(3), "H1")  # the same blocks, in order
+    assert texts == BASELINES["last-5"].messages(
+        transcript_state(3), "H1"
+    )  # the same blocks, in order
 
 
 def test_each_agent_places_its_own_breakpoints():
     state = transcript_state(3)
-    bodies = {a: BASELINES["full-transcript"].with_fixed_prompt(f).body(state, "H1") for a, f in FIXED.items()}
+    bodies = {
+        a: BASELINES["full-transcript"].with_fixed_prompt(f).body(state, "H1")
+        for a, f in FIXED.items()
+    }
     # prefix: user, assistant, user (the instance); then assistant (note, action), user (output) × 3
     n = len(bodies["openhands"]["messages"])
-    assert n == 9 and bodies["openhands"]["messages"][2]["content"] == [{"type": "text", "text": "Fix the leases."}]
+    assert n == 9 and bodies["openhands"]["messages"][2]["content"] == [
+        {"type": "text", "text": "Fix the leases."}
+    ]
     assert _marks(bodies["openhands"]) == [("system", 0, 0), ("user", 8, 0)]
     assert _marks(bodies["swe-agent"]) == [("user", 6, 0), ("user", 8, 0)]
     assert _marks(bodies["mini-swe-agent"]) == [("user", 8, 0)]
     for body in bodies.values():
-        assert body["tools"] == [{"name": "bash", "description": "Run a command.", "input_schema": FIXED["openhands"].tools[0].parameters}]
+        assert body["tools"] == [
+            {
+                "name": "bash",
+                "description": "Run a command.",
+                "input_schema": FIXED["openhands"].tools[0].parameters,
+            }
+        ]
         assert body["system"][0]["text"] == "You are an agent."
 
 
@@ -356,7 +425,10 @@ def test_openai_bodies_mark_only_the_gpt_5_6_family():
     state = transcript_state(3)
     old = b.body(state, "H1", "openai", "gpt-4o")
     new = b.body(state, "H1", "openai", "gpt-5.6")
-    assert old["messages"][0] == {"role": "system", "content": [{"type": "text", "text": "You are an agent."}]}
+    assert old["messages"][0] == {
+        "role": "system",
+        "content": [{"type": "text", "text": "You are an agent."}],
+    }
     assert _marks(old, "prompt_cache_breakpoint") == []
     assert _marks(new, "prompt_cache_breakpoint") == [("system", 0, 0), ("user", 9, 0)]
     assert new["tools"][0]["function"]["name"] == "bash"
@@ -374,12 +446,20 @@ def test_bodies_validate_against_the_sdk_request_types(agent: str | None, name: 
     b = for_run(None if agent is None else FIXED[agent])[name]
     state = _big_state(12, 3)
     a_body = b.body(state, "H1", "anthropic")
-    pydantic.TypeAdapter(anthropic.types.message_create_params.MessageCreateParamsNonStreaming).validate_python({**a_body, "model": "claude-sonnet-4-5", "max_tokens": 1024})
+    pydantic.TypeAdapter(
+        anthropic.types.message_create_params.MessageCreateParamsNonStreaming
+    ).validate_python({**a_body, "model": "claude-sonnet-4-5", "max_tokens": 1024})
     o_body = b.body(state, "H1", "openai", "gpt-5.6")
-    pydantic.TypeAdapter(openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming).validate_python({**o_body, "model": "gpt-5.6"})
+    pydantic.TypeAdapter(
+        openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming
+    ).validate_python({**o_body, "model": "gpt-5.6"})
     # TypedDicts let unknown keys through: every key must be one the SDK types declare
-    assert set(a_body) <= set(anthropic.types.message_create_params.MessageCreateParamsNonStreaming.__annotations__)
-    assert set(o_body) <= set(openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming.__annotations__)
+    assert set(a_body) <= set(
+        anthropic.types.message_create_params.MessageCreateParamsNonStreaming.__annotations__
+    )
+    assert set(o_body) <= set(
+        openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming.__annotations__
+    )
     a_keys = set(anthropic.types.TextBlockParam.__annotations__)
     o_keys = set(openai.types.chat.ChatCompletionContentPartTextParam.__annotations__)
     assert all(set(block) <= a_keys for m in a_body["messages"] for block in m["content"])

@@ -9,16 +9,26 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workingset.compare import engine as bench, tables as bench_report
-from workingset.tokens import count as tokens
+from workingset.compare import engine as bench
+from workingset.compare import tables as bench_report
 from workingset.compare.engine import Size, change_percent, compare_texts
 from workingset.encoders import ENCODERS
 from workingset.errors import UsageError
 from workingset.model.hashing import content_hash
 from workingset.model.state import (
-    Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, RecallSelection,
-    State, StoredContext, TextPayload,
+    Budget,
+    Capture,
+    Case,
+    Control,
+    Evidence,
+    EvidenceBudget,
+    Hypothesis,
+    RecallSelection,
+    State,
+    StoredContext,
+    TextPayload,
 )  # fmt: skip
+from workingset.tokens import count as tokens
 
 
 def _brute_prefix(a: str, b: str) -> int:
@@ -95,7 +105,9 @@ BEFORE = ("", "x", "x ", "x  ", "}", "\t", "é")
 RUNS = ("\n", "\n\n", "\n\n\n", "\n\n\n\n", "\r\n", "\r\n\r\n", "\n\r\n", "\n \n")
 AFTER = ("", " ", "  ", "    ", "    \n", " x", "\tx", "\t\n", "x", "}", "#", "é", "中文", "🙂", "\u00a0x", "\u3000",
          "\u2028", "\r\n", "\n", "\rx")  # fmt: skip
-BOUNDARY_CASES = [b + r + a + tail for b in BEFORE for r in RUNS for a in AFTER for tail in ("", "\n\nend")]
+BOUNDARY_CASES = [
+    b + r + a + tail for b in BEFORE for r in RUNS for a in AFTER for tail in ("", "\n\nend")
+]
 
 
 def test_block_split_at_every_boundary_kind():
@@ -237,7 +249,9 @@ def test_unequal_runs_are_a_usage_error():
 
 
 def test_sections_sum_and_unassigned():
-    size = Size(chars=100, tokens=10, cached=0, sections=(("case", 30), ("evidence", 50), ("case", 5)))
+    size = Size(
+        chars=100, tokens=10, cached=0, sections=(("case", 30), ("evidence", 50), ("case", 5))
+    )
     cmp = bench.Comparison(("v7",), ("r1",), ("H1",), {"v7": (size, size)}, "cl100k_base", 0.1)
     assert cmp.sections("v7", 0) == {"case": 35, "evidence": 50, bench.UNASSIGNED: 15}
     assert cmp.sections("v7") == {"case": 70, "evidence": 100, bench.UNASSIGNED: 30}
@@ -271,8 +285,14 @@ def _context() -> StoredContext:
                                control=Control(iterations_used=3, iteration_limit=10))],
         evidence=evidence, recall={"H1": RecallSelection(evidence_refs=["E000000"], iteration=3)},
     )  # fmt: skip
-    return StoredContext(format="workingset/stored-context@1", request_id="t-r0001",
-                         encoder="investigation_project_v8", hypothesis="H1", rendered=None, state=state)
+    return StoredContext(
+        format="workingset/stored-context@1",
+        request_id="t-r0001",
+        encoder="investigation_project_v8",
+        hypothesis="H1",
+        rendered=None,
+        state=state,
+    )
 
 
 def test_no_recall_renders_without_the_selection():
@@ -287,10 +307,15 @@ def test_no_recall_renders_without_the_selection():
 
 def test_strategies_all_puts_base_first_and_validates_names():
     names = list(bench.strategies("v8", "v8", all_versions=True, baselines=False))
-    assert names[0] == "v8" and sorted(names, key=lambda s: int(s[1:])) == [f"v{i}" for i in sorted(ENCODERS)]
+    assert names[0] == "v8" and sorted(names, key=lambda s: int(s[1:])) == [
+        f"v{i}" for i in sorted(ENCODERS)
+    ]
     assert list(bench.strategies("investigation_project_v7", "v10", False, False)) == ["v7", "v10"]
     with pytest.raises(UsageError):
         bench.strategies("v7", "v7", False, False)
     with pytest.raises(bench.UnknownEncoder):
         bench.strategies("v15", "v8", False, False)
-    assert list(bench.strategies("v10", "v11:budget=60000", False, False)) == ["v10", "v11:budget=60000"]
+    assert list(bench.strategies("v10", "v11:budget=60000", False, False)) == [
+        "v10",
+        "v11:budget=60000",
+    ]

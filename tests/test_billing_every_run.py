@@ -14,9 +14,17 @@ import os
 from array import array
 
 import pytest
-
 from conftest import BUG17, CORPUS, CORPUS_SOURCES
-from independent_billing import MODELS, Prompt, bill_anthropic, bill_openai_56, bill_openai_auto, check_run, import_run, kept_runs
+from independent_billing import (
+    MODELS,
+    Prompt,
+    bill_anthropic,
+    bill_openai_56,
+    bill_openai_auto,
+    check_run,
+    import_run,
+    kept_runs,
+)
 
 from workingset.compare.baselines import BASELINES
 
@@ -58,7 +66,11 @@ def test_an_independent_billing_of_requests_equals_compare(name, run_dir):
     strategies = {cell.strategy for cell in cells}
     assert strategies == {f"v{n}" for n in range(1, 15)} | set(BASELINES)
     assert len(cells) == len(strategies) * len(MODELS)
-    off = [f"{c.strategy} {c.model}: ours {c.ours:,.1f}, compare {c.compare:,.1f}" for c in cells if c.difference > 0.02]
+    off = [
+        f"{c.strategy} {c.model}: ours {c.ours:,.1f}, compare {c.compare:,.1f}"
+        for c in cells
+        if c.difference > 0.02
+    ]
     assert not off, f"{len(off)} of {len(cells)} cells differ by more than 2%: " + "; ".join(off)
 
 
@@ -74,21 +86,45 @@ def test_anthropic_reads_only_at_a_block_end_within_20_blocks_of_a_breakpoint():
     grown = list(range(2000)) + list(range(5000, 5250))  # 25 blocks of 10 tokens appended
     ends = [1000, 2000, *range(2010, 2251, 10)]
     far = prompt(grown, ends, [False] * 26 + [True])  # 2000 is 25 blocks behind the breakpoint
-    near = prompt(grown, ends, [False] * 20 + [True] + [False] * 5 + [True])  # 2000 is 19 blocks behind the first
+    near = prompt(
+        grown, ends, [False] * 20 + [True] + [False] * 5 + [True]
+    )  # 2000 is 19 blocks behind the first
     inside = prompt(grown, [1000, 2250], [False, True])  # 2000 ends inside a block
-    assert bill_anthropic([first, prompt(grown, ends, [False] * 21 + [True] + [False] * 5)]).read == 0  # 20 behind
+    assert (
+        bill_anthropic([first, prompt(grown, ends, [False] * 21 + [True] + [False] * 5)]).read == 0
+    )  # 20 behind
     assert bill_anthropic([first, far]).read == 0
     assert bill_anthropic([first, inside]).read == 0
-    assert (bill_anthropic([first, near]).read, bill_anthropic([first, near]).written) == (2000, 2000 + 250)
-    assert bill_anthropic([first, prompt(grown, ends, [False, True] + [False] * 25, time=301.0)]).read == 0  # expired
+    assert (bill_anthropic([first, near]).read, bill_anthropic([first, near]).written) == (
+        2000,
+        2000 + 250,
+    )
+    assert (
+        bill_anthropic([first, prompt(grown, ends, [False, True] + [False] * 25, time=301.0)]).read
+        == 0
+    )  # expired
 
 
 def test_openai_auto_reads_in_128_token_increments_and_gpt_56_matches_a_breakpoint_whole():
     # README "Cache-true costs": a 1,300-token prompt, then one sharing its first 1,200 tokens.
-    auto = bill_openai_auto([prompt(list(range(1300)), [1300], [False]), prompt(list(range(1200)) + [9] * 100, [1300], [False])])
-    assert (auto.read, auto.written, auto.uncached, round(auto.cost, 1)) == (1152, 1280 + 128, 40, 1300 + 263.2)
+    auto = bill_openai_auto(
+        [
+            prompt(list(range(1300)), [1300], [False]),
+            prompt(list(range(1200)) + [9] * 100, [1300], [False]),
+        ]
+    )
+    assert (auto.read, auto.written, auto.uncached, round(auto.cost, 1)) == (
+        1152,
+        1280 + 128,
+        40,
+        1300 + 263.2,
+    )
     first = prompt(list(range(1500)), [1500], [True])
-    shorter = prompt(list(range(1400)) + [9] * 200, [1400, 1600], [False, True])  # shares 1,400 of the 1,500
-    assert bill_openai_56([first, shorter], [True, True]).read == 0  # an entry is matched whole or not at all
+    shorter = prompt(
+        list(range(1400)) + [9] * 200, [1400, 1600], [False, True]
+    )  # shares 1,400 of the 1,500
+    assert (
+        bill_openai_56([first, shorter], [True, True]).read == 0
+    )  # an entry is matched whole or not at all
     again = prompt(list(range(1500)) + [9] * 100, [1500, 1600], [True, False])
     assert bill_openai_56([first, again], [True, True]).read == 1500

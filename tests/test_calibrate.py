@@ -11,7 +11,13 @@ import pytest
 from conftest import CORPUS, ROOT, invoke
 
 from workingset.compare import billing, wire
-from workingset.compare.calibrate import BASH_LIMIT, TRUNCATE_NOTICE, calibrate, read_calls, truncate
+from workingset.compare.calibrate import (
+    BASH_LIMIT,
+    TRUNCATE_NOTICE,
+    calibrate,
+    read_calls,
+    truncate,
+)
 
 SYSTEM = "You are a careful agent. " * 300  # over the 1,024-token cache minimum on its own
 TOOLS = [{"type": "function", "function": {"name": "execute_bash", "description": "Run a command.",
@@ -43,7 +49,9 @@ def _usage(n: int, prompt: int, read: int, write: int) -> dict:
             "cache_read_tokens": read, "cache_write_tokens": write, "response_id": f"r{n}"}  # fmt: skip
 
 
-def write_run(root: Path, events: list[dict], usages: list[dict] | None, costs: bool = True) -> Path:
+def write_run(
+    root: Path, events: list[dict], usages: list[dict] | None, costs: bool = True
+) -> Path:
     (root / "events").mkdir(parents=True)
     for i, event in enumerate(events):
         (root / "events" / f"event-{i:05d}-{event['id']}.json").write_text(json.dumps(event))
@@ -80,18 +88,40 @@ def run(tmp_path: Path) -> Path:
 
 
 def _result(text: str, cache: bool) -> dict:
-    block = {"type": "tool_result", "tool_use_id": text[0], "content": [{"type": "text", "text": text[1]}]}
+    block = {
+        "type": "tool_result",
+        "tool_use_id": text[0],
+        "content": [{"type": "text", "text": text[1]}],
+    }
     return {**block, "cache_control": {"type": "ephemeral"}} if cache else block
 
 
 def test_bodies_follow_openhands_and_litellm(run: Path):
     name, model, calls = read_calls(run)
-    assert (name, model, [c.response_id for c in calls]) == ("conv", "anthropic/claude-sonnet-4-20250514", ["r1", "r2", "r3"])
+    assert (name, model, [c.response_id for c in calls]) == (
+        "conv",
+        "anthropic/claude-sonnet-4-20250514",
+        ["r1", "r2", "r3"],
+    )
     system = [{"type": "text", "text": SYSTEM, "cache_control": {"type": "ephemeral"}}]
-    tools = [{"name": "execute_bash", "description": "Run a command.", "input_schema": TOOLS[0]["function"]["parameters"]}]
+    tools = [
+        {
+            "name": "execute_bash",
+            "description": "Run a command.",
+            "input_schema": TOOLS[0]["function"]["parameters"],
+        }
+    ]
     # The first call: the task alone, marked as the last user message.
-    assert calls[0].body == {"tools": tools, "system": system, "messages": [
-        {"role": "user", "content": [{"type": "text", "text": TASK, "cache_control": {"type": "ephemeral"}}]}]}
+    assert calls[0].body == {
+        "tools": tools,
+        "system": system,
+        "messages": [
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": TASK, "cache_control": {"type": "ephemeral"}}],
+            }
+        ],
+    }
     ls = "a.py\nb.py\n[The command completed with exit code 0.]\n[Current working directory: /repo]\n[Command finished with exit code 0]"
     assert calls[1].body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": TASK}]},
@@ -106,7 +136,11 @@ def test_bodies_follow_openhands_and_litellm(run: Path):
         {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_2", "name": "execute_bash", "input": {"command": "cat a.py"}}]},
         {"role": "user", "content": [_result(("toolu_2", cat), cache=True)]},
     ]  # fmt: skip
-    assert [c.sent_at for c in calls] == [1758790798.0, 1758790808.0, 1758790818.0]  # cost time minus latency
+    assert [c.sent_at for c in calls] == [
+        1758790798.0,
+        1758790808.0,
+        1758790818.0,
+    ]  # cost time minus latency
 
 
 def _tokens(body: dict) -> billing.Prompt:
@@ -128,11 +162,16 @@ def test_json_sets_the_bill_beside_the_model(run: Path):
                  {"uncached": 0, "read": sizes[0], "written": sizes[2] - sizes[0]}]  # fmt: skip
     recorded = [{"uncached": 2000, "cache_read": 0, "cache_write": 10}, {"uncached": 100, "cache_read": 2000, "cache_write": 60},
                 {"uncached": 100, "cache_read": 2050, "cache_write": 30}]  # fmt: skip
-    assert out["calls"] == [{"call": i + 1, "recorded": r, "predicted": p} for i, (r, p) in enumerate(zip(recorded, predicted))]
+    assert out["calls"] == [
+        {"call": i + 1, "recorded": r, "predicted": p}
+        for i, (r, p) in enumerate(zip(recorded, predicted))
+    ]
     assert out["run"] == "conv" and out["model"] == "anthropic"
     assert out["tokenizer_ratio"] == round((2010 + 2160 + 2180) / sum(sizes), 4)
     assert out["totals"]["recorded"] == {"uncached": 2200, "cache_read": 4050, "cache_write": 100}
-    assert out["totals"]["predicted"] == {k: sum(p[k] for p in predicted) for k in ("uncached", "read", "written")}
+    assert out["totals"]["predicted"] == {
+        k: sum(p[k] for p in predicted) for k in ("uncached", "read", "written")
+    }
     assert out["totals"]["calls"] == 3
 
 
@@ -156,7 +195,10 @@ def test_truncate_keeps_head_and_tail():
     text = "h" * 40_000 + "t" * 40_000
     out = truncate(text, BASH_LIMIT)
     room = BASH_LIMIT - len(TRUNCATE_NOTICE)
-    assert len(out) == BASH_LIMIT and out == text[: room - room // 2] + TRUNCATE_NOTICE + text[-(room // 2):]
+    assert (
+        len(out) == BASH_LIMIT
+        and out == text[: room - room // 2] + TRUNCATE_NOTICE + text[-(room // 2) :]
+    )
     assert truncate("short", BASH_LIMIT) == "short"
 
 
@@ -165,9 +207,18 @@ def test_truncate_keeps_head_and_tail():
     [
         (lambda p: write_run(p, events(), None), "no_usage"),  # no base_state.json
         (lambda p: write_run(p, events(), []), "no_usage"),
-        (lambda p: write_run(p, events(), [_usage(1, 5, 9, 0)]), "invalid_file"),  # reads beyond prompt_tokens
-        (lambda p: write_run(p, events(), [{**_usage(1, 5, 0, 0), "prompt_tokens": "5"}]), "invalid_file"),
-        (lambda p: write_run(p, events(), [_usage(9, 5, 0, 0)]), "invalid_file"),  # a call that produced no event
+        (
+            lambda p: write_run(p, events(), [_usage(1, 5, 9, 0)]),
+            "invalid_file",
+        ),  # reads beyond prompt_tokens
+        (
+            lambda p: write_run(p, events(), [{**_usage(1, 5, 0, 0), "prompt_tokens": "5"}]),
+            "invalid_file",
+        ),
+        (
+            lambda p: write_run(p, events(), [_usage(9, 5, 0, 0)]),
+            "invalid_file",
+        ),  # a call that produced no event
         (lambda p: write_run(p, events()[1:], USAGES), "invalid_file"),  # no system prompt event
         (lambda p: p.mkdir() or p, "invalid_file"),  # not an OpenHands directory
     ],
@@ -216,11 +267,21 @@ def test_real_runs_bill_every_recorded_call(name: str, tmp_path: Path):
     total = metrics["accumulated_token_usage"]
     rec = out["totals"]["recorded"]
     assert rec["uncached"] + rec["cache_read"] == total["prompt_tokens"]
-    assert (rec["cache_read"], rec["cache_write"]) == (total["cache_read_tokens"], total["cache_write_tokens"])
+    assert (rec["cache_read"], rec["cache_write"]) == (
+        total["cache_read_tokens"],
+        total["cache_write_tokens"],
+    )
     # Each recorded read is the previous call's reads plus writes (writes come on top of
     # prompt_tokens), except where a condensation cut the history or on the first call.
     usages = metrics["token_usages"]
-    chained = sum(u["cache_read_tokens"] == p["cache_read_tokens"] + p["cache_write_tokens"] for p, u in zip(usages, usages[1:]))
-    condensations = len(base["stats"]["service_to_metrics"].get("condenser", {}).get("token_usages", []))
+    chained = sum(
+        u["cache_read_tokens"] == p["cache_read_tokens"] + p["cache_write_tokens"]
+        for p, u in zip(usages, usages[1:])
+    )
+    condensations = len(
+        base["stats"]["service_to_metrics"].get("condenser", {}).get("token_usages", [])
+    )
     assert chained == len(usages) - 1 - condensations
-    assert 1.0 < out["tokenizer_ratio"] < 1.3  # Claude's tokenizer counts more tokens than cl100k_base
+    assert (
+        1.0 < out["tokenizer_ratio"] < 1.3
+    )  # Claude's tokenizer counts more tokens than cl100k_base

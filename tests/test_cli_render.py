@@ -6,13 +6,12 @@ import json
 
 import msgspec
 import pytest
+from factory import sample_state
 
 from workingset.cli.commands import main
 from workingset.encoders import render
 from workingset.model.state import dump_json
 from workingset.runs.layout import make_stored_context, write_run
-
-from factory import sample_state
 
 
 @pytest.fixture
@@ -30,7 +29,18 @@ def test_render_prints_the_exact_text(run_dir, capsysbinary):
 
 
 def test_render_json_with_another_encoder(run_dir, capsys):
-    assert main(["render", str(run_dir / "sample-r0002.json"), "--encoder", "investigation_project_v9", "--json"]) == 0
+    assert (
+        main(
+            [
+                "render",
+                str(run_dir / "sample-r0002.json"),
+                "--encoder",
+                "investigation_project_v9",
+                "--json",
+            ]
+        )
+        == 0
+    )
     doc = json.loads(capsys.readouterr().out)
     assert set(doc) == {"encoder", "hypothesis", "text", "shown", "indexed", "chars", "hash"}
     expected = render(sample_state(), "H2", "v9")
@@ -60,7 +70,10 @@ def test_verify_lists_a_mismatch_with_its_diff(run_dir, capsys):
 
     assert main(["verify", str(run_dir)]) == 2
     out, err = capsys.readouterr()
-    assert err.startswith("error: hash_mismatch: 2 of 3 stored contexts") and "sample-r0002, sample-r0003" in err
+    assert (
+        err.startswith("error: hash_mismatch: 2 of 3 stored contexts")
+        and "sample-r0002, sample-r0003" in err
+    )
     assert "the recorded hash is what investigation_project_v8 renders" in out
     assert "no encoder version reproduces the recorded hash" in out
     assert "chars: recorded" in out
@@ -68,6 +81,8 @@ def test_verify_lists_a_mismatch_with_its_diff(run_dir, capsys):
 
 def test_verify_reports_unrecorded_contexts_without_failing(run_dir, capsys):
     ctx = make_stored_context("sample-r0004", "v7", "H1", sample_state())
-    (run_dir / "sample-r0004.json").write_bytes(dump_json(msgspec.structs.replace(ctx, rendered=None)))
+    (run_dir / "sample-r0004.json").write_bytes(
+        dump_json(msgspec.structs.replace(ctx, rendered=None))
+    )
     assert main(["verify", str(run_dir)]) == 0
     assert "unrecorded" in capsys.readouterr().out

@@ -6,20 +6,30 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import BUG17, invoke
 
 from workingset.encoders import ENCODERS
 from workingset.model.hashing import content_hash
 from workingset.model.state import (
-    Budget, Capture, Case, Control, Evidence, EvidenceBudget, Hypothesis, RecallSelection,
-    State, TextPayload,
+    Budget,
+    Capture,
+    Case,
+    Control,
+    Evidence,
+    EvidenceBudget,
+    Hypothesis,
+    RecallSelection,
+    State,
+    TextPayload,
 )  # fmt: skip
 from workingset.runs.layout import make_stored_context, write_run
 
-from conftest import BUG17, invoke
-
 
 def _state(n: int) -> State:
-    payloads = [TextPayload(language="log", text=f"line {i}: worker {i} lease lost\n" * 30) for i in range(n)]
+    payloads = [
+        TextPayload(language="log", text=f"line {i}: worker {i} lease lost\n" * 30)
+        for i in range(n)
+    ]
     evidence = [
         Evidence(id=f"E{i:06d}", collector="H1" if i % 2 else "H2", scope="log",
                  capture=Capture(query=f"{{app=\"w\"}} |= \"{i}\"", origin="loki:prod-eu"),
@@ -44,7 +54,8 @@ def _state(n: int) -> State:
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     contexts = [
-        make_stored_context(f"tiny-r{i:04d}", "v7", "H1" if i % 2 else "H2", _state(i + 1)) for i in range(4)
+        make_stored_context(f"tiny-r{i:04d}", "v7", "H1" if i % 2 else "H2", _state(i + 1))
+        for i in range(4)
     ]
     write_run(tmp_path / "run", contexts)
     return tmp_path / "run"
@@ -70,10 +81,17 @@ def test_the_verdict_names_the_cache_model_and_a_base_that_is_cheapest(run_dir: 
     data = json.loads(invoke("compare", str(run_dir), *args, "--json").stdout)
     line = invoke("compare", str(run_dir), *args).stdout.splitlines()[-1]
     bills = {s: data["cache"]["anthropic"]["total"][s]["effective_cost"] for s in ("v10", "v14")}
-    assert line.startswith("verdict: ") and line.endswith("full-price tokens, billed under the anthropic cache model)")
+    assert line.startswith("verdict: ") and line.endswith(
+        "full-price tokens, billed under the anthropic cache model)"
+    )
     assert f"{min(bills.values()):,.1f} against {max(bills.values()):,.1f}" in line
-    swapped = invoke("compare", str(run_dir), "--base", "v14", "--candidate", "v10").stdout.splitlines()[-1]
-    assert swapped.startswith("verdict: v14 is cheapest: v10, the next, costs ") and "% more (" in swapped
+    swapped = invoke(
+        "compare", str(run_dir), "--base", "v14", "--candidate", "v10"
+    ).stdout.splitlines()[-1]
+    assert (
+        swapped.startswith("verdict: v14 is cheapest: v10, the next, costs ")
+        and "% more (" in swapped
+    )
 
 
 def test_json_has_the_table_numbers(run_dir: Path):
@@ -97,9 +115,14 @@ def test_json_has_the_table_numbers(run_dir: Path):
 def test_all_base_and_candidate(run_dir: Path):
     data = json.loads(invoke("compare", str(run_dir), "--all", "--base", "v10", "--json").stdout)
     assert data["strategies"][0] == "v10" and len(data["strategies"]) == len(ENCODERS)
-    pair = json.loads(invoke("compare", str(run_dir), "--base", "v9", "--candidate", "v10", "--json").stdout)
+    pair = json.loads(
+        invoke("compare", str(run_dir), "--base", "v9", "--candidate", "v10", "--json").stdout
+    )
     assert pair["strategies"] == ["v9", "v10"]
-    assert pair["total"]["v10"] == {**data["total"]["v10"], "change_percent": pair["total"]["v10"]["change_percent"]}
+    assert pair["total"]["v10"] == {
+        **data["total"]["v10"],
+        "change_percent": pair["total"]["v10"]["change_percent"],
+    }
     text = invoke("compare", str(run_dir), "--all").stdout
     assert "Tokens per context" in text and "New tokens per context" in text
 
@@ -117,7 +140,10 @@ def test_sections_add_up(run_dir: Path):
     data = json.loads(invoke("compare", str(run_dir), "--sections", "--json").stdout)
     for s in data["strategies"]:
         assert sum(data["sections"]["total"][s].values()) == data["total"][s]["chars"]
-        assert sum(data["contexts"][0]["sizes"][s]["sections"].values()) == data["contexts"][0]["sizes"][s]["chars"]
+        assert (
+            sum(data["contexts"][0]["sizes"][s]["sections"].values())
+            == data["contexts"][0]["sizes"][s]["chars"]
+        )
     text = invoke("compare", str(run_dir), "--sections").stdout
     assert "Characters per section, whole run" in text and "output_schema" in text
 
@@ -155,12 +181,21 @@ def test_empty_or_missing_directory_is_invalid_file(tmp_path: Path):
 def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
     plain = json.loads(invoke("compare", str(run_dir), "--json").stdout)
     assert "cache" not in plain  # plain compare is unchanged
-    data = json.loads(invoke("compare", str(run_dir), "--cache", "openai,ideal,anthropic", "--json").stdout)
-    assert list(data["cache"]) == ["openai-auto", "ideal", "anthropic"]  # `openai` is openai-auto's alias
-    for model, block in data["cache"].items():
+    data = json.loads(
+        invoke("compare", str(run_dir), "--cache", "openai,ideal,anthropic", "--json").stdout
+    )
+    assert list(data["cache"]) == [
+        "openai-auto",
+        "ideal",
+        "anthropic",
+    ]  # `openai` is openai-auto's alias
+    for block in data["cache"].values():
         for s in data["strategies"]:
             per = [c[s] for c in block["contexts"]]
-            assert all(b["uncached_tokens"] + b["written_tokens"] + b["read_tokens"] == b["tokens"] for b in per)
+            assert all(
+                b["uncached_tokens"] + b["written_tokens"] + b["read_tokens"] == b["tokens"]
+                for b in per
+            )
             for key in ("tokens", "uncached_tokens", "written_tokens", "read_tokens"):
                 assert block["total"][s][key] == sum(b[key] for b in per)
             assert block["last"][s] == per[-1]
@@ -168,25 +203,57 @@ def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
             assert all(b["tokens"] > c["sizes"][s]["tokens"] for b, c in zip(per, data["contexts"]))
     from workingset.compare.wire import body_prompt
 
-    lines = [json.loads(line) for line in invoke("requests", str(run_dir), "--strategy", "v10").stdout.splitlines()]
+    lines = [
+        json.loads(line)
+        for line in invoke("requests", str(run_dir), "--strategy", "v10").stdout.splitlines()
+    ]
     for model, provider in (("anthropic", "anthropic"), ("openai-auto", "openai")):
-        bodies = lines if provider == "anthropic" else [
-            json.loads(line) for line in invoke("requests", str(run_dir), "--strategy", "v10", "--provider", "openai").stdout.splitlines()]
+        bodies = (
+            lines
+            if provider == "anthropic"
+            else [
+                json.loads(line)
+                for line in invoke(
+                    "requests", str(run_dir), "--strategy", "v10", "--provider", "openai"
+                ).stdout.splitlines()
+            ]
+        )
         assert [c["v10"]["tokens"] for c in data["cache"][model]["contexts"]] == [
-            len(body_prompt(line["body"], provider).tokens) for line in bodies]  # the bodies `requests` prints
-    assert data["cache"]["anthropic"]["write_price"] == 1.25 and data["cache"]["openai-auto"]["write_price"] == 1.0
-    assert data["cache"]["anthropic"]["timed"] is False  # every capture of the tiny run is at one moment
+            len(body_prompt(line["body"], provider).tokens) for line in bodies
+        ]  # the bodies `requests` prints
+    assert (
+        data["cache"]["anthropic"]["write_price"] == 1.25
+        and data["cache"]["openai-auto"]["write_price"] == 1.0
+    )
+    assert (
+        data["cache"]["anthropic"]["timed"] is False
+    )  # every capture of the tiny run is at one moment
 
 
 def test_cache_options_change_the_billing(run_dir: Path):
     def cost(*args: str) -> float:
-        data = json.loads(invoke("compare", str(run_dir), "--cache", "anthropic", "--cache-min", "10", *args, "--json").stdout)
+        data = json.loads(
+            invoke(
+                "compare",
+                str(run_dir),
+                "--cache",
+                "anthropic",
+                "--cache-min",
+                "10",
+                *args,
+                "--json",
+            ).stdout
+        )
         return data["cache"]["anthropic"]["total"]["v10"]["effective_cost"]
 
     assert cost("--ttl", "1h") > cost() and cost("--write-price", "1.0") < cost()
-    none = json.loads(invoke("compare", str(run_dir), "--cache", "anthropic", "--json").stdout)  # under 1,024 tokens
+    none = json.loads(
+        invoke("compare", str(run_dir), "--cache", "anthropic", "--json").stdout
+    )  # under 1,024 tokens
     total = none["cache"]["anthropic"]["total"]["v10"]
-    assert total["uncached_tokens"] == total["tokens"] and total["effective_cost"] == total["tokens"]
+    assert (
+        total["uncached_tokens"] == total["tokens"] and total["effective_cost"] == total["tokens"]
+    )
 
 
 def test_baselines_flag(run_dir: Path):
@@ -200,8 +267,14 @@ def test_baselines_flag(run_dir: Path):
 
 @pytest.mark.parametrize(
     "args",
-    [[], ["--all"], ["--no-recall"], ["--sections"], ["--base", "v8", "--candidate", "v10", "--cached-price", "0.5"],
-     ["--all", "--baselines", "--cache", "ideal,anthropic", "--cache", "openai"]],
+    [
+        [],
+        ["--all"],
+        ["--no-recall"],
+        ["--sections"],
+        ["--base", "v8", "--candidate", "v10", "--cached-price", "0.5"],
+        ["--all", "--baselines", "--cache", "ideal,anthropic", "--cache", "openai"],
+    ],
     ids=["default", "all", "no-recall", "sections", "v8-v10-half-price", "cache-models"],
 )
 def test_bug17_tables(snapshot_txt, args: list[str]):
@@ -217,5 +290,8 @@ def test_bug17_json_matches_the_table():
     for s in data["strategies"]:
         total = data["total"][s]
         row = next(line for line in text.splitlines() if line.startswith(f"{s} "))
-        assert f"{total['chars']:,}" in row and f"{total['tokens']:,}" in row and f"{total['effective_cost']:,.1f}" in row
-
+        assert (
+            f"{total['chars']:,}" in row
+            and f"{total['tokens']:,}" in row
+            and f"{total['effective_cost']:,.1f}" in row
+        )

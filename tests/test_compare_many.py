@@ -7,12 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import BUG17, CORPUS, ROOT, invoke
 
 from workingset.compare import many as compare_many
 from workingset.errors import UsageError
 from workingset.importers import import_trajectory, write_import
-
-from conftest import BUG17, CORPUS, ROOT, invoke
 
 DATA = ROOT / "tests" / "data"
 EXCERPTS = {  # a run name -> (format, source in tests/data)
@@ -54,8 +53,12 @@ def test_each_run_bills_its_baselines_with_its_own_fixed_prompt(runs: Path, tmp_
         pytest.skip(f"{source} is not here")
     own = tmp_path / "openhands-full"
     write_import(import_trajectory("openhands", str(source)), own)
-    first = json.loads(invoke("requests", str(own), "--strategy", "full-transcript").stdout.splitlines()[0])
-    assert first["body"]["system"] and first["body"]["tools"]  # the agent's own system prompt and tools are sent
+    first = json.loads(
+        invoke("requests", str(own), "--strategy", "full-transcript").stdout.splitlines()[0]
+    )
+    assert (
+        first["body"]["system"] and first["body"]["tools"]
+    )  # the agent's own system prompt and tools are sent
     args = ("--baselines", "--cache", "anthropic", "--summary")
     many = _json(str(own), str(runs / "bug17"), *args)
     for data in many["runs"]:
@@ -71,12 +74,16 @@ def test_aggregate_sums_the_runs(runs: Path):
         for s in names:
             costs = [r["cache"][key]["total"][s]["effective_cost"] if key else r["total"][s]["effective_cost"]
                      for r in many["runs"]]  # fmt: skip
-            assert agg["models"][model][s]["total"] == pytest.approx(sum(costs), abs=0.05 * len(costs))  # each rounded
+            assert agg["models"][model][s]["total"] == pytest.approx(
+                sum(costs), abs=0.05 * len(costs)
+            )  # each rounded
         wins = sum(agg["models"][model][s]["wins"] for s in names)
         assert wins >= agg["runs"]  # every run has at least one cheapest strategy
         assert agg["models"][model][names[0]]["ratio"] == 1.0
     largest = agg["largest"]["v7"]
-    assert largest["run"].endswith("bug17") and largest["tokens"] == 46_946  # the README's bug17 last v7 context
+    assert (
+        largest["run"].endswith("bug17") and largest["tokens"] == 46_946
+    )  # the README's bug17 last v7 context
 
 
 def test_shards_merged_give_the_unsharded_output(runs: Path, tmp_path: Path):
@@ -102,7 +109,9 @@ def test_text_puts_the_aggregate_first_and_summary_drops_the_runs(runs: Path):
     full = invoke("compare", str(runs))
     short = invoke("compare", str(runs), "--summary")
     assert full.exit_code == short.exit_code == 0
-    assert full.stdout.startswith("5 runs, ") and full.stdout.startswith(short.stdout.split("\n")[0])
+    assert full.stdout.startswith("5 runs, ") and full.stdout.startswith(
+        short.stdout.split("\n")[0]
+    )
     assert "Each run" in full.stdout and "Each run" not in short.stdout
     assert all(str(runs / name) in full.stdout for name in ["bug17", *EXCERPTS])
 
@@ -116,13 +125,19 @@ def test_one_run_is_unchanged(runs: Path):
 def test_merge_refuses_outputs_of_other_options(runs: Path, tmp_path: Path):
     a, b, c = (tmp_path / f"{n}.json" for n in "abc")
     a.write_text(json.dumps(_json(str(runs), "--summary", "--shard", "1/2")))
-    b.write_text(json.dumps(_json(str(runs), "--summary", "--shard", "2/2", "--cached-price", "0.5")))
+    b.write_text(
+        json.dumps(_json(str(runs), "--summary", "--shard", "2/2", "--cached-price", "0.5"))
+    )
     c.write_text(json.dumps(_json(str(BUG17))))  # a single run's output has no aggregate to merge
     for files, code, says in (([a, b], "usage_error", "cached_price"), ([a, a], "usage_error", "more than one output"),
                               ([a, c], "invalid_file", "not an output")):  # fmt: skip
         result = invoke("compare", "--merge", *map(str, files))
         assert result.exit_code == 2 and result.stdout == ""
-        assert result.stderr.startswith(f"error: {code}: ") and says in result.stderr and result.stderr.count("\n") == 1
+        assert (
+            result.stderr.startswith(f"error: {code}: ")
+            and says in result.stderr
+            and result.stderr.count("\n") == 1
+        )
 
 
 @pytest.mark.parametrize("spec", ["0/4", "5/4", "2", "a/b", "1/0", "-1/2"])
@@ -136,7 +151,9 @@ def test_a_folder_without_runs_and_a_run_named_twice(tmp_path: Path):
     result = invoke("compare", str(tmp_path / "empty"))
     assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
     result = invoke("compare", str(BUG17), str(BUG17))
-    assert result.exit_code == 2 and result.stderr.startswith("error: usage_error: a run is named twice")
+    assert result.exit_code == 2 and result.stderr.startswith(
+        "error: usage_error: a run is named twice"
+    )
 
 
 def test_shards_cover_the_sorted_list_once():

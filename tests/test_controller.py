@@ -5,15 +5,22 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from session_helpers import assess, conclude, decision, make_state, query, recall
+
 from workingset import controller as ctl
 from workingset.decisions import parse_decision
 from workingset.errors import SessionError
-from workingset.model.state import (
-    Capture, Evidence, EvidenceBudget, RecallSelection, TextPayload, copy_state, load_state, validate_state,
-)
 from workingset.model.hashing import content_hash
+from workingset.model.state import (
+    Capture,
+    Evidence,
+    EvidenceBudget,
+    RecallSelection,
+    TextPayload,
+    copy_state,
+    load_state,
+    validate_state,
+)
 
 
 def _state(**kw):
@@ -36,12 +43,21 @@ def _result(eid: str, hid: str, action: str, cost: float = 0.0, iteration: int =
 def test_query_consumes_one_iteration_allocates_an_action_and_clears_the_selection():
     s = _state()
     s.recall["H1"] = RecallSelection(evidence_refs=["E000003"], iteration=0)
-    it, ids = _apply(s, decision(query("select 9"), notes=[{"kind": "question", "text": "which shard?"}]))
+    it, ids = _apply(
+        s, decision(query("select 9"), notes=[{"kind": "question", "text": "which shard?"}])
+    )
     assert it == 1 and s.iteration == 1 and s.hypothesis("H1").control.iterations_used == 1
     assert ids.action == "B000006" and ids.notes == ("N000002",)
     assert "H1" not in s.recall
-    assert s.notes[-1].status == "open" and s.notes[-1].hypothesis == "H1" and s.notes[-1].iteration == 1
-    assert s.hypothesis("H1").history[-1].kind == "query" and "select 9" in s.hypothesis("H1").history[-1].text
+    assert (
+        s.notes[-1].status == "open"
+        and s.notes[-1].hypothesis == "H1"
+        and s.notes[-1].iteration == 1
+    )
+    assert (
+        s.hypothesis("H1").history[-1].kind == "query"
+        and "select 9" in s.hypothesis("H1").history[-1].text
+    )
     validate_state(s)
 
 
@@ -65,9 +81,20 @@ def test_assessment_settles_once_sets_confidence_then_notes_then_next():
     s = _state()
     ctl.apply_record(s, _result("E000007", "H1", "B000006", cost=1.5))
     assert s.hypothesis("H1").control.previous_result == "E000007" and s.budget.cost_used == 1.5
-    _apply(s, decision(conclude("refuted", "E000007"), assess("E000007", "refutes", 0.1), [{"kind": "note", "text": "n"}]))
+    _apply(
+        s,
+        decision(
+            conclude("refuted", "E000007"),
+            assess("E000007", "refutes", 0.1),
+            [{"kind": "note", "text": "n"}],
+        ),
+    )
     h = s.hypothesis("H1")
-    assert s.evidence[-1].budget.status == "settled" and h.confidence == 0.1 and h.disposition == "refuted"
+    assert (
+        s.evidence[-1].budget.status == "settled"
+        and h.confidence == 0.1
+        and h.disposition == "refuted"
+    )
     assert [e.kind for e in h.history] == ["assessment", "conclude"]
     assert s.notes[-1].status is None
     validate_state(s)
@@ -102,9 +129,24 @@ def test_scheduler_skips_unavailable_and_busy():
     ("mutate", "hid", "busy", "code"),
     [
         (lambda s: None, "H9", set(), "unknown_hypothesis"),
-        (lambda s: setattr(s.hypotheses[0], "disposition", "parked"), "H1", set(), "hypothesis_unavailable"),
-        (lambda s: setattr(s.hypotheses[0], "disposition", "refuted"), "H1", set(), "hypothesis_unavailable"),
-        (lambda s: setattr(s.hypotheses[0].control, "iterations_used", 6), "H1", set(), "hypothesis_unavailable"),
+        (
+            lambda s: setattr(s.hypotheses[0], "disposition", "parked"),
+            "H1",
+            set(),
+            "hypothesis_unavailable",
+        ),
+        (
+            lambda s: setattr(s.hypotheses[0], "disposition", "refuted"),
+            "H1",
+            set(),
+            "hypothesis_unavailable",
+        ),
+        (
+            lambda s: setattr(s.hypotheses[0].control, "iterations_used", 6),
+            "H1",
+            set(),
+            "hypothesis_unavailable",
+        ),
         (lambda s: None, "H1", {"H1"}, "hypothesis_busy"),
     ],
 )

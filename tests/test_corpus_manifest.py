@@ -13,7 +13,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-import corpus
+import corpus  # noqa: E402 (benchmarks/ is put on the path just above)
 
 EXCERPT = ROOT / "tests" / "data" / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json"
 
@@ -33,7 +33,9 @@ def _write(tmp_path: Path, entries: list[dict]) -> Path:
 
 
 def _git(*args: str, cwd: Path) -> str:
-    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def test_blob_id_is_git_hash_object(tmp_path: Path) -> None:
@@ -67,18 +69,36 @@ def test_resolve_present_missing_mismatch(tmp_path: Path) -> None:
         _entry("c.traj.json", blob=corpus.blob_id(b"three")),
         _entry("conv", "openhands", tree=corpus.tree_id(root / "conv")),
     ])  # fmt: skip
-    got = {r.entry.name: r.status for r in (corpus.resolve(e, root) for e in corpus.load_manifest(manifest))}
-    assert got == {"a.traj.json": "present", "b.traj.json": "mismatch", "c.traj.json": "missing", "conv": "present"}
-    (root / "conv" / "base_state.json").write_text("{ }")  # one byte more in one file of the directory
+    got = {
+        r.entry.name: r.status
+        for r in (corpus.resolve(e, root) for e in corpus.load_manifest(manifest))
+    }
+    assert got == {
+        "a.traj.json": "present",
+        "b.traj.json": "mismatch",
+        "c.traj.json": "missing",
+        "conv": "present",
+    }
+    (root / "conv" / "base_state.json").write_text(
+        "{ }"
+    )  # one byte more in one file of the directory
     conv = next(e for e in corpus.load_manifest(manifest) if e.name == "conv")
     assert corpus.resolve(conv, root).status == "mismatch"
 
 
-def test_check_prints_table_and_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_check_prints_table_and_exit_code(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = tmp_path / "raw"
     root.mkdir()
     (root / "a.traj.json").write_bytes(b"one")
-    ok = _write(tmp_path, [_entry("a.traj.json", blob=corpus.blob_id(b"one")), _entry("gone.traj", "swe-agent", blob="1" * 40)])
+    ok = _write(
+        tmp_path,
+        [
+            _entry("a.traj.json", blob=corpus.blob_id(b"one")),
+            _entry("gone.traj", "swe-agent", blob="1" * 40),
+        ],
+    )
     assert corpus.main(["--check", "--root", str(root), "--manifest", str(ok)]) == 0
     out = capsys.readouterr().out
     assert "a.traj.json" in out and "gone.traj" in out and "agent" in out.splitlines()[0]
@@ -99,7 +119,10 @@ def test_env_var_sets_the_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     ("change", "message"),
     [
         (lambda e: e.pop("licence"), "missing field(s) licence"),
-        (lambda e: e.update(format="aider"), "no format 'aider'; available: swe-agent, mini-swe-agent, openhands"),
+        (
+            lambda e: e.update(format="aider"),
+            "no format 'aider'; available: swe-agent, mini-swe-agent, openhands",
+        ),
         (lambda e: e.update(blob=None), "give either 'blob'"),
         (lambda e: e.update(tree="2" * 40), "give either 'blob'"),
         (lambda e: e.update(blob="ABC"), "40 lowercase hex digits"),
@@ -109,7 +132,9 @@ def test_env_var_sets_the_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         (lambda e: e.update(split="test"), "no split 'test'; available: main, holdout"),
     ],
 )
-def test_bad_entry_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str], change, message: str) -> None:
+def test_bad_entry_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], change, message: str
+) -> None:
     entry = _entry("a.traj.json", blob="1" * 40)
     change(entry)
     manifest = _write(tmp_path, [entry])
@@ -139,11 +164,43 @@ def test_recount_uses_the_importer(tmp_path: Path, capsys: pytest.CaptureFixture
 
     traj = FORMATS["mini-swe-agent"](root / src.name)
     right = _entry(src.name, blob=corpus.blob_id(src.read_bytes()))
-    right |= {"steps": traj.actions, "max_output_chars": max((len(i.output or "") for i in traj.items if isinstance(i, Action)), default=0)}
-    assert corpus.main(["--check", "--recount", "--root", str(root), "--manifest", str(_write(tmp_path, [right]))]) == 0
+    right |= {
+        "steps": traj.actions,
+        "max_output_chars": max(
+            (len(i.output or "") for i in traj.items if isinstance(i, Action)), default=0
+        ),
+    }
+    assert (
+        corpus.main(
+            [
+                "--check",
+                "--recount",
+                "--root",
+                str(root),
+                "--manifest",
+                str(_write(tmp_path, [right])),
+            ]
+        )
+        == 0
+    )
     wrong = right | {"steps": right["steps"] + 1}
-    assert corpus.main(["--check", "--recount", "--root", str(root), "--manifest", str(_write(tmp_path, [wrong]))]) == 1
-    assert f"steps {right['steps'] + 1} in the manifest, {right['steps']} by the importer" in capsys.readouterr().out
+    assert (
+        corpus.main(
+            [
+                "--check",
+                "--recount",
+                "--root",
+                str(root),
+                "--manifest",
+                str(_write(tmp_path, [wrong])),
+            ]
+        )
+        == 1
+    )
+    assert (
+        f"steps {right['steps'] + 1} in the manifest, {right['steps']} by the importer"
+        in capsys.readouterr().out
+    )
 
 
 def test_repository_manifest_is_well_formed() -> None:

@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from workingset.encoders import get_encoder
-from workingset.errors import InvalidFile
-from workingset.eventlog.log import decode_result
-from workingset.model.state import TextPayload, validate_state
-
 from conftest import VERSIONS
 from factory import evidence, sample_state
 from recover import blocks
 from test_v12 import check_lossless as v12_lossless
 from test_v13 import check_lossless as v13_lossless
+
+from workingset.encoders import get_encoder
+from workingset.errors import InvalidFile
+from workingset.eventlog.log import decode_result
+from workingset.model.state import TextPayload, validate_state
 
 CAPTURE_FIELDS = ("origin", "predicate", "snapshot", "coverage", "next_cursor")
 
@@ -48,7 +47,9 @@ def test_a_head_line_value_ending_in_a_newline_stays_on_its_line(name, value):
     assert lines[head + 1] == "query: select 1"  # the head did not break: the query follows it
     quoted = value.replace("\n", "\\n").replace("\r", "\\r")
     assert all(f'{field}="{quoted}"' in lines[head] for field in CAPTURE_FIELDS), lines[head]
-    assert any(line.endswith(f' verdict="{quoted}"') or f' verdict="{quoted}" ' in line for line in lines)
+    assert any(
+        line.endswith(f' verdict="{quoted}"') or f' verdict="{quoted}" ' in line for line in lines
+    )
 
 
 @pytest.mark.parametrize("value", ["loki:prod\n", "x\r", "a\n\n"])
@@ -66,7 +67,9 @@ def test_a_language_ending_in_a_newline_leaves_the_fenced_body_exact(version, la
     state, item = _item_with("loki:prod", language)
     text = get_encoder(f"v{version}").render(state, "H1").text
     found = [(info, body) for _line, info, body in blocks(text) if body == item.payload.text]
-    assert found == [("", item.payload.text)]  # no info string, and the body is the payload byte-exact
+    assert found == [
+        ("", item.payload.text)
+    ]  # no info string, and the body is the payload byte-exact
     assert "\n" + item.payload.text not in [body for _line, _info, body in blocks(text)]
 
 
@@ -76,13 +79,19 @@ def test_a_plain_language_is_still_the_info_string():
     assert ("python", item.payload.text) in [(info, body) for _line, info, body in blocks(text)]
 
 
-@pytest.mark.parametrize("language", ["python\n", "\x00", "log\r", "a\x7f", "b\u2028", "c\x1b[0m", "d\x85"])
+@pytest.mark.parametrize(
+    "language", ["python\n", "\x00", "log\r", "a\x7f", "b\u2028", "c\x1b[0m", "d\x85"]
+)
 def test_a_language_with_a_control_character_is_refused(language):
     state, _item = _item_with("loki:prod", language)
     with pytest.raises(InvalidFile) as exc:
         validate_state(state)
     assert exc.value.details["path"] == f"$.evidence[{len(state.evidence) - 1}].payload.language"
-    result = {"scope": "log", "capture": {"origin": "loki:prod"}, "payload": {"kind": "text", "language": language, "text": "x"}}
+    result = {
+        "scope": "log",
+        "capture": {"origin": "loki:prod"},
+        "payload": {"kind": "text", "language": language, "text": "x"},
+    }
     with pytest.raises(InvalidFile) as exc:
         decode_result(json.dumps(result).encode())
     assert exc.value.code == "invalid_file" and exc.value.details["path"] == "$.payload.language"
@@ -92,4 +101,6 @@ def test_a_language_with_a_tab_is_still_valid_and_written_without_an_info_string
     # The frozen corpus holds such states (`tab\tlang`): a tab ends no line, so it is not refused.
     state, item = _item_with("loki:prod", "tab\tlang")
     validate_state(state)
-    assert ("", item.payload.text) in [(info, body) for _line, info, body in blocks(get_encoder("v5").render(state, "H1").text)]
+    assert ("", item.payload.text) in [
+        (info, body) for _line, info, body in blocks(get_encoder("v5").render(state, "H1").text)
+    ]

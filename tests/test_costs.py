@@ -7,23 +7,26 @@ from decimal import Decimal
 
 from hypothesis import given
 from hypothesis import strategies as st
+from session_helpers import decision, make_state, query, result
 
-from workingset.model.costs import add_cost, cost_text
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.io.limits import MAX_COST
-from workingset.session.replies import describe
+from workingset.model.costs import add_cost, cost_text
 from workingset.session.investigation import Investigation
-
-from session_helpers import decision, make_state, query, result
+from workingset.session.replies import describe
 
 costs = st.floats(min_value=0, max_value=MAX_COST / 2, allow_nan=False, allow_infinity=False)
 
 
 @given(total=costs, cost=costs)
-def test_a_sum_that_was_exact_is_the_same_float_and_any_other_prints_as_the_decimal_sum(total, cost):
+def test_a_sum_that_was_exact_is_the_same_float_and_any_other_prints_as_the_decimal_sum(
+    total, cost
+):
     exact = Decimal(repr(total)) + Decimal(repr(cost))
     summed = add_cost(total, cost)
-    if Decimal(repr(total + cost)) == exact:  # the float sum showed no noise: nothing changes, bit for bit
+    if (
+        Decimal(repr(total + cost)) == exact
+    ):  # the float sum showed no noise: nothing changes, bit for bit
         assert summed.hex() == (total + cost).hex()
     assert summed == float(exact)  # the float nearest the decimal sum
 
@@ -35,7 +38,14 @@ def test_the_noise_of_binary_floats_is_gone():
 
 
 def test_cost_text_keeps_every_digit():
-    assert [cost_text(c) for c in (1.4, 25.0, 0.0, 1234.5678, 1e-07, 1e16)] == ["1.4", "25", "0", "1234.5678", "1e-07", "1e+16"]
+    assert [cost_text(c) for c in (1.4, 25.0, 0.0, 1234.5678, 1e-07, 1e16)] == [
+        "1.4",
+        "25",
+        "0",
+        "1234.5678",
+        "1e-07",
+        "1e+16",
+    ]
 
 
 def test_after_costs_0_1_and_0_2_every_rendering_says_what_was_spent(tmp_path):
@@ -43,7 +53,10 @@ def test_after_costs_0_1_and_0_2_every_rendering_says_what_was_spent(tmp_path):
     state["budget"]["cost_used"] = 1.1
     inv = Investigation.create(str(tmp_path / "s.db"), json.dumps(state).encode(), encoder="v13",
                                clock=lambda: "2026-06-10T21:00:00Z")  # fmt: skip
-    for hypothesis, cost in (("H1", 0.1), ("H2", 0.2)):  # two hypotheses: neither result needs assessing first
+    for hypothesis, cost in (
+        ("H1", 0.1),
+        ("H2", 0.2),
+    ):  # two hypotheses: neither result needs assessing first
         applied = inv.submit(inv.next_request(hypothesis).request_id, decision(query()))
         inv.record(applied.action, result(cost=cost))
     request = inv.next_request("H3")

@@ -8,8 +8,8 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from session_helpers import assess, conclude, decision, make_state, query, recall
+
 from workingset.decisions import Conclude, Query, Recall, check_decision, parse_decision
 from workingset.encoders import ENCODERS
 from workingset.errors import DecisionRejected
@@ -45,13 +45,22 @@ def test_malformed_json(data):
     ("d", "path"),
     [
         ({"next": recall("E000001", "E000002", "E2")}, "$.next.evidence_refs[2]"),
-        ({"next": {"kind": "query", "source": "s", "query": "q", "purpose": "p", "extra": 1}}, "$.next"),
+        (
+            {"next": {"kind": "query", "source": "s", "query": "q", "purpose": "p", "extra": 1}},
+            "$.next",
+        ),
         ({"next": {"kind": "guess"}}, "$.next.kind"),
         ({"next": {"source": "s"}}, "$.next"),
         ({}, "$"),
         ({"next": query(), "assessment": None}, "$.assessment"),
-        ({"next": query(), "assessment": {**assess("E000001"), "confidence": 1.5}}, "$.assessment.confidence"),
-        ({"next": query(), "assessment": {**assess("E000001"), "verdict": "maybe"}}, "$.assessment.verdict"),
+        (
+            {"next": query(), "assessment": {**assess("E000001"), "confidence": 1.5}},
+            "$.assessment.confidence",
+        ),
+        (
+            {"next": query(), "assessment": {**assess("E000001"), "verdict": "maybe"}},
+            "$.assessment.verdict",
+        ),
         ({"next": query(), "notes": [{"kind": "note", "text": "t"}] * 9}, "$.notes"),
         ({"next": query(), "notes": [{"kind": "todo", "text": "t"}]}, "$.notes[0].kind"),
         ({"next": conclude("supported")}, "$.next.evidence_refs"),
@@ -92,6 +101,7 @@ def test_recall_duplicate_lists_the_repeated_ids():
 
 # -- checks against the analysis --------------------------------------------------------
 
+
 def _state(**kw):
     return load_state(json.dumps(make_state(**kw)).encode())
 
@@ -119,7 +129,10 @@ def _check_code(*args, **kw) -> DecisionRejected:
 
 
 def test_unknown_evidence_lists_every_unknown_id_from_every_citation():
-    err = _check_code(decision(conclude("refuted", "E000001", "E000099", "E000098"), assess("E000097")), _pending_state())
+    err = _check_code(
+        decision(conclude("refuted", "E000001", "E000099", "E000098"), assess("E000097")),
+        _pending_state(),
+    )
     assert err.code == "unknown_evidence"
     assert err.details["ids"] == ["E000097", "E000099", "E000098"]
     assert all(i in err.message for i in ("E000097", "E000098", "E000099"))
@@ -146,7 +159,9 @@ def test_rule_a_other_hypotheses_pending_results_do_not_count():
 
 
 def test_rule_g_ungrounded_reference_lists_ids_and_suggests_recall():
-    err = _check_code(decision(conclude("supported", "E000001", "E000003", "E000004")), shown=("E000001",))
+    err = _check_code(
+        decision(conclude("supported", "E000001", "E000003", "E000004")), shown=("E000001",)
+    )
     assert err.code == "ungrounded_reference"
     assert err.details["ids"] == ["E000003", "E000004"]
     assert "recall" in err.message and "E000003" in err.message and "E000004" in err.message
@@ -159,14 +174,22 @@ def test_rule_g_covers_the_assessment_but_not_recall():
 
 
 def test_rule_g_without_recall_does_not_suggest_it():
-    err = _check_code(decision(conclude("refuted", "E000003")), shown=("E000001",), supports_recall=False)
+    err = _check_code(
+        decision(conclude("refuted", "E000003")), shown=("E000001",), supports_recall=False
+    )
     assert err.code == "ungrounded_reference" and "recall" not in err.message
 
 
 def test_the_most_specific_code_wins():
     # Unknown IDs are reported before rule A and rule G, rule A before rule G.
-    assert _check_code(decision(conclude("refuted", "E000077")), _pending_state(), shown=()).code == "unknown_evidence"
-    assert _check_code(decision(conclude("refuted", "E000003")), _pending_state(), shown=()).code == "assessment_missing"
+    assert (
+        _check_code(decision(conclude("refuted", "E000077")), _pending_state(), shown=()).code
+        == "unknown_evidence"
+    )
+    assert (
+        _check_code(decision(conclude("refuted", "E000003")), _pending_state(), shown=()).code
+        == "assessment_missing"
+    )
 
 
 # -- property: decoding never fails any other way -------------------------------------------
@@ -185,7 +208,13 @@ def test_any_json_decodes_or_is_rejected_with_a_stable_code(value, supports_reca
     try:
         parse_decision(msgspec.json.encode(value), supports_recall=supports_recall)
     except DecisionRejected as err:
-        assert err.code in {"malformed_json", "schema_violation", "recall_unsupported", "recall_count", "recall_duplicate"}
+        assert err.code in {
+            "malformed_json",
+            "schema_violation",
+            "recall_unsupported",
+            "recall_count",
+            "recall_duplicate",
+        }
 
 
 INVALID_VALUES = [
@@ -225,9 +254,14 @@ def test_a_state_file_names_the_valid_scopes_and_payload_kinds():
     raw["evidence"][0]["scope"] = "logs"
     with pytest.raises(InvalidFile) as info:
         load_state(json.dumps(raw).encode())
-    assert "expected one of: code, document, feedback, log, metric, query_result" in info.value.message
+    assert (
+        "expected one of: code, document, feedback, log, metric, query_result" in info.value.message
+    )
     raw = make_state()
     raw["evidence"][0]["payload"]["kind"] = "table"
     with pytest.raises(InvalidFile) as info:
         load_state(json.dumps(raw).encode())
-    assert "expected one of: rows, text" in info.value.message and info.value.details["path"] == "$.evidence[0].payload.kind"
+    assert (
+        "expected one of: rows, text" in info.value.message
+        and info.value.details["path"] == "$.evidence[0].payload.kind"
+    )

@@ -9,17 +9,27 @@ import sys
 
 import msgspec
 import pytest
+from conftest import BUG17, ROOT
+from factory import sample_state
+from recover import blocks, evidence_payloads, journal_records, table_after
 
 from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.encoders.v13 import schema_outline
 from workingset.errors import SessionError, UnknownEncoder
 from workingset.model.state import RecallSelection, copy_state, load_stored_context
 
-from conftest import BUG17, ROOT
-from factory import sample_state
-from recover import blocks, evidence_payloads, journal_records, parse_table, table_after
-
-CAPTURE_FIELDS = ("query", "predicate", "origin", "snapshot", "coverage", "truncated", "page", "next_cursor", "eof", "item_count")
+CAPTURE_FIELDS = (
+    "query",
+    "predicate",
+    "origin",
+    "snapshot",
+    "coverage",
+    "truncated",
+    "page",
+    "next_cursor",
+    "eof",
+    "item_count",
+)
 
 
 def test_render_is_deterministic_and_pure(encoder):
@@ -45,7 +55,13 @@ def test_same_bytes_in_other_processes_and_hash_seeds():
     here = " ".join(e.render(state, h.id).hash for e in ENCODERS.values() for h in state.hypotheses)
     for seed in ("0", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=seed, LC_ALL="C")
-        out = subprocess.run([sys.executable, "-c", script, str(ROOT / "tests")], env=env, capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            [sys.executable, "-c", script, str(ROOT / "tests")],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert out.stdout.strip() == here
 
 
@@ -63,13 +79,22 @@ def test_every_shown_payload_is_recoverable(encoder):
 def test_output_schema_is_the_versions_decision_schema(encoder):
     out = encoder.render(sample_state(), "H1")
     schema_line = out.text.split("\n").index("## Output schema")
-    if encoder.version >= 13:  # an outline generated from the schema (tests/test_v13.py reads it back)
+    if (
+        encoder.version >= 13
+    ):  # an outline generated from the schema (tests/test_v13.py reads it back)
         assert out.text.split("\n")[schema_line + 2] == schema_outline(encoder.decision_schema)
     else:
         block = next(b for b in blocks(out.text) if b[0] > schema_line)
         assert json.loads(block[2]) == encoder.decision_schema
-    kinds = [v["properties"]["kind"]["const"] for v in encoder.decision_schema["properties"]["next"]["oneOf"]]
-    assert kinds == (["query", "recall", "conclude"] if encoder.version in (8, 9, 11, 12, 13, 14) else ["query", "conclude"])
+    kinds = [
+        v["properties"]["kind"]["const"]
+        for v in encoder.decision_schema["properties"]["next"]["oneOf"]
+    ]
+    assert kinds == (
+        ["query", "recall", "conclude"]
+        if encoder.version in (8, 9, 11, 12, 13, 14)
+        else ["query", "conclude"]
+    )
 
 
 def test_references_point_only_at_payloads_shown_earlier(encoder):
@@ -77,11 +102,15 @@ def test_references_point_only_at_payloads_shown_earlier(encoder):
     for h in state.hypotheses:
         out = encoder.render(state, h.id)
         seen: list[str] = []
-        for start, info, body in blocks(out.text):
+        for _start, info, body in blocks(out.text):
             if info != "json":
                 continue
             record = json.loads(body)
-            if isinstance(record, dict) and isinstance(record.get("payload"), dict) and "id" in record:
+            if (
+                isinstance(record, dict)
+                and isinstance(record.get("payload"), dict)
+                and "id" in record
+            ):
                 target = record["payload"].get("same_as")
                 if target is not None:
                     assert encoder.version >= 5
@@ -99,7 +128,10 @@ def test_fence_outgrows_backtick_runs_inside():
 def test_unknown_payload_is_never_an_empty_result(encoder):
     out = encoder.render(sample_state(), "H1")
     if encoder.version >= 12:  # head lines: an entry runs to the next blank line outside a block
-        entries = {eid: out.text.split(f"\n{eid} ", 1)[1].split("\n\n", 1)[0] for eid in ("E000004", "E000005")}
+        entries = {
+            eid: out.text.split(f"\n{eid} ", 1)[1].split("\n\n", 1)[0]
+            for eid in ("E000004", "E000005")
+        }
         assert "payload: UNKNOWN" in entries["E000005"] and "0 rows" not in entries["E000005"]
         assert "UNKNOWN" not in entries["E000004"] and "0 rows" in entries["E000004"]
         return
@@ -170,7 +202,12 @@ def test_evidence_index_rows_are_the_exact_descriptors(version):
     assert [r[0] for r in rows] == list(out.indexed)
     for row in rows:
         ev = by_id[row[0]]
-        expected = [ev.id, ev.collector, ev.scope, *(getattr(ev.capture, f) for f in CAPTURE_FIELDS)]
+        expected = [
+            ev.id,
+            ev.collector,
+            ev.scope,
+            *(getattr(ev.capture, f) for f in CAPTURE_FIELDS),
+        ]
         assert row[:-1] == expected
         assert row[-1] == ("unknown" if ev.payload is None else "archived")
     assert "not proof" in out.text
@@ -183,7 +220,13 @@ def test_v8_compacts_other_hypotheses_and_notes():
     assert rows == [["H2", "Retry storm", "client retries amplify load", 0.3, "open"],
                     ["H3", "Bad config", "timeouts lowered", 0.1, "parked"]]  # fmt: skip
     _, notes = table_after(out.text, "## Notes")
-    assert [n[0] for n in notes] == ["N000001", "N000002", "N000003", "N000005", "N000006"]  # no H2 note
+    assert [n[0] for n in notes] == [
+        "N000001",
+        "N000002",
+        "N000003",
+        "N000005",
+        "N000006",
+    ]  # no H2 note
     assert "retries x3 on 502" not in out.text
 
 
@@ -204,17 +247,25 @@ def test_v10_shows_every_note_and_keeps_others_compact():
     assert "### Evidence E000002\n" in out.text  # recall selections are moot: no role tag
     assert "### Evidence E000007\n" in out.text  # roles are named in the turn section instead
     assert "previous result of H1: E000007\n" in out.text
-    assert "unsettled results (awaiting assessment by their collectors): E000007, E000008, E000009\n" in out.text
+    assert (
+        "unsettled results (awaiting assessment by their collectors): E000007, E000008, E000009\n"
+        in out.text
+    )
     assert "## Other hypotheses" in out.text and "check pool metrics" in out.text
 
 
 def test_tables_of_v6_keep_history_notes_and_captures(encoder):
     if not 6 <= encoder.version <= 10:
-        pytest.skip("tables arrive in v6 and leave in v11: from v11 on, history and notes are journal entries")
+        pytest.skip(
+            "tables arrive in v6 and leave in v11: from v11 on, history and notes are journal entries"
+        )
     state = sample_state()
     out = encoder.render(state, "H1")
     _, history = table_after(out.text, "history:")
-    assert history == [[e.iteration, e.kind, e.evidence_refs, e.verdict, e.confidence, e.text] for e in state.hypotheses[0].history]
+    assert history == [
+        [e.iteration, e.kind, e.evidence_refs, e.verdict, e.confidence, e.text]
+        for e in state.hypotheses[0].history
+    ]
     _, captures = table_after(out.text, "captures:")
     by_id = {e.id: e for e in state.evidence}
     assert [c[0] for c in captures] == list(out.shown)
@@ -225,7 +276,17 @@ def test_tables_of_v6_keep_history_notes_and_captures(encoder):
 def test_v7_puts_immutable_material_first():
     out = render(sample_state(), "H1", "v7")
     order = [name for name, _ in out.sections]
-    assert order == ["header", "case", "evidence", "other_hypotheses", "selected_hypothesis", "notes", "budget", "task", "output_schema"]
+    assert order == [
+        "header",
+        "case",
+        "evidence",
+        "other_hypotheses",
+        "selected_hypothesis",
+        "notes",
+        "budget",
+        "task",
+        "output_schema",
+    ]
     state = sample_state()
     later = copy_state(state)
     later.iteration += 1
@@ -303,7 +364,9 @@ def test_blocks_join_to_the_text_and_stable_sections_lead(version):
     blocks = out.blocks()
     assert "".join(text for _, text in blocks) == out.text
     leading = [c for c, _ in blocks]
-    runs = [c for i, c in enumerate(leading) if i == 0 or leading[i - 1] != c]  # a section may span blocks
+    runs = [
+        c for i, c in enumerate(leading) if i == 0 or leading[i - 1] != c
+    ]  # a section may span blocks
     assert runs[: len(out.stable_sections)] == list(out.stable_sections)
     ends = out.stable_ends()
     assert ends == tuple(sorted(ends)) and len(ends) == len(out.stable_sections)

@@ -57,7 +57,9 @@ def rendered(version: int) -> str:
 
 def rendered_schema(version: int) -> str:
     """The body of the encoder's own "## Output schema" block."""
-    found = [body for section, info, body in blocks(rendered(version)) if section == "Output schema"]
+    found = [
+        body for section, info, body in blocks(rendered(version)) if section == "Output schema"
+    ]
     assert len(found) == 1
     return found[0]
 
@@ -77,17 +79,23 @@ def test_document_holds_the_rendered_schema(version):
     assert len(schemas) == 1, "exactly one json block under '## Decision JSON Schema'"
     encoder = get_encoder(f"v{version}")
     assert json.loads(schemas[0]) == encoder.decision_schema
-    if version >= 13:  # the text holds an outline of the schema; the document gives the schema compact, and the outline
+    if (
+        version >= 13
+    ):  # the text holds an outline of the schema; the document gives the schema compact, and the outline
         assert schemas[0] == compact(encoder.decision_schema)
         outline = encoder.preamble.rsplit("\n", 1)[1]
-        assert outline == schema_outline(encoder.decision_schema) and f"\n{outline}\n" in doc(version)
+        assert outline == schema_outline(encoder.decision_schema) and f"\n{outline}\n" in doc(
+            version
+        )
     else:
         assert schemas[0] == rendered_schema(version)  # byte for byte, indented (v1) or compact
 
 
 @pytest.mark.parametrize("version", VERSIONS, ids=[f"v{n}" for n in VERSIONS])
 def test_document_excerpts_are_real_output(version):
-    excerpts = [body for section, info, body in blocks(doc(version)) if section == "Example (excerpt)"]
+    excerpts = [
+        body for section, info, body in blocks(doc(version)) if section == "Example (excerpt)"
+    ]
     assert excerpts, "an example excerpt"
     for body in excerpts:
         assert body in rendered(version)

@@ -10,15 +10,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import msgspec
 import pytest
+from conftest import BUG17 as RUN
 
 from workingset.encoders import render
 from workingset.model.state import RowsPayload, TextPayload, load_stored_context
-
-from conftest import BUG17 as RUN
 
 FILES = sorted(RUN.glob("*.json"))
 
@@ -59,11 +57,20 @@ def test_each_state_extends_the_previous(contexts):
         assert len(b.evidence) >= len(a.evidence)
         for old, new in zip(a.evidence, b.evidence):
             assert _evidence_sans_status(old) == _evidence_sans_status(new), old.id
-            assert (old.budget.status, new.budget.status) in {("none", "none"), ("unsettled", "unsettled"),
-                                                              ("unsettled", "settled"), ("settled", "settled")}
+            assert (old.budget.status, new.budget.status) in {
+                ("none", "none"),
+                ("unsettled", "unsettled"),
+                ("unsettled", "settled"),
+                ("settled", "settled"),
+            }
         assert len(b.notes) >= len(a.notes)
         for old, new in zip(a.notes, b.notes):
-            assert (old.id, old.hypothesis, old.kind, old.text) == (new.id, new.hypothesis, new.kind, new.text)
+            assert (old.id, old.hypothesis, old.kind, old.text) == (
+                new.id,
+                new.hypothesis,
+                new.kind,
+                new.text,
+            )
             assert old.status == new.status or (old.status, new.status) == ("open", "answered")
         for ha, hb in zip(a.hypotheses, b.hypotheses):
             assert ha.id == hb.id and ha.title == hb.title and ha.mechanism == hb.mechanism
@@ -73,7 +80,9 @@ def test_each_state_extends_the_previous(contexts):
 
 
 def test_ids_are_sequential(final):
-    assert [e.id for e in final.evidence] == [f"E{i:06d}" for i in range(1, len(final.evidence) + 1)]
+    assert [e.id for e in final.evidence] == [
+        f"E{i:06d}" for i in range(1, len(final.evidence) + 1)
+    ]
     assert [n.id for n in final.notes] == [f"N{i:06d}" for i in range(1, len(final.notes) + 1)]
     actions = [e.budget.action for e in final.evidence if e.budget.action is not None]
     assert actions == [f"B{i:06d}" for i in range(1, len(actions) + 1)]
@@ -92,7 +101,8 @@ def test_selected_hypothesis_is_open_and_owes_an_assessment_for_its_last_result(
 def test_settled_results_were_assessed_by_their_collector(final):
     for e in final.evidence:
         assessed = [
-            entry for entry in final.hypothesis(e.collector).history
+            entry
+            for entry in final.hypothesis(e.collector).history
             if entry.kind == "assessment" and entry.evidence_refs == [e.id]
         ]
         assert len(assessed) == (1 if e.budget.status == "settled" else 0), e.id
@@ -109,9 +119,15 @@ def test_interrupted_before_any_diagnosis(contexts):
 
 
 def test_several_hypotheses_wait_on_unsettled_results_at_once(contexts):
-    most = max(len({e.collector for e in c.state.evidence if e.budget.status == "unsettled"}) for c in contexts)
+    most = max(
+        len({e.collector for e in c.state.evidence if e.budget.status == "unsettled"})
+        for c in contexts
+    )
     assert most >= 2
-    assert len({e.collector for e in contexts[-1].state.evidence if e.budget.status == "unsettled"}) >= 2
+    assert (
+        len({e.collector for e in contexts[-1].state.evidence if e.budget.status == "unsettled"})
+        >= 2
+    )
 
 
 def test_not_retained_payload_is_null_not_empty(final):
@@ -121,8 +137,10 @@ def test_not_retained_payload_is_null_not_empty(final):
 
 
 def test_real_empty_result(final):
-    assert any(isinstance(e.payload, RowsPayload) and e.payload.rows == [] and e.capture.item_count == 0
-               for e in final.evidence)
+    assert any(
+        isinstance(e.payload, RowsPayload) and e.payload.rows == [] and e.capture.item_count == 0
+        for e in final.evidence
+    )
 
 
 def test_identical_payloads_captured_twice(final):
@@ -134,25 +152,43 @@ def test_identical_payloads_captured_twice(final):
 
 
 def test_truncated_result_paged_to_eof(final):
-    firsts = [e for e in final.evidence
-              if e.capture.page == 1 and e.capture.truncated and e.capture.next_cursor and e.capture.eof is False]
+    firsts = [
+        e
+        for e in final.evidence
+        if e.capture.page == 1
+        and e.capture.truncated
+        and e.capture.next_cursor
+        and e.capture.eof is False
+    ]
     assert firsts
     first = firsts[0]
-    assert any(e.capture.query == first.capture.query and e.capture.page == 2 and e.capture.eof is True
-               and e.capture.next_cursor is None and e.collector == first.collector for e in final.evidence)
+    assert any(
+        e.capture.query == first.capture.query
+        and e.capture.page == 2
+        and e.capture.eof is True
+        and e.capture.next_cursor is None
+        and e.collector == first.collector
+        for e in final.evidence
+    )
 
 
 def test_backtick_runs_in_text_payloads(final):
     texts = [e.payload.text for e in final.evidence if isinstance(e.payload, TextPayload)]
     assert any("````" in t for t in texts)
-    code = [e.payload.text for e in final.evidence if e.scope == "code" and isinstance(e.payload, TextPayload)]
+    code = [
+        e.payload.text
+        for e in final.evidence
+        if e.scope == "code" and isinstance(e.payload, TextPayload)
+    ]
     assert any("```" in t for t in code)
 
 
 def test_scopes_languages_and_origins(final):
     scopes = {e.scope for e in final.evidence}
     assert scopes == {"query_result", "log", "code", "metric", "document", "feedback"}
-    code_langs = {e.payload.language for e in final.evidence if e.scope == "code" and e.payload is not None}
+    code_langs = {
+        e.payload.language for e in final.evidence if e.scope == "code" and e.payload is not None
+    }
     assert {"python", "go", "yaml"} <= code_langs
     assert any(e.scope == "log" and e.payload.language == "log" for e in final.evidence)
     assert all(isinstance(e.payload, RowsPayload) for e in final.evidence if e.scope == "metric")
@@ -161,13 +197,23 @@ def test_scopes_languages_and_origins(final):
     assert any(e.capture.origin.startswith("review:") for e in feedback)
     origins = {e.capture.origin.split(":")[0] for e in final.evidence}
     assert {"loki", "postgres", "prometheus", "github"} <= origins
-    sql = [e for e in final.evidence if e.capture.origin.startswith("postgres:") and e.capture.query]
+    sql = [
+        e for e in final.evidence if e.capture.origin.startswith("postgres:") and e.capture.query
+    ]
     assert sql and all(e.capture.query.lstrip().upper().startswith("SELECT") for e in sql)
-    assert all(e.capture.coverage for e in final.evidence if e.scope in {"query_result", "log", "metric"})
+    assert all(
+        e.capture.coverage for e in final.evidence if e.scope in {"query_result", "log", "metric"}
+    )
 
 
 def test_rows_carry_every_scalar_kind(final):
-    cells = [c for e in final.evidence if isinstance(e.payload, RowsPayload) for row in e.payload.rows for c in row]
+    cells = [
+        c
+        for e in final.evidence
+        if isinstance(e.payload, RowsPayload)
+        for row in e.payload.rows
+        for c in row
+    ]
     kinds = {type(c) for c in cells}
     assert {type(None), bool, int, float, str} <= kinds
 
@@ -195,7 +241,12 @@ def test_recorded_render_matches_encoder(contexts):
 def test_rebuild_reproduces_committed_bytes(tmp_path):
     # A different hash seed than this process: the builder must not depend on set or dict order.
     env = dict(os.environ, PYTHONHASHSEED="1717")
-    subprocess.run([sys.executable, str(RUN / "build.py"), str(tmp_path)], check=True, capture_output=True, env=env)
+    subprocess.run(
+        [sys.executable, str(RUN / "build.py"), str(tmp_path)],
+        check=True,
+        capture_output=True,
+        env=env,
+    )
     rebuilt = sorted(tmp_path.glob("*.json"))
     assert [p.name for p in rebuilt] == [p.name for p in FILES]
     for committed, fresh in zip(FILES, rebuilt):

@@ -10,11 +10,10 @@ tests/README.md for the mutation check.
 from __future__ import annotations
 
 import pytest
-
-from workingset.encoders import ENCODERS
-
 from conftest import VERSIONS
 from frozen.corpus import ADD_COMMAND, HASHES, cases, committed, hash_line
+
+from workingset.encoders import ENCODERS
 
 
 def test_every_committed_version_is_registered():
@@ -30,6 +29,10 @@ def test_version_renders_the_corpus_as_frozen(version: int):
             f"`{ADD_COMMAND.format(n=version)}`, review the diff and commit it"
         )
     corpus = cases()
-    assert sorted(lines) == sorted(case.name for case in corpus), "the corpus and hashes.txt name different states"
+    assert sorted(lines) == sorted(case.name for case in corpus), (
+        "the corpus and hashes.txt name different states"
+    )
     changed = [case.name for case in corpus if hash_line(case, version) != lines[case.name]]
-    assert not changed, f"v{version} output changed on {len(changed)} of {len(corpus)} states: {', '.join(changed[:20])}"
+    assert not changed, (
+        f"v{version} output changed on {len(changed)} of {len(corpus)} states: {', '.join(changed[:20])}"
+    )

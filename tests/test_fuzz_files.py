@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 
 import msgspec
+from factory import sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workingset.cli.commands import main
 from workingset.runs.layout import make_stored_context
-
-from factory import sample_state
 
 VALID = msgspec.to_builtins(make_stored_context("sample-r0001", "v8", "H1", sample_state()))
 GARBAGE = st.one_of(
@@ -61,11 +60,18 @@ def damaged(draw):
     return raw
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(raw=damaged())
 def test_damaged_stored_contexts_never_crash(tmp_path_factory, raw):
     folder = tmp_path_factory.mktemp("fuzz")
     (folder / "sample-r0001.json").write_bytes(raw)
-    for args in (["render", str(folder / "sample-r0001.json"), "--json"], ["verify", str(folder), "--json"]):
+    for args in (
+        ["render", str(folder / "sample-r0001.json"), "--json"],
+        ["verify", str(folder), "--json"],
+    ):
         code = main(args)  # an exception here is the bug this test exists to find
         assert code in (0, 2)

@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from conftest import invoke
+
 from workingset.importers import folder as folder_module
 from workingset.importers.folder import find_sources, import_folder, run_name
 
@@ -27,7 +27,9 @@ def _folder(root: Path, bad: bool = True) -> Path:
     (src / "instances" / "mini" / "mini.patch").write_text("diff\n", encoding="utf-8")
     shutil.copy(SWE, src / "pydicom.traj")
     shutil.copytree(OPENHANDS, src / "zz-conversations" / "astropy")
-    (src / "preds.json").write_text('{"x": {"model_patch": ""}}', encoding="utf-8")  # no trajectory: passed over
+    (src / "preds.json").write_text(
+        '{"x": {"model_patch": ""}}', encoding="utf-8"
+    )  # no trajectory: passed over
     (src / "run.log").write_text("log\n", encoding="utf-8")
     if bad:
         (src / "broken.traj").write_text('{"trajectory": [', encoding="utf-8")
@@ -56,22 +58,31 @@ def test_a_folder_of_every_format_imports_each_run_and_reports_the_bad_file(tmp_
     for name in GOOD:
         check = invoke("verify", str(out / name), "--json")
         assert check.exit_code == 0, check.output
-        assert {c["request_id"].rsplit("-r", 1)[0] for c in _json(check)["contexts"]} == {name}  # the name is the analysis ID
+        assert {c["request_id"].rsplit("-r", 1)[0] for c in _json(check)["contexts"]} == {
+            name
+        }  # the name is the analysis ID
 
 
 def test_the_runs_are_those_a_single_import_writes(tmp_path: Path):
     src, out = _folder(tmp_path, bad=False), tmp_path / "runs"
     assert invoke("import", str(src), "--out", str(out)).exit_code == 0
-    one = invoke("import", "swe-agent", str(SWE), "--out", str(tmp_path / "one"), "--analysis", "pydicom")
+    one = invoke(
+        "import", "swe-agent", str(SWE), "--out", str(tmp_path / "one"), "--analysis", "pydicom"
+    )
     assert one.exit_code == 0, one.output
-    assert (out / "pydicom" / "run.json").read_bytes() == (tmp_path / "one" / "run.json").read_bytes()
+    assert (out / "pydicom" / "run.json").read_bytes() == (
+        tmp_path / "one" / "run.json"
+    ).read_bytes()
 
 
 def test_a_rerun_skips_what_is_imported_and_exits_0_when_nothing_failed(tmp_path: Path):
     src, out = _folder(tmp_path, bad=False), tmp_path / "runs"
     first = invoke("import", str(src), "--out", str(out))
     assert first.exit_code == 0, first.output
-    assert first.stdout.splitlines()[-1] == f"3 imported, 0 skipped, 0 failed of 3 trajectories in {src}"
+    assert (
+        first.stdout.splitlines()[-1]
+        == f"3 imported, 0 skipped, 0 failed of 3 trajectories in {src}"
+    )
     before = {p: p.stat().st_mtime_ns for p in out.rglob("*")}
     again = invoke("import", str(src), "--out", str(out), "--json")
     assert again.exit_code == 0, again.output
@@ -97,7 +108,9 @@ def test_an_interrupted_import_leaves_no_run_and_is_redone(tmp_path: Path, monke
     with pytest.raises(KeyboardInterrupt):
         import_folder(src, out)
     assert calls[1].name.startswith(".pydicom.") and calls[1].name.endswith(".partial")
-    assert sorted(p.name for p in out.iterdir()) == ["mini"]  # the partial directory went with the interruption
+    assert sorted(p.name for p in out.iterdir()) == [
+        "mini"
+    ]  # the partial directory went with the interruption
     # A killed process leaves its partial directory; it is not a run, so the next import redoes the run.
     stale = out / ".pydicom.1-0.partial"
     stale.mkdir()
@@ -117,7 +130,9 @@ def test_an_empty_run_directory_is_filled_and_a_file_in_the_way_fails(tmp_path: 
     assert result.exit_code == 2
     summary = _json(result)
     assert [r["name"] for r in summary["imported"]] == ["mini", "astropy"]
-    assert [(f["source"], f["code"]) for f in summary["failed"]] == [(str(src / "pydicom.traj"), "not_a_directory")]
+    assert [(f["source"], f["code"]) for f in summary["failed"]] == [
+        (str(src / "pydicom.traj"), "not_a_directory")
+    ]
     assert (out / "pydicom").read_text(encoding="utf-8") == "not a directory"
 
 
@@ -164,7 +179,9 @@ def test_usage_errors_change_nothing(tmp_path: Path, args, needle):
     assert not out.exists()
 
 
-@pytest.mark.parametrize(("source", "fmt"), [(SWE, "swe-agent"), (MINI, "mini-swe-agent"), (OPENHANDS, "openhands")])
+@pytest.mark.parametrize(
+    ("source", "fmt"), [(SWE, "swe-agent"), (MINI, "mini-swe-agent"), (OPENHANDS, "openhands")]
+)
 def test_format_auto_tells_one_trajectory_by_its_shape(tmp_path: Path, source: Path, fmt: str):
     result = invoke("import", "auto", str(source), "--out", str(tmp_path / "r"), "--json")
     assert result.exit_code == 0, result.output
@@ -177,7 +194,11 @@ def test_format_auto_on_a_folder_or_a_file_of_no_shape(tmp_path: Path):
     plain = tmp_path / "notes.json"
     plain.write_text('{"x": 1}', encoding="utf-8")
     result = invoke("import", "auto", str(plain), "--out", str(tmp_path / "r"))
-    assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ") and "not a trajectory" in result.stderr
+    assert (
+        result.exit_code == 2
+        and result.stderr.startswith("error: invalid_file: ")
+        and "not a trajectory" in result.stderr
+    )
     v0 = tmp_path / "traj_v0.json"
     v0.write_text('[{"action": "run", "args": {}}]', encoding="utf-8")
     result = invoke("import", "auto", str(v0), "--out", str(tmp_path / "r"))

@@ -14,22 +14,21 @@ import tarfile
 from pathlib import Path
 
 import pytest
+import test_render_properties as props
+from conftest import BUG17, CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
+from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from workingset import importers
 from workingset.encoders import get_encoder
-from workingset.model.hashing import content_hash
 from workingset.importers import import_trajectory, write_import
 from workingset.importers._stream import StreamingRender
+from workingset.model.hashing import content_hash
 from workingset.model.state import Case, EvidenceBudget, HistoryEntry, Note, State, validate_state
-from workingset.runs.runfile import common_prefix
 from workingset.runs.layout import read_run
-
-import test_render_properties as props
-from conftest import BUG17, CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
-from factory import evidence, sample_state
+from workingset.runs.runfile import common_prefix
 
 DATA = Path(__file__).resolve().parent / "data"
 EXCERPTS = {
@@ -49,7 +48,9 @@ def assert_streams_like_render(states: list[tuple[State, str]], encoder: str = "
     for i, (state, hypothesis) in enumerate(states):
         out = enc.render(state, hypothesis)
         got = stream(state, hypothesis)
-        assert (got.chars, got.hash) == (out.chars, out.hash), f"state {i + 1} of {len(states)}, {hypothesis}"
+        assert (got.chars, got.hash) == (out.chars, out.hash), (
+            f"state {i + 1} of {len(states)}, {hypothesis}"
+        )
 
 
 @pytest.mark.parametrize("name", list(EXCERPTS))
@@ -101,12 +102,16 @@ def test_write_import_renders_each_block_once_not_once_per_state(monkeypatch, tm
     assert_streams_like_render([(s, "H1") for s in im.states])
     enc, calls = get_encoder("v7"), []
     block = enc.cached_block
-    monkeypatch.setattr(enc, "cached_block", lambda ev, view: calls.append(ev.id) or block(ev, view))
+    monkeypatch.setattr(
+        enc, "cached_block", lambda ev, view: calls.append(ev.id) or block(ev, view)
+    )
     write_import(im, tmp_path / "run")
     items = len(im.states[-1].evidence)
     # Each item once, and the one whose budget settles at the next step once more.
     assert len(calls) <= items + len(im.states)
-    assert sum(len(s.evidence) for s in im.states) > items + len(im.states)  # a full render per state would exceed it
+    assert sum(len(s.evidence) for s in im.states) > items + len(
+        im.states
+    )  # a full render per state would exceed it
 
 
 def test_write_import_pauses_the_collector_and_restores_it(monkeypatch, tmp_path: Path):
@@ -143,26 +148,59 @@ def runs(draw) -> list[tuple[State, str]]:
         for _ in range(draw(st.integers(0, 3))):
             n = draw(st.integers(10, 59).filter(lambda k: f"E{k:06d}" not in items))
             old = draw(st.sampled_from(sorted(items.values(), key=lambda e: e.id)))
-            payload = old.payload if draw(st.booleans()) else draw(props.payloads())  # a repeat makes a v5 reference
-            items[f"E{n:06d}"] = evidence(n, draw(st.sampled_from(["H1", "H2", "H3"])), payload, query=draw(props.texts))
-        change = draw(st.sampled_from(["none", "settle", "payload", "capture", "remove", "case", "note", "history"]))
+            payload = (
+                old.payload if draw(st.booleans()) else draw(props.payloads())
+            )  # a repeat makes a v5 reference
+            items[f"E{n:06d}"] = evidence(
+                n, draw(st.sampled_from(["H1", "H2", "H3"])), payload, query=draw(props.texts)
+            )
+        change = draw(
+            st.sampled_from(
+                ["none", "settle", "payload", "capture", "remove", "case", "note", "history"]
+            )
+        )
         eid = draw(st.sampled_from(sorted(items)))
         ev = items[eid]
         if change == "settle":
-            items[eid] = replace(ev, budget=EvidenceBudget(action=ev.budget.action, status="settled", cost=1.5))
+            items[eid] = replace(
+                ev, budget=EvidenceBudget(action=ev.budget.action, status="settled", cost=1.5)
+            )
         elif change == "payload":
             payload = draw(props.payloads())
-            items[eid] = replace(ev, payload=payload, content_hash=None if payload is None else content_hash(payload))
+            items[eid] = replace(
+                ev, payload=payload, content_hash=None if payload is None else content_hash(payload)
+            )
         elif change == "capture":
             items[eid] = replace(ev, capture=replace(ev.capture, query=draw(props.texts)))
         elif change == "remove" and eid not in fixed:
             del items[eid]
         elif change == "case":
-            case = Case(title=draw(props.texts) or "t", statement=case.statement, opened_at=case.opened_at, entities=case.entities)
+            case = Case(
+                title=draw(props.texts) or "t",
+                statement=case.statement,
+                opened_at=case.opened_at,
+                entities=case.entities,
+            )
         elif change == "note":
-            notes.append(Note(id=f"N{len(notes) + 1:06d}", hypothesis="H2", kind="note", text=draw(props.texts), iteration=9))
+            notes.append(
+                Note(
+                    id=f"N{len(notes) + 1:06d}",
+                    hypothesis="H2",
+                    kind="note",
+                    text=draw(props.texts),
+                    iteration=9,
+                )
+            )
         elif change == "history":
-            history.append(HistoryEntry(iteration=9, kind="assessment", evidence_refs=["E000007"], verdict="neutral", text=draw(props.texts)))
+            history.append(
+                HistoryEntry(
+                    iteration=9,
+                    kind="assessment",
+                    evidence_refs=["E000007"],
+                    verdict="neutral",
+                    text=draw(props.texts),
+                )
+            )
         hypotheses = [replace(base.hypotheses[0], history=list(history)), *base.hypotheses[1:]]
         state = replace(base, iteration=base.iteration + step, case=case, evidence=list(items.values()), notes=list(notes),
                         hypotheses=hypotheses)  # fmt: skip

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from conftest import CORPUS, needs_corpus
+from conftest import CORPUS_SOURCES as SOURCES
 
 from workingset.errors import InvalidFile, UsageError
 from workingset.importers import FORMATS, import_trajectory, write_import
 from workingset.model.state import TextPayload
-
-from conftest import CORPUS, CORPUS_SOURCES as SOURCES, needs_corpus
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -61,9 +61,15 @@ def test_one_state_per_action_each_after_k_steps(imported, name):
         assert [e.budget.status for e in actions] == ["settled"] * (k - 1) + ["unsettled"]
         assessed = [r for r in h1.history if r.kind == "assessment"]
         assert [r.evidence_refs for r in assessed] == [[e.id] for e in actions[:-1]]
-        assert {r.verdict for r in assessed} <= {"neutral"} and {r.confidence for r in h1.history} == {None}
-        assert all(n.iteration <= k for n in state.notes) and all(e.iteration <= k for e in state.evidence)
-        assert [e.id for e in state.evidence] == [f"E{i:06d}" for i in range(1, len(state.evidence) + 1)]
+        assert {r.verdict for r in assessed} <= {"neutral"} and {
+            r.confidence for r in h1.history
+        } == {None}
+        assert all(n.iteration <= k for n in state.notes) and all(
+            e.iteration <= k for e in state.evidence
+        )
+        assert [e.id for e in state.evidence] == [
+            f"E{i:06d}" for i in range(1, len(state.evidence) + 1)
+        ]
 
 
 @needs_corpus
@@ -100,7 +106,10 @@ def test_mini_v2_tool_calls_exit_codes_and_submission(imported):
     calls = [m for m in raw["messages"] if m["role"] == "assistant"]
     tools = {m["tool_call_id"]: m for m in raw["messages"] if m["role"] == "tool"}
     actions = _actions(im)
-    assert im.analysis == "sqlfluff__sqlfluff-1625" and im.states[0].case.title == "sqlfluff__sqlfluff-1625"
+    assert (
+        im.analysis == "sqlfluff__sqlfluff-1625"
+        and im.states[0].case.title == "sqlfluff__sqlfluff-1625"
+    )
     for ev, msg in zip(actions, calls, strict=True):
         action = msg["extra"]["actions"][0]
         assert ev.capture.query == action["command"] and ev.capture.origin == "mini-swe-agent:bash"
@@ -108,14 +117,22 @@ def test_mini_v2_tool_calls_exit_codes_and_submission(imported):
         if tool is None:  # the submit call is answered by the exit message, the submission
             assert ev.payload.text == raw["messages"][-1]["content"] and ev.capture.coverage is None
             continue
-        assert ev.payload.text == tool["content"]  # what the model saw, <returncode> wrapper included
+        assert (
+            ev.payload.text == tool["content"]
+        )  # what the model saw, <returncode> wrapper included
         assert ev.capture.coverage == f"exit_code={tool['extra']['returncode']}"
         assert ev.capture.truncated is False
-    assert sum(e.budget.cost for e in actions) == pytest.approx(raw["info"]["model_stats"]["instance_cost"])
+    assert sum(e.budget.cost for e in actions) == pytest.approx(
+        raw["info"]["model_stats"]["instance_cost"]
+    )
     assert im.states[-1].budget.max_iterations == 250 and im.states[-1].budget.max_cost == 3.0
     assert im.states[0].case.opened_at == "2026-04-13T07:11:06.240646Z"
     task = raw["messages"][1]["content"]
-    assert task.startswith("<pr_description>\nConsider the following PR description:\n" + im.states[0].case.statement + "\n</pr_description>")
+    assert task.startswith(
+        "<pr_description>\nConsider the following PR description:\n"
+        + im.states[0].case.statement
+        + "\n</pr_description>"
+    )
 
 
 @needs_corpus
@@ -128,21 +145,34 @@ def test_mini_v1_text_actions_truncation_and_format_error(imported):
     replies = [(m, msgs[i + 1]) for i, m in enumerate(msgs) if m["role"] == "assistant"
                and len(re.findall(r"```bash\s*\n(.*?)\n```", m["content"], re.DOTALL)) == 1]  # fmt: skip
     for ev, (reply, answer) in zip(actions, replies, strict=True):
-        assert ev.capture.query == re.findall(r"```bash\s*\n(.*?)\n```", reply["content"], re.DOTALL)[0].strip()
+        assert (
+            ev.capture.query
+            == re.findall(r"```bash\s*\n(.*?)\n```", reply["content"], re.DOTALL)[0].strip()
+        )
         assert ev.payload.text == answer["content"]
     elided = [e.id for e in actions if "<elided_chars>" in e.payload.text]
     assert len(elided) == 5 and elided == [e.id for e in actions if e.capture.truncated]
     assert all(e.capture.truncated is False for e in actions[:-1] if e.id not in elided)
-    assert actions[-1].capture.truncated is None and actions[-1].payload.text.startswith("diff --git")
+    assert actions[-1].capture.truncated is None and actions[-1].payload.text.startswith(
+        "diff --git"
+    )
     [feedback] = [e for e in state.evidence if e.scope == "feedback"]
-    assert feedback.capture.origin == "mini-swe-agent:format_error" and feedback.capture.query is None
-    assert feedback.budget.status == "none" and feedback.payload.text.startswith("Please always provide EXACTLY ONE action")
-    assert any(n.text.count("```bash") == 2 for n in state.notes)  # the reply with two actions, whole
+    assert (
+        feedback.capture.origin == "mini-swe-agent:format_error" and feedback.capture.query is None
+    )
+    assert feedback.budget.status == "none" and feedback.payload.text.startswith(
+        "Please always provide EXACTLY ONE action"
+    )
+    assert any(
+        n.text.count("```bash") == 2 for n in state.notes
+    )  # the reply with two actions, whole
     assert state.budget.cost_used == pytest.approx(raw["info"]["model_stats"]["instance_cost"])
 
 
 @needs_corpus
-@pytest.mark.parametrize("name", ["openhands-v1-sonnet4-astropy-14309", "openhands-v1-sonnet4-matplotlib-24570"])
+@pytest.mark.parametrize(
+    "name", ["openhands-v1-sonnet4-astropy-14309", "openhands-v1-sonnet4-matplotlib-24570"]
+)
 def test_openhands_pairs_actions_with_observations(imported, name):
     im, events = imported[name], _events(name)
     answers = {e["action_id"]: e["observation"] for e in events if e["kind"] == "ObservationEvent"}
@@ -159,15 +189,24 @@ def test_openhands_pairs_actions_with_observations(imported, name):
         else:
             assert ev.capture.query == action["tool_call"]["function"]["arguments"]
         assert ev.capture.truncated is (True if "<response clipped><NOTE>" in text else None)
-        assert ev.captured_at == events[[e["id"] for e in events].index(action["id"])]["timestamp"] + "+02:00"
+        assert (
+            ev.captured_at
+            == events[[e["id"] for e in events].index(action["id"])]["timestamp"] + "+02:00"
+        )
     assert im.states[0].case.opened_at == events[0]["timestamp"] + "+02:00"
     assert im.trajectory.remarks[-1].startswith("Condensation")
     base = json.loads((CORPUS / name / "base_state.json").read_text())
     services = base["stats"]["service_to_metrics"]
     assert set(services) == {"default", "condenser"}  # the condenser's own model call counts too
-    assert im.states[-1].budget.cost_used == pytest.approx(sum(m["accumulated_cost"] for m in services.values()))
-    assert sum(e.budget.cost for e in actions) == pytest.approx(services["default"]["accumulated_cost"])
-    task = next(e for e in events if e["kind"] == "MessageEvent")["llm_message"]["content"][0]["text"]
+    assert im.states[-1].budget.cost_used == pytest.approx(
+        sum(m["accumulated_cost"] for m in services.values())
+    )
+    assert sum(e.budget.cost for e in actions) == pytest.approx(
+        services["default"]["accumulated_cost"]
+    )
+    task = next(e for e in events if e["kind"] == "MessageEvent")["llm_message"]["content"][0][
+        "text"
+    ]
     assert f"<issue_description>\n{im.states[0].case.statement}\n</issue_description>" in task
 
 
@@ -203,7 +242,10 @@ def test_write_import_refuses_a_directory_with_stored_contexts(imported, tmp_pat
     im = imported["sweagent-gpt4-pydicom-1458.traj"]
     paths = write_import(im, tmp_path / "run", layout="contexts")
     expected = [f"sweagent-gpt4-pydicom-1458-r{k:04d}.json" for k in range(1, 13)]
-    assert [p.name for p in paths] == ["fixed-prompt.json", *expected]  # the agent's fixed prompt goes with the run
+    assert [p.name for p in paths] == [
+        "fixed-prompt.json",
+        *expected,
+    ]  # the agent's fixed prompt goes with the run
     with pytest.raises(UsageError, match="already holds .json files"):
         write_import(im, tmp_path / "run")
     assert [p.name for p in write_import(im, tmp_path / "packed")] == ["run.json"]
@@ -243,12 +285,17 @@ def test_mini_2_3_excerpt_imports_each_call_with_its_output():
     actions = _actions(im)
     calls = [m for m in raw["messages"] if m["role"] == "assistant"]
     tools = {m["tool_call_id"]: m for m in raw["messages"] if m["role"] == "tool"}
-    assert [e.capture.query for e in actions] == [m["extra"]["actions"][0]["command"] for m in calls]
+    assert [e.capture.query for e in actions] == [
+        m["extra"]["actions"][0]["command"] for m in calls
+    ]
     for ev, msg in zip(actions[:-1], calls, strict=False):
         tool = tools[msg["tool_calls"][0]["id"]]
         assert ev.payload.text == tool["content"] and ev.capture.coverage == "exit_code=0"
     assert actions[-1].payload.text == raw["messages"][-1]["content"]  # the submission, from `exit`
-    assert im.trajectory.agent == "mini-swe-agent 2.3.0" and im.trajectory.model == "deepseek/deepseek-chat"
+    assert (
+        im.trajectory.agent == "mini-swe-agent 2.3.0"
+        and im.trajectory.model == "deepseek/deepseek-chat"
+    )
     assert im.trajectory.remarks == ()
 
 
@@ -259,21 +306,31 @@ def test_mini_reply_with_two_tool_calls_is_two_actions_each_with_its_output(tmp_
     tools = {m["tool_call_id"]: m for m in merged["messages"] if m["role"] == "tool"}
     im = import_trajectory("mini-swe-agent", _write(tmp_path, merged))
     actions = _actions(im)
-    assert len(im.states) == 3 and [e.capture.query for e in actions[:2]] == [first["command"], second["command"]]
+    assert len(im.states) == 3 and [e.capture.query for e in actions[:2]] == [
+        first["command"],
+        second["command"],
+    ]
     for ev, action in zip(actions[:2], (first, second), strict=True):
         tool = tools[action["tool_call_id"]]
         assert ev.payload.text == tool["content"]
         assert ev.capture.coverage == f"exit_code={tool['extra']['returncode']}"
     assert actions[0].captured_at != actions[1].captured_at  # each output's own arrival time
-    assert actions[0].budget.cost == pytest.approx(merged["messages"][2]["extra"]["cost"]) and actions[1].budget.cost == 0
+    assert (
+        actions[0].budget.cost == pytest.approx(merged["messages"][2]["extra"]["cost"])
+        and actions[1].budget.cost == 0
+    )
     assert len(im.states[-1].notes) == 2  # the merged reply's text once, the submit reply's once
-    assert im.states[-1].budget.cost_used == pytest.approx(sum(m["extra"]["cost"] for m in raw["messages"] if m["role"] == "assistant"))
+    assert im.states[-1].budget.cost_used == pytest.approx(
+        sum(m["extra"]["cost"] for m in raw["messages"] if m["role"] == "assistant")
+    )
 
 
 def test_mini_tool_answers_are_matched_by_call_id_not_position(tmp_path: Path):
     raw = _merge_replies(json.loads(MINI_23.read_text(encoding="utf-8")), 2, 4)
     reply = raw["messages"][2]
-    reply["extra"]["actions"] = reply["extra"]["actions"][::-1]  # parsed actions listed in the other order
+    reply["extra"]["actions"] = reply["extra"]["actions"][
+        ::-1
+    ]  # parsed actions listed in the other order
     tool_msgs = [m for m in raw["messages"] if m["role"] == "tool"]
     order = [m for m in raw["messages"] if m["role"] != "tool"]
     raw["messages"] = order[:3] + tool_msgs[::-1] + order[3:]  # and the answers too
@@ -295,9 +352,14 @@ def test_mini_submission_goes_to_the_call_that_submitted(tmp_path: Path):
     raw["messages"] = msgs[:4] + [reply, msgs[7]]
     im = import_trajectory("mini-swe-agent", _write(tmp_path, raw))
     actions = _actions(im)
-    assert [e.capture.query for e in actions[1:]] == [submit["extra"]["actions"][0]["command"], other["extra"]["actions"][0]["command"]]
+    assert [e.capture.query for e in actions[1:]] == [
+        submit["extra"]["actions"][0]["command"],
+        other["extra"]["actions"][0]["command"],
+    ]
     assert actions[1].payload.text == msgs[7]["content"]
-    assert actions[2].payload is None and actions[2].content_hash is None  # its output was never kept
+    assert (
+        actions[2].payload is None and actions[2].content_hash is None
+    )  # its output was never kept
 
 
 def test_mini_format_label_that_disagrees_with_the_messages_is_reported(tmp_path: Path):
@@ -306,8 +368,12 @@ def test_mini_format_label_that_disagrees_with_the_messages_is_reported(tmp_path
     raw["trajectory_format"] = "mini-swe-agent-1"  # as some 2.x builds label tool-call runs
     im = import_trajectory("mini-swe-agent", _write(tmp_path, raw))
     assert msgspec.json.encode(im.states) == msgspec.json.encode(right.states)
-    assert im.trajectory.remarks == ("trajectory_format 'mini-swe-agent-1' disagrees with the messages; read as tool calls, as the messages hold",)
-    raw["trajectory_format"] = "mini-swe-agent-2"  # a version this importer has not seen: read by shape
+    assert im.trajectory.remarks == (
+        "trajectory_format 'mini-swe-agent-1' disagrees with the messages; read as tool calls, as the messages hold",
+    )
+    raw["trajectory_format"] = (
+        "mini-swe-agent-2"  # a version this importer has not seen: read by shape
+    )
     assert len(import_trajectory("mini-swe-agent", _write(tmp_path, raw)).states) == 3
 
 
@@ -344,8 +410,15 @@ def test_swe_agent_1x_step_shape_reads_like_0x(tmp_path: Path):
     }  # fmt: skip
     im = import_trajectory("swe-agent", _write(tmp_path, raw, "x.traj"))
     [ev] = _actions(im)
-    assert ev.capture.query == "python reproduce.py" and ev.payload.text == "344" and ev.capture.origin == "swe-agent:bash"
-    assert im.states[0].case.statement == "TimeDelta rounds down" and im.trajectory.agent == "SWE-agent 1.0.1"
+    assert (
+        ev.capture.query == "python reproduce.py"
+        and ev.payload.text == "344"
+        and ev.capture.origin == "swe-agent:bash"
+    )
+    assert (
+        im.states[0].case.statement == "TimeDelta rounds down"
+        and im.trajectory.agent == "SWE-agent 1.0.1"
+    )
 
 
 # --- the agent's fixed prompt, kept with the run ---------------------------------------------------
@@ -356,14 +429,26 @@ def test_fixed_prompt_is_what_the_source_recorded(imported):
     swe = imported["sweagent-gpt4-pydicom-1458.traj"].trajectory
     raw = json.loads((CORPUS / "sweagent-gpt4-pydicom-1458.traj").read_bytes())["history"]
     assert swe.fixed_prompt.agent == "swe-agent" and swe.fixed_prompt.system == raw[0]["content"]
-    assert [(m.role, m.text) for m in swe.fixed_prompt.prefix] == [(m["role"], m["content"]) for m in raw[1:3]]  # demo, instance
+    assert [(m.role, m.text) for m in swe.fixed_prompt.prefix] == [
+        (m["role"], m["content"]) for m in raw[1:3]
+    ]  # demo, instance
     oh = imported["openhands-v1-sonnet4-astropy-14309"].trajectory.fixed_prompt
-    first = json.loads(sorted((CORPUS / "openhands-v1-sonnet4-astropy-14309" / "events").glob("*.json"))[0].read_bytes())
+    first = json.loads(
+        sorted((CORPUS / "openhands-v1-sonnet4-astropy-14309" / "events").glob("*.json"))[
+            0
+        ].read_bytes()
+    )
     assert oh.agent == "openhands" and oh.system == first["system_prompt"]["text"]
-    assert [t.name for t in oh.tools] == [t["function"]["name"] for t in first["tools"]] and len(oh.tools) == 7
+    assert [t.name for t in oh.tools] == [t["function"]["name"] for t in first["tools"]] and len(
+        oh.tools
+    ) == 7
     mini = imported["mini-v1-gemini3pro-pylint-6386.traj.json"].trajectory.fixed_prompt
-    msgs = json.loads((CORPUS / "mini-v1-gemini3pro-pylint-6386.traj.json").read_bytes())["messages"]
-    assert mini.system == msgs[0]["content"] and [m.text for m in mini.prefix] == [msgs[1]["content"]]
+    msgs = json.loads((CORPUS / "mini-v1-gemini3pro-pylint-6386.traj.json").read_bytes())[
+        "messages"
+    ]
+    assert mini.system == msgs[0]["content"] and [m.text for m in mini.prefix] == [
+        msgs[1]["content"]
+    ]
 
 
 @needs_corpus
@@ -382,7 +467,9 @@ def test_fixed_prompt_round_trips_through_the_run(imported, tmp_path: Path, layo
 def test_runs_without_a_fixed_prompt_read_as_none_and_a_damaged_one_fails(tmp_path: Path):
     from workingset.runs.layout import convert_run, read_fixed_prompt, read_run
 
-    fixture = Path(__file__).parent.parent / "fixtures" / "bug17"  # stored-context files, no fixed prompt
+    fixture = (
+        Path(__file__).parent.parent / "fixtures" / "bug17"
+    )  # stored-context files, no fixed prompt
     assert read_fixed_prompt(fixture) is None
     convert_run(fixture, tmp_path / "packed", "run")
     assert read_fixed_prompt(tmp_path / "packed") is None

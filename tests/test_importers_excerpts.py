@@ -65,7 +65,9 @@ def test_each_excerpt_imports_verifies_and_is_deterministic(source: Path, tmp_pa
     fmt, steps = EXCERPTS[source]
     im = import_trajectory(fmt, source)
     assert len(im.states) == steps and len(_actions(im)) == steps
-    assert msgspec.json.encode(import_trajectory(fmt, source).states) == msgspec.json.encode(im.states)
+    assert msgspec.json.encode(import_trajectory(fmt, source).states) == msgspec.json.encode(
+        im.states
+    )
     write_import(im, tmp_path / "run")
     verdicts = [verify_context(str(p), ctx) for p, ctx in read_run(tmp_path / "run")]
     assert [v.status for v in verdicts] == ["ok"] * steps
@@ -90,11 +92,16 @@ def test_swe_agent_1x_replay_config_gives_model_instance_and_limits(tmp_path: Pa
                                             "total_cost_limit": 0.0, "per_instance_call_limit": 75, "temperature": 0.0}},
         "problem_statement": {"type": "swe_bench", "id": "pydicom__pydicom-1458"},
     }  # fmt: skip
-    raw.update(environment="pydicom__pydicom-1458", replay_config=json.dumps(config))  # 1.x writes it as a JSON string
+    raw.update(
+        environment="pydicom__pydicom-1458", replay_config=json.dumps(config)
+    )  # 1.x writes it as a JSON string
     raw["info"]["swe_agent_version"] = "1.0.1"
     im = import_trajectory("swe-agent", _write(tmp_path, raw, "run.traj"))
     state = im.states[-1]
-    assert im.trajectory.model == "claude-3-7-sonnet-20250219" and state.case.entities[0].source == im.trajectory.model
+    assert (
+        im.trajectory.model == "claude-3-7-sonnet-20250219"
+        and state.case.entities[0].source == im.trajectory.model
+    )
     assert im.analysis == "pydicom__pydicom-1458" and state.case.title == "pydicom__pydicom-1458"
     assert state.budget.max_iterations == 75 and state.budget.max_cost == 2.5
     # No problem-statement ID: the environment names the instance; no call limit: the step count.
@@ -104,9 +111,15 @@ def test_swe_agent_1x_replay_config_gives_model_instance_and_limits(tmp_path: Pa
     im = import_trajectory("swe-agent", _write(tmp_path, raw, "run.traj"))
     assert im.analysis == "pydicom__pydicom-1458" and im.states[-1].budget.max_iterations == 5
     assert any("no call limit" in r for r in im.trajectory.remarks)
-    raw.update(replay_config="opaque replay config", environment="docker")  # not JSON; a deployment, not an instance
+    raw.update(
+        replay_config="opaque replay config", environment="docker"
+    )  # not JSON; a deployment, not an instance
     im = import_trajectory("swe-agent", _write(tmp_path, raw, "run.traj"))
-    assert im.analysis == "run" and im.trajectory.model is None and im.states[-1].budget.max_cost is None
+    assert (
+        im.analysis == "run"
+        and im.trajectory.model is None
+        and im.states[-1].budget.max_cost is None
+    )
     assert any(r.startswith("replay_config is not a JSON object") for r in im.trajectory.remarks)
 
 
@@ -126,10 +139,15 @@ def test_mini_2x_format_error_marked_in_the_file_without_the_reply(tmp_path: Pat
     raw["messages"].insert(4, error)  # after a tool answer, where the lost reply was
     im = import_trajectory("mini-swe-agent", _write(tmp_path, raw, "m.traj.json"))
     [feedback] = [e for e in im.states[-1].evidence if e.scope == "feedback"]
-    assert feedback.capture.origin == "mini-swe-agent:format_error" and feedback.payload.text == error["content"]
+    assert (
+        feedback.capture.origin == "mini-swe-agent:format_error"
+        and feedback.payload.text == error["content"]
+    )
     error["extra"]["interrupt_type"] = "UserInterruption"
     im = import_trajectory("mini-swe-agent", _write(tmp_path, raw, "m.traj.json"))
-    assert [e.capture.origin for e in im.states[-1].evidence if e.scope == "feedback"] == ["mini-swe-agent:user_interruption"]
+    assert [e.capture.origin for e in im.states[-1].evidence if e.scope == "feedback"] == [
+        "mini-swe-agent:user_interruption"
+    ]
 
 
 def test_openhands_excerpt_charges_calls_that_answer_no_action():
@@ -160,7 +178,10 @@ def test_openhands_without_metrics_or_base_state_says_costs_are_unknown(tmp_path
     assert im.states[0].case.opened_at.endswith("Z")
     (conv / "base_state.json").unlink()
     im = import_trajectory("openhands", conv)
-    assert any(r.startswith("no base_state.json") for r in im.trajectory.remarks) and im.trajectory.model is None
+    assert (
+        any(r.startswith("no base_state.json") for r in im.trajectory.remarks)
+        and im.trajectory.model is None
+    )
 
 
 def test_openhands_unfinished_conversation_is_flagged(tmp_path: Path):
@@ -169,20 +190,33 @@ def test_openhands_unfinished_conversation_is_flagged(tmp_path: Path):
     for p in (conv / "events").glob("event-0010[34]-*.json"):
         p.unlink()  # the finish action and its answer
     im = import_trajectory("openhands", conv)
-    assert "the conversation did not finish: no finish action, agent_status 'idle'" in im.trajectory.remarks
+    assert (
+        "the conversation did not finish: no finish action, agent_status 'idle'"
+        in im.trajectory.remarks
+    )
 
 
 def test_openhands_single_file_event_list_is_read_like_the_directory(tmp_path: Path):
     conv = import_trajectory("openhands", OPENHANDS)
-    events = [json.loads(p.read_text(encoding="utf-8")) for p in sorted((OPENHANDS / "events").glob("event-*.json"))]
+    events = [
+        json.loads(p.read_text(encoding="utf-8"))
+        for p in sorted((OPENHANDS / "events").glob("event-*.json"))
+    ]
     for event in events:  # the flattened tool_call of later SDK builds
         call = event.get("tool_call")
         if call:
-            event["tool_call"] = {"id": call["id"], "name": call["function"]["name"], "arguments": call["function"]["arguments"], "origin": "completion"}
+            event["tool_call"] = {
+                "id": call["id"],
+                "name": call["function"]["name"],
+                "arguments": call["function"]["arguments"],
+                "origin": "completion",
+            }
     im = import_trajectory("openhands", _write(tmp_path, events, "traj_astropy.json"))
     assert [e.capture.query for e in _actions(im)] == [e.capture.query for e in _actions(conv)]
     assert [e.payload for e in _actions(im)] == [e.payload for e in _actions(conv)]
-    assert im.analysis == "traj_astropy" and any(r.startswith("no base_state.json") for r in im.trajectory.remarks)
+    assert im.analysis == "traj_astropy" and any(
+        r.startswith("no base_state.json") for r in im.trajectory.remarks
+    )
 
 
 V0_EVENTS = [  # the shape of legacy OpenHands (V0) `traj_*.json` files
@@ -194,7 +228,9 @@ V0_EVENTS = [  # the shape of legacy OpenHands (V0) `traj_*.json` files
 
 @pytest.mark.parametrize("fmt", ["swe-agent", "mini-swe-agent", "openhands"])
 def test_openhands_v0_event_list_is_refused_saying_what_it_is(fmt: str, tmp_path: Path):
-    with pytest.raises(InvalidFile, match="an OpenHands V0 event list .*workingset reads OpenHands V1"):
+    with pytest.raises(
+        InvalidFile, match="an OpenHands V0 event list .*workingset reads OpenHands V1"
+    ):
         import_trajectory(fmt, _write(tmp_path, V0_EVENTS, "traj_x.json"))
 
 
@@ -205,7 +241,12 @@ def test_a_json_string_is_refused_saying_what_it_is(fmt: str, tmp_path: Path):
         import_trajectory(fmt, _write(tmp_path, log, "traj_x.json"))
 
 
-WRONG = [(src, fmt) for src, (right, _) in EXCERPTS.items() for fmt in ("swe-agent", "mini-swe-agent", "openhands") if fmt != right]
+WRONG = [
+    (src, fmt)
+    for src, (right, _) in EXCERPTS.items()
+    for fmt in ("swe-agent", "mini-swe-agent", "openhands")
+    if fmt != right
+]
 
 
 @pytest.mark.parametrize(("source", "fmt"), WRONG, ids=[f"{p.name}-as-{f}" for p, f in WRONG])
@@ -215,7 +256,11 @@ def test_a_wrong_format_names_the_right_one_in_every_direction(source: Path, fmt
         import_trajectory(fmt, source)
 
 
-@pytest.mark.parametrize("part", ["base_state.json", "events/event-00001-01e64b12-a4a2-4c9f-84a0-87bca8f989be.json"])
+@pytest.mark.parametrize(
+    "part", ["base_state.json", "events/event-00001-01e64b12-a4a2-4c9f-84a0-87bca8f989be.json"]
+)
 def test_a_part_of_an_openhands_conversation_says_to_give_the_directory(part: str):
-    with pytest.raises(InvalidFile, match="import the conversation directory with the format openhands"):
+    with pytest.raises(
+        InvalidFile, match="import the conversation directory with the format openhands"
+    ):
         import_trajectory("openhands", OPENHANDS / part)

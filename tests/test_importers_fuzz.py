@@ -18,12 +18,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_fuzz_files import paths
+from test_importers_excerpts import EXCERPTS, MINI_2X, OPENHANDS, SWE_0X
 
 from workingset.errors import InvalidFile, WorkingsetError
 from workingset.importers import import_trajectory
-
-from test_fuzz_files import paths
-from test_importers_excerpts import EXCERPTS, MINI_2X, OPENHANDS, SWE_0X
 
 
 def _set(value: Any, at: tuple, new: Any) -> Any:
@@ -109,7 +108,9 @@ def _target(file: Path) -> tuple:
         (SWE_0X, ("trajectory", 0, "observation"), 1e20, r"\$\.trajectory\[0\]\.observation"),
     ],
 )  # fmt: skip
-def test_the_crashes_of_the_adversarial_pass_are_invalid_file_naming_the_field(file, at, value, named):
+def test_the_crashes_of_the_adversarial_pass_are_invalid_file_naming_the_field(
+    file, at, value, named
+):
     target = _target(file)
     with pytest.raises(InvalidFile, match=named):
         _import_mutated(target, at, value)

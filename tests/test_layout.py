@@ -59,7 +59,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
         stack.append(node)
         for nxt in sorted(graph.get(node, ())):
             if state.get(nxt) == 1:
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (cycle := visit(nxt)):
                 return cycle
         stack.pop()
@@ -77,6 +77,7 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
 
     The package's own `__init__` (the public API) re-exports from everywhere, so it is left out.
     """
+
     def room(module: str) -> str:
         return ".".join(module.split(".")[:2])
 
@@ -85,7 +86,8 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
         if module == "workingset":
             continue
         rooms.setdefault(room(module), set()).update(
-            room(t) for t in targets if t != "workingset" and room(t) != room(module))
+            room(t) for t in targets if t != "workingset" and room(t) != room(module)
+        )
     return rooms
 
 
@@ -108,5 +110,7 @@ def test_no_import_cycle_between_top_level_packages():
 
 
 def test_workingset_has_about_a_dozen_top_level_entries():
-    entries = [p.name for p in ROOT.iterdir() if p.name not in ("__init__.py", "py.typed", "__pycache__")]
+    entries = [
+        p.name for p in ROOT.iterdir() if p.name not in ("__init__.py", "py.typed", "__pycache__")
+    ]
     assert len(entries) <= MAX_TOP_LEVEL, sorted(entries)

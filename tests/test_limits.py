@@ -9,19 +9,34 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from session_helpers import assess, decision, make_state, query, result, state_bytes
 from typer.testing import CliRunner
 
-from session_helpers import assess, decision, make_state, query, result, state_bytes
-from workingset.io import limits
 from workingset.cli.commands import app
 from workingset.errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
-from workingset.io.limits import MAX_COST, MAX_COUNT, Limits, check_json, duplicate_key, nesting_depth, read_bounded, skeleton
+from workingset.io import limits
+from workingset.io.limits import (
+    MAX_COST,
+    MAX_COUNT,
+    Limits,
+    check_json,
+    duplicate_key,
+    nesting_depth,
+    read_bounded,
+    skeleton,
+)
 from workingset.model.state import load_state, validate_state
 from workingset.session.investigation import Investigation
 
 # Strings that stress the byte scan: brackets, braces, colons, quotes and backslashes inside strings.
 tricky = st.text(alphabet='[]{}:,"\\ab\n\u00e9', max_size=8)
-scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=False, allow_infinity=False), tricky)
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    tricky,
+)
 values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(tricky, inner, max_size=4),
                       max_leaves=30)  # fmt: skip
 
@@ -86,7 +101,9 @@ def _json_path(path) -> str:
 @given(value=values, data=st.data())
 def test_a_repeated_key_is_found_with_its_path_and_none_otherwise(value, data):
     walk_max = limits._WALK_MAX
-    limits._WALK_MAX = data.draw(st.sampled_from([walk_max, 0]))  # both ways of counting the decoded keys
+    limits._WALK_MAX = data.draw(
+        st.sampled_from([walk_max, 0])
+    )  # both ways of counting the decoded keys
     try:
         assert duplicate_key(json.dumps(value).encode()) is None
         objects = [(p, o) for p, o in _objects(value) if o]
@@ -142,11 +159,16 @@ def test_reading_stops_one_byte_past_the_limit():
             return len(buf)
 
     with pytest.raises(DecisionRejected, match="more than 100 bytes") as e:
-        read_bounded(io.BufferedReader(Endless()), "decision", "<stdin>", Limits(max_decision_bytes=100))
+        read_bounded(
+            io.BufferedReader(Endless()), "decision", "<stdin>", Limits(max_decision_bytes=100)
+        )
     assert e.value.code == "too_large"
     with pytest.raises(TooLarge, match="more than 100 bytes"):
         read_bounded(io.BufferedReader(Endless()), "file", "f", Limits(max_file_bytes=100))
-    assert read_bounded(io.BytesIO(b"x" * 100), "decision", "<stdin>", Limits(max_decision_bytes=100)) == b"x" * 100
+    assert (
+        read_bounded(io.BytesIO(b"x" * 100), "decision", "<stdin>", Limits(max_decision_bytes=100))
+        == b"x" * 100
+    )
 
 
 def test_dev_zero_and_oversized_inputs_are_refused_at_once(tmp_path, monkeypatch):
@@ -154,7 +176,9 @@ def test_dev_zero_and_oversized_inputs_are_refused_at_once(tmp_path, monkeypatch
     monkeypatch.setenv("WORKINGSET_MAX_FILE_BYTES", "1000000")
     runner = CliRunner()
     huge = tmp_path / "huge.json"
-    with open(huge, "wb") as fh:  # sparse: 1 GB that takes no disk, and would take memory if read whole
+    with open(
+        huge, "wb"
+    ) as fh:  # sparse: 1 GB that takes no disk, and would take memory if read whole
         fh.truncate(1 << 30)
     res = runner.invoke(app, ["init", "--state", str(huge), "--json"])
     assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "too_large"
@@ -162,27 +186,41 @@ def test_dev_zero_and_oversized_inputs_are_refused_at_once(tmp_path, monkeypatch
     # A device is no file: refused before it is read (an endless stdin is `too_large`, below).
     res = runner.invoke(app, ["init", "--state", "/dev/zero", "--json"])
     error = json.loads(res.stdout)["error"]
-    assert res.exit_code == 2 and (error["code"], error["details"]["reason"]) == ("invalid_file", "not_regular_file")
+    assert res.exit_code == 2 and (error["code"], error["details"]["reason"]) == (
+        "invalid_file",
+        "not_regular_file",
+    )
     (tmp_path / "state.json").write_bytes(state_bytes())
     assert runner.invoke(app, ["init", "--state", str(tmp_path / "state.json")]).exit_code == 0
     runner.invoke(app, ["next", "--analysis", "demo"])
     monkeypatch.setenv("WORKINGSET_MAX_DECISION_BYTES", "100")
     big = json.dumps(decision(query("x" * 200)))
     for args, stdin in ((["-"], big), ([big], None)):
-        res = runner.invoke(app, ["submit", "--analysis", "demo", "--request", "demo-r0001", *args], input=stdin)
+        res = runner.invoke(
+            app, ["submit", "--analysis", "demo", "--request", "demo-r0001", *args], input=stdin
+        )
         assert res.exit_code == 2 and res.stderr.startswith("error: too_large: "), res.stderr
     import subprocess
     import sys
 
-    with open("/dev/zero", "rb") as zero:  # an endless stdin: read up to the limit + 1 byte, then refused
+    with open(
+        "/dev/zero", "rb"
+    ) as zero:  # an endless stdin: read up to the limit + 1 byte, then refused
         res = subprocess.run([sys.executable, "-m", "workingset.cli", "submit", "--analysis", "demo", "--request",
                               "demo-r0001", "-"], stdin=zero, capture_output=True, text=True, timeout=60)  # fmt: skip
-    assert res.returncode == 2 and res.stderr.startswith("error: too_large: the decision is more than 100 bytes")
+    assert res.returncode == 2 and res.stderr.startswith(
+        "error: too_large: the decision is more than 100 bytes"
+    )
     monkeypatch.setenv("WORKINGSET_MAX_DEPTH", "abc")
     res = runner.invoke(app, ["show", "--analysis", "demo"])
     assert res.exit_code == 0  # reading needs no input limits
-    res = runner.invoke(app, ["submit", "--analysis", "demo", "--request", "demo-r0001", "-"], input="{}")
-    assert res.exit_code == 2 and "error: usage_error: WORKINGSET_MAX_DEPTH must be an integer" in res.stderr
+    res = runner.invoke(
+        app, ["submit", "--analysis", "demo", "--request", "demo-r0001", "-"], input="{}"
+    )
+    assert (
+        res.exit_code == 2
+        and "error: usage_error: WORKINGSET_MAX_DEPTH must be an integer" in res.stderr
+    )
 
 
 # -- number ranges ---------------------------------------------------------------------------------
@@ -209,7 +247,9 @@ def _state(**changes):
 def test_every_count_and_cost_of_a_state_has_a_range(path, value):
     with pytest.raises(InvalidFile) as e:
         load_state(_state(**{path: value}))
-    assert e.value.details["path"] == "$." + ".".join(f"[{p}]" if p.isdigit() else p for p in path.split("__")).replace(".[", "[")
+    assert e.value.details["path"] == "$." + ".".join(
+        f"[{p}]" if p.isdigit() else p for p in path.split("__")
+    ).replace(".[", "[")
 
 
 def test_the_largest_counts_and_costs_are_accepted_and_a_turn_does_not_overflow(tmp_path):
@@ -224,7 +264,9 @@ def test_the_largest_counts_and_costs_are_accepted_and_a_turn_does_not_overflow(
         assert e.value.details["path"] == "$.cost"
         inv.record(applied.action, result(cost=0.0))
         req = inv.next_request("H1")
-        applied = inv.submit(req.request_id, decision(query(), assess(inv.state.pending_result("H1"))))
+        applied = inv.submit(
+            req.request_id, decision(query(), assess(inv.state.pending_result("H1")))
+        )
         assert applied.iteration == MAX_COUNT and applied.status == "completed"
         assert inv.show().state.budget.cost_used == MAX_COST
 
@@ -235,7 +277,9 @@ def test_costs_cannot_add_up_past_the_range(tmp_path):
         for cost, ok in ((1.7e308, False), (6e11, True), (6e11, False), (4e11, True)):
             req = inv.next_request()
             pending = inv.state.pending_result(req.hypothesis)
-            applied = inv.submit(req.request_id, decision(query(), assess(pending) if pending else None))
+            applied = inv.submit(
+                req.request_id, decision(query(), assess(pending) if pending else None)
+            )
             try:
                 inv.record(applied.action, result(cost=cost))
             except InvalidFile as err:
@@ -260,11 +304,15 @@ def test_numbers_of_states_and_results_built_in_python_are_checked_too(tmp_path)
         Investigation.create(tmp_path / "s.sqlite3", state)
     with Investigation.create(tmp_path / "s.sqlite3", state_bytes()) as inv:
         applied = inv.submit(inv.next_request().request_id, decision(query()))
-        for bad in (dict(result(), cost=math.inf), dict(result(), cost=-0.5), dict(result(), cost=2e12)):
+        for bad in (
+            dict(result(), cost=math.inf),
+            dict(result(), cost=-0.5),
+            dict(result(), cost=2e12),
+        ):
             with pytest.raises(InvalidFile):
                 inv.record(applied.action, bad)
         with pytest.raises(DecisionRejected) as e:
-            inv.submit("demo-r0002", "{\"next\": \"\ud800\"}")
+            inv.submit("demo-r0002", '{"next": "\ud800"}')
         assert e.value.code in ("malformed_json", "stale_request")
 
 
@@ -272,7 +320,9 @@ def test_numbers_of_states_and_results_built_in_python_are_checked_too(tmp_path)
 @pytest.mark.parametrize("flag", ["--cached-price", "--write-price"])
 def test_cache_prices_must_be_finite_and_in_range(flag, price):
     res = CliRunner().invoke(app, ["compare", "fixtures/bug17", flag, price])
-    assert res.exit_code == 2 and res.stderr.startswith(f"error: usage_error: {flag} must be a number from 0 to 1000")
+    assert res.exit_code == 2 and res.stderr.startswith(
+        f"error: usage_error: {flag} must be a number from 0 to 1000"
+    )
 
 
 def test_a_wrong_decision_code_does_not_depend_on_which_key_repeats(tmp_path):
@@ -295,7 +345,11 @@ def test_submit_inputs_that_crashed_the_cli_are_refused(tmp_path, monkeypatch):
     assert runner.invoke(app, ["next", "--analysis", "demo"]).exit_code == 0
     (tmp_path / "deep.json").write_bytes(b'{"next":' * 10_000 + b"1" + b"}" * 10_000)
     cases = [
-        ([str(tmp_path / "deep.json")], None, "schema_violation"),  # nested 10,000 deep, from a file
+        (
+            [str(tmp_path / "deep.json")],
+            None,
+            "schema_violation",
+        ),  # nested 10,000 deep, from a file
         (["-"], "[" * 100_000, "schema_violation"),  # from stdin
         (['{"next": "\udcff"}'], None, "malformed_json"),  # an argument that is not valid UTF-8
         (['{"next": "\ud800"}'], None, "malformed_json"),  # a lone surrogate
@@ -303,7 +357,11 @@ def test_submit_inputs_that_crashed_the_cli_are_refused(tmp_path, monkeypatch):
         (["\udcff.json"], None, "invalid_file"),  # a path that is not valid UTF-8
     ]
     for args, stdin, code in cases:
-        res = runner.invoke(app, ["submit", "--analysis", "demo", "--request", "demo-r0001", *args, "--json"], input=stdin)
+        res = runner.invoke(
+            app,
+            ["submit", "--analysis", "demo", "--request", "demo-r0001", *args, "--json"],
+            input=stdin,
+        )
         assert res.exit_code == 2, (args[0][:20], res.exception)
         assert json.loads(res.stdout)["error"]["code"] == code, (args[0][:20], res.stdout)
 
@@ -314,7 +372,9 @@ def test_a_closed_stdin_is_a_usage_error(tmp_path):
 
     cmd = f'"{sys.executable}" -m workingset.cli submit --store "{tmp_path}/s.sqlite3" --analysis demo --request demo-r0001 - <&-'
     res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True)
-    assert res.returncode == 2 and res.stderr.startswith("error: usage_error: stdin is closed"), res.stderr
+    assert res.returncode == 2 and res.stderr.startswith("error: usage_error: stdin is closed"), (
+        res.stderr
+    )
 
 
 @pytest.mark.parametrize("costs", [(9e11, 9e11), (1e300,)])
@@ -322,7 +382,11 @@ def test_an_import_whose_costs_pass_the_cost_range_is_invalid_file(tmp_path, cos
     """Costs that add up past 1e12 (or one that alone does) refuse the trajectory, naming cost_used; no run is written."""
     from pathlib import Path
 
-    src = json.loads((Path(__file__).parent / "data" / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json").read_text())
+    src = json.loads(
+        (
+            Path(__file__).parent / "data" / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json"
+        ).read_text()
+    )
     replies = [m for m in src["messages"] if m["role"] == "assistant"]
     assert len(replies) >= len(costs)
     for msg in replies:
@@ -330,23 +394,45 @@ def test_an_import_whose_costs_pass_the_cost_range_is_invalid_file(tmp_path, cos
     for msg, cost in zip(replies, costs):
         msg["extra"]["cost"] = cost
     (tmp_path / "t.json").write_text(json.dumps(src))
-    res = CliRunner().invoke(app, ["import", "mini-swe-agent", str(tmp_path / "t.json"), "--out", str(tmp_path / "out"), "--json"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "import",
+            "mini-swe-agent",
+            str(tmp_path / "t.json"),
+            "--out",
+            str(tmp_path / "out"),
+            "--json",
+        ],
+    )
     assert res.exit_code == 2, res.exception
     error = json.loads(res.stdout)["error"]
-    assert error["code"] == "invalid_file" and "cost_used" in error["message"] and "1e+12" in error["message"]
+    assert (
+        error["code"] == "invalid_file"
+        and "cost_used" in error["message"]
+        and "1e+12" in error["message"]
+    )
     assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("fmt", ["swe-agent", "mini-swe-agent"])
 def test_importers_refuse_deep_and_repeated_keys_in_a_trajectory(tmp_path, fmt):
     runner = CliRunner()
-    cases = {"deep.json": b"[" * 100_000 + b"]" * 100_000, "repeat.json": b'{"messages": [], "messages": []}'}
+    cases = {
+        "deep.json": b"[" * 100_000 + b"]" * 100_000,
+        "repeat.json": b'{"messages": [], "messages": []}',
+    }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data)
-        res = runner.invoke(app, ["import", fmt, str(tmp_path / name), "--out", str(tmp_path / f"out-{name}"), "--json"])
+        res = runner.invoke(
+            app,
+            ["import", fmt, str(tmp_path / name), "--out", str(tmp_path / f"out-{name}"), "--json"],
+        )
         assert res.exit_code == 2, res.exception
         error = json.loads(res.stdout)["error"]
-        assert error["code"] == "invalid_file" and ("deeper than 64" in error["message"] or "twice" in error["message"])
+        assert error["code"] == "invalid_file" and (
+            "deeper than 64" in error["message"] or "twice" in error["message"]
+        )
         assert not (tmp_path / f"out-{name}").exists()
 
 
@@ -369,13 +455,18 @@ def test_replay_refuses_a_journal_line_nested_deep_or_giving_a_key_twice(tmp_pat
 def _kept_answers(store: str) -> list[bytes]:
     from store_sql import query as sql
 
-    return [row[0].encode() for row in sql(store, "SELECT data FROM events WHERE kind = 'answer' ORDER BY seq")]
+    return [
+        row[0].encode()
+        for row in sql(store, "SELECT data FROM events WHERE kind = 'answer' ORDER BY seq")
+    ]
 
 
 def _api_keeps(tmp_path, answer: bytes, env_limit: int | None) -> tuple[list[bytes], str]:
     lim = Limits(max_decision_bytes=env_limit) if env_limit else None
     store = str(tmp_path / "api.sqlite3")
-    with Investigation.create(store, state_bytes(), clock=lambda: "2026-06-10T21:00:00Z", limits=lim) as inv:
+    with Investigation.create(
+        store, state_bytes(), clock=lambda: "2026-06-10T21:00:00Z", limits=lim
+    ) as inv:
         rid = inv.next_request("H1").request_id
         with pytest.raises(DecisionRejected) as err:
             inv.submit(rid, answer)
@@ -383,11 +474,15 @@ def _api_keeps(tmp_path, answer: bytes, env_limit: int | None) -> tuple[list[byt
 
 
 @pytest.mark.parametrize("how", ["file", "stdin"])
-@pytest.mark.parametrize("env_limit", [None, 5000], ids=["default limit", "WORKINGSET_MAX_DECISION_BYTES"])
+@pytest.mark.parametrize(
+    "env_limit", [None, 5000], ids=["default limit", "WORKINGSET_MAX_DECISION_BYTES"]
+)
 def test_the_cli_keeps_a_too_large_answer_as_the_api_does(tmp_path, monkeypatch, how, env_limit):
     from os_helpers import cli_process
 
-    answer = json.dumps(decision(query("x" * 2_000_000 if env_limit is None else "y" * 9000))).encode()
+    answer = json.dumps(
+        decision(query("x" * 2_000_000 if env_limit is None else "y" * 9000))
+    ).encode()
     kept, message = _api_keeps(tmp_path, answer, env_limit)
     event = json.loads(kept[0])
     limit = env_limit or limits.MiB
@@ -409,6 +504,11 @@ def test_the_cli_keeps_a_too_large_answer_as_the_api_does(tmp_path, monkeypatch,
         with open(tmp_path / "answer.json", "rb") as fh:
             res = cli_process(*args, "-", stdin=fh.fileno(), env=env)
     assert res.code == 2 and json.loads(res.out)["error"] == {
-        "code": "too_large", "message": message, "details": {"path": "$", "limit": limit, "setting": "WORKINGSET_MAX_DECISION_BYTES"}}
+        "code": "too_large",
+        "message": message,
+        "details": {"path": "$", "limit": limit, "setting": "WORKINGSET_MAX_DECISION_BYTES"},
+    }
     got = [json.loads(x) for x in _kept_answers(store)]
-    assert got == [event]  # the same head, size, code, message and details (the time is the clock's)
+    assert got == [
+        event
+    ]  # the same head, size, code, message and details (the time is the clock's)

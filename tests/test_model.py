@@ -6,13 +6,12 @@ import json
 
 import msgspec
 import pytest
+from factory import sample_state
 
 from workingset.cli.commands import main
 from workingset.model.hashing import canonical_json, content_hash
 from workingset.model.state import load_state, load_state_or_context
 from workingset.runs.layout import make_stored_context
-
-from factory import sample_state
 
 
 def stored() -> dict:
@@ -34,24 +33,79 @@ CASES = [
     # (what, JSON path to change, new value, path expected in the error)
     ("unknown key", "state.case.titel", "typo", "$.state.case"),
     ("naive timestamp", "state.case.opened_at", "2026-06-10T20:15:00", "$.state.case.opened_at"),
-    ("impossible date", "state.evidence.0.captured_at", "2026-02-30T20:15:00Z", "$.state.evidence[0].captured_at"),
+    (
+        "impossible date",
+        "state.evidence.0.captured_at",
+        "2026-02-30T20:15:00Z",
+        "$.state.evidence[0].captured_at",
+    ),
     ("malformed hypothesis ID", "state.hypotheses.1.id", "h2", "$.state.hypotheses[1].id"),
     ("malformed evidence ID", "state.evidence.0.id", "E12", "$.state.evidence[0].id"),
     ("malformed analysis ID", "state.analysis_id", "Bug 17", "$.state.analysis_id"),
     ("dangling collector", "state.evidence.2.collector", "H7", "$.state.evidence[2].collector"),
-    ("dangling previous result", "state.hypotheses.0.control.previous_result", "E000099", "$.state.hypotheses[0].control.previous_result"),
-    ("dangling history reference", "state.hypotheses.0.history.0.evidence_refs", ["E000404"], "$.state.hypotheses[0].history[0].evidence_refs[0]"),
+    (
+        "dangling previous result",
+        "state.hypotheses.0.control.previous_result",
+        "E000099",
+        "$.state.hypotheses[0].control.previous_result",
+    ),
+    (
+        "dangling history reference",
+        "state.hypotheses.0.history.0.evidence_refs",
+        ["E000404"],
+        "$.state.hypotheses[0].history[0].evidence_refs[0]",
+    ),
     ("dangling note hypothesis", "state.notes.1.hypothesis", "H8", "$.state.notes[1].hypothesis"),
-    ("dangling recall ID", "state.recall.H1.evidence_refs", ["E000002", "E000777"], "$.state.recall.H1.evidence_refs[1]"),
-    ("recall of five", "state.recall.H1.evidence_refs", ["E000001", "E000002", "E000003", "E000004", "E000006"], "$.state.recall.H1.evidence_refs"),
+    (
+        "dangling recall ID",
+        "state.recall.H1.evidence_refs",
+        ["E000002", "E000777"],
+        "$.state.recall.H1.evidence_refs[1]",
+    ),
+    (
+        "recall of five",
+        "state.recall.H1.evidence_refs",
+        ["E000001", "E000002", "E000003", "E000004", "E000006"],
+        "$.state.recall.H1.evidence_refs",
+    ),
     ("empty recall", "state.recall.H1.evidence_refs", [], "$.state.recall.H1.evidence_refs"),
-    ("repeated recall ID", "state.recall.H1.evidence_refs", ["E000002", "E000002"], "$.state.recall.H1.evidence_refs[1]"),
-    ("recall of unknown hypothesis", "state.recall.H9", {"evidence_refs": ["E000001"], "iteration": 1}, "$.state.recall.H9"),
-    ("hash of another payload", "state.evidence.0.content_hash", content_hash({"kind": "text", "language": None, "text": ""}), "$.state.evidence[0].content_hash"),
-    ("hash without payload", "state.evidence.4.content_hash", "xxh3-128:" + "0" * 32, "$.state.evidence[4].content_hash"),
-    ("confidence above 1", "state.hypotheses.0.confidence", 1.5, "$.state.hypotheses[0].confidence"),
+    (
+        "repeated recall ID",
+        "state.recall.H1.evidence_refs",
+        ["E000002", "E000002"],
+        "$.state.recall.H1.evidence_refs[1]",
+    ),
+    (
+        "recall of unknown hypothesis",
+        "state.recall.H9",
+        {"evidence_refs": ["E000001"], "iteration": 1},
+        "$.state.recall.H9",
+    ),
+    (
+        "hash of another payload",
+        "state.evidence.0.content_hash",
+        content_hash({"kind": "text", "language": None, "text": ""}),
+        "$.state.evidence[0].content_hash",
+    ),
+    (
+        "hash without payload",
+        "state.evidence.4.content_hash",
+        "xxh3-128:" + "0" * 32,
+        "$.state.evidence[4].content_hash",
+    ),
+    (
+        "confidence above 1",
+        "state.hypotheses.0.confidence",
+        1.5,
+        "$.state.hypotheses[0].confidence",
+    ),
     ("unknown scope", "state.evidence.0.scope", "trace", "$.state.evidence[0].scope"),
-    ("unknown payload kind", "state.evidence.1.payload", {"kind": "html", "text": "x"}, "$.state.evidence[1].payload.kind"),
+    (
+        "unknown payload kind",
+        "state.evidence.1.payload",
+        {"kind": "html", "text": "x"},
+        "$.state.evidence[1].payload.kind",
+    ),
     ("wrong format tag", "format", "workingset/stored-context@2", "$.format"),
     ("selected hypothesis absent", "hypothesis", "H9", "$.hypothesis"),
     ("duplicate evidence ID", "state.evidence.1.id", "E000001", "$.state.evidence[1].id"),
@@ -90,7 +144,9 @@ def test_unparseable_files(tmp_path, capsys, raw, where):
 def test_integers_must_fit_in_64_bits():
     doc = stored()
     doc["state"]["evidence"][0]["payload"]["rows"][0][2] = 2**64
-    doc["state"]["evidence"][0]["content_hash"] = content_hash(doc["state"]["evidence"][0]["payload"])
+    doc["state"]["evidence"][0]["content_hash"] = content_hash(
+        doc["state"]["evidence"][0]["payload"]
+    )
     with pytest.raises(Exception) as err:
         load_state_or_context(msgspec.json.encode(doc))
     assert err.value.code == "invalid_file"
@@ -142,7 +198,9 @@ def test_lone_surrogates_are_invalid_even_in_states_built_in_python():
     assert err.value.code == "invalid_file" and err.value.details["path"] == "$.notes[0].text"
 
 
-@pytest.mark.parametrize("stamp", ["2026-06-10t20:15:00z", "2016-12-31T23:59:60Z", "2026-06-10T20:15:00.123456789+05:30"])
+@pytest.mark.parametrize(
+    "stamp", ["2026-06-10t20:15:00z", "2016-12-31T23:59:60Z", "2026-06-10T20:15:00.123456789+05:30"]
+)
 def test_rfc3339_forms_are_accepted_and_kept_verbatim(stamp):
     doc = stored()
     doc["state"]["case"]["opened_at"] = stamp

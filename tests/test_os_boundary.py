@@ -19,9 +19,17 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
-from os_helpers import HANG, can_mount_read_only, cli, cli_as_nobody, cli_process, cli_read_only, snapshot
+from os_helpers import (
+    HANG,
+    can_mount_read_only,
+    cli,
+    cli_as_nobody,
+    cli_process,
+    cli_read_only,
+    snapshot,
+)
 from session_helpers import answer_bytes, answer_events, db_dump, decision, query, state_bytes
+
 from workingset.io.files import write_new_files
 from workingset.session.investigation import Investigation
 
@@ -70,7 +78,9 @@ INPUT_REASONS = {
 
 
 @pytest.mark.parametrize("place", sorted(INPUT_REASONS))
-def test_an_input_that_is_not_a_readable_regular_file_is_invalid_file_with_its_reason(places, store, place):
+def test_an_input_that_is_not_a_readable_regular_file_is_invalid_file_with_its_reason(
+    places, store, place
+):
     """render FILE, init --state, submit FILE and record FILE (what could block runs in a subprocess with a timeout)."""
     path = places[place]
     run = cli_process if place in ("fifo", "dev-zero") else cli
@@ -105,7 +115,9 @@ def test_an_import_source_that_is_a_special_file_is_refused_without_blocking(tmp
     os.mkfifo(conversation / "event-00000-x.json")
     for fmt, source in (("mini-swe-agent", places["fifo"]), ("swe-agent", "/dev/zero"),
                         ("openhands", str(conversation.parent))):  # fmt: skip
-        res = cli_process("import", fmt, source, "--out", str(tmp_path / "run")).rejected("invalid_file")
+        res = cli_process("import", fmt, source, "--out", str(tmp_path / "run")).rejected(
+            "invalid_file"
+        )
         assert "not a regular file" in res.err
     assert not (tmp_path / "run").exists()
 
@@ -113,7 +125,9 @@ def test_an_import_source_that_is_a_special_file_is_refused_without_blocking(tmp
 def test_a_run_directory_with_a_special_file_or_no_access_is_invalid_file(tmp_path, places, store):
     run = tmp_path / "run"
     cli("export", "--analysis", "demo", "--store", store, "--out", run)
-    os.mkfifo(run / "zz.json")  # sorted last: a FIFO among good files is refused, not skipped or read
+    os.mkfifo(
+        run / "zz.json"
+    )  # sorted last: a FIFO among good files is refused, not skipped or read
     for command in ("verify", "compare"):
         res = cli_process(command, str(run), "--json", timeout=HANG).rejected("invalid_file")
         assert res.error["details"]["reason"] == "not_regular_file"
@@ -122,9 +136,14 @@ def test_a_run_directory_with_a_special_file_or_no_access_is_invalid_file(tmp_pa
             cli(command, places[place]).rejected("invalid_file")
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to drop to another user (as root, permissions do not apply)")
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="needs root to drop to another user (as root, permissions do not apply)",
+)
 def test_an_unreadable_directory_or_file_is_invalid_file_permission_denied(store):
-    base = Path(tempfile.mkdtemp(prefix="ws-perm-", dir="/tmp"))  # pytest's own temp root is closed to others
+    base = Path(
+        tempfile.mkdtemp(prefix="ws-perm-", dir="/tmp")
+    )  # pytest's own temp root is closed to others
     base.chmod(0o755)
     run = base / "run"
     assert cli("export", "--analysis", "demo", "--store", store, "--out", run).code == 0
@@ -150,7 +169,9 @@ OUT_CODES = {
 
 
 @pytest.mark.parametrize("place", sorted(OUT_CODES))
-def test_an_out_that_cannot_be_a_new_run_directory_is_refused_before_any_work(tmp_path, places, store, place):
+def test_an_out_that_cannot_be_a_new_run_directory_is_refused_before_any_work(
+    tmp_path, places, store, place
+):
     full = tmp_path / "full"
     full.mkdir()
     (full / "keep.json").write_text("mine")
@@ -158,10 +179,19 @@ def test_an_out_that_cannot_be_a_new_run_directory_is_refused_before_any_work(tm
                "under-a-file": str(tmp_path / "a-file" / "run")}  # fmt: skip
     out = special[place] if place in special else places[place]
     store_before = snapshot(store)
-    listing = lambda: sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm")))  # noqa: E731
-    before = listing()  # SQLite's side files of a reader may appear (see the README); the store itself is unchanged
-    res = cli("export", "--analysis", "demo", "--store", store, "--out", out, "--json").rejected(OUT_CODES[place])
-    assert out.startswith(res.error["details"].get("path", out))  # the path, or the part of it that failed
+
+    def listing():
+        return sorted(p.name for p in tmp_path.iterdir() if not p.name.endswith(("-wal", "-shm")))  # noqa: E731
+
+    before = (
+        listing()
+    )  # SQLite's side files of a reader may appear (see the README); the store itself is unchanged
+    res = cli("export", "--analysis", "demo", "--store", store, "--out", out, "--json").rejected(
+        OUT_CODES[place]
+    )
+    assert out.startswith(
+        res.error["details"].get("path", out)
+    )  # the path, or the part of it that failed
     traj = Path(__file__).parent / "data"
     source = next(p for p in sorted(traj.rglob("*.traj.json")))
     cli("import", "mini-swe-agent", source, "--out", out).rejected(OUT_CODES[place])
@@ -173,7 +203,10 @@ def test_a_failed_write_leaves_nothing_behind(tmp_path):
     root = tmp_path / "new" / "run"
     with pytest.raises(Exception) as info:
         write_new_files(root, [("a.json", b"1"), ("b.json", b"2"), (LONG + ".json", b"3")])
-    assert info.value.code == "invalid_path" and info.value.details["errno"] == errno.errorcode[errno.ENAMETOOLONG]
+    assert (
+        info.value.code == "invalid_path"
+        and info.value.details["errno"] == errno.errorcode[errno.ENAMETOOLONG]
+    )
     assert not (tmp_path / "new").exists()
     existing = tmp_path / "existing"
     existing.mkdir()
@@ -219,11 +252,16 @@ def test_a_store_that_is_a_special_file_is_store_corrupt_at_once(places, place):
 
 
 @pytest.mark.parametrize("url", ["mysql://db/x", "sqlite:///tmp/x.db", "HTTP://x"])
-def test_a_store_url_of_a_scheme_not_served_is_a_usage_error_and_creates_nothing(tmp_path, monkeypatch, url):
+def test_a_store_url_of_a_scheme_not_served_is_a_usage_error_and_creates_nothing(
+    tmp_path, monkeypatch, url
+):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "state.json").write_bytes(state_bytes())
     res = cli("init", "--state", "state.json", "--store", url, "--json").rejected("usage_error")
-    assert "not served" in res.error["message"] and res.error["details"]["served"] == ["postgresql", "postgres"]
+    assert "not served" in res.error["message"] and res.error["details"]["served"] == [
+        "postgresql",
+        "postgres",
+    ]
     cli("show", "--analysis", "demo", "--store", url).rejected("usage_error")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["state.json"]
     with pytest.raises(Exception) as info:
@@ -244,7 +282,16 @@ def test_an_id_argument_that_is_not_utf8_is_a_usage_error(store):
         assert "not valid UTF-8" in res.error["message"]
     assert snapshot(store) == before
     logical = db_dump(str(store), answers=False)
-    res = cli_process("submit", "--analysis", "demo", "--request", "demo-r0002", b'{"next": "\xff"}', "--store", str(store))
+    res = cli_process(
+        "submit",
+        "--analysis",
+        "demo",
+        "--request",
+        "demo-r0002",
+        b'{"next": "\xff"}',
+        "--store",
+        str(store),
+    )
     res.rejected("malformed_json")
     # A rejected answer changes nothing but the answers log, which keeps it as received.
     assert db_dump(str(store), answers=False) == logical
@@ -264,14 +311,19 @@ def test_closed_standard_streams_and_a_broken_pipe_are_codes(store):
     before = snapshot(store)
     cli_process("submit", "--analysis", "demo", "--request", "demo-r0002", "-", "--store", str(store),
                 close_fds=(0,)).rejected("usage_error")  # fmt: skip
-    cli_process("pause", "--analysis", "demo", "--store", str(store), close_fds=(1,)).rejected("io_error")
+    cli_process("pause", "--analysis", "demo", "--store", str(store), close_fds=(1,)).rejected(
+        "io_error"
+    )
     assert snapshot(store) == before  # a closed stdout is found before the command changes anything
     proc = subprocess.Popen([sys.executable, "-c",
                              "from workingset.cli.commands import run; run()", "show", "--analysis", "demo", "--store", str(store),
                              "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
     proc.stdout.close()  # the reader goes away before the answer is written
     err = proc.stderr.read().decode()
-    assert proc.wait(timeout=60) == 2 and err == "error: io_error: stdout was closed before all of the output was written\n"
+    assert (
+        proc.wait(timeout=60) == 2
+        and err == "error: io_error: stdout was closed before all of the output was written\n"
+    )
 
 
 # -- read-only media ---------------------------------------------------------------------------------
@@ -280,7 +332,9 @@ def test_closed_standard_streams_and_a_broken_pipe_are_codes(store):
 def test_read_only_commands_never_write_the_store(tmp_path, store):
     before = snapshot(store)
     assert cli("show", "--analysis", "demo", "--store", store, "--json").code == 0
-    assert cli("export", "--analysis", "demo", "--store", store, "--out", tmp_path / "run").code == 0
+    assert (
+        cli("export", "--analysis", "demo", "--store", store, "--out", tmp_path / "run").code == 0
+    )
     assert snapshot(store) == before
     empty = tmp_path / "empty.sqlite3"
     empty.write_bytes(b"")
@@ -288,7 +342,9 @@ def test_read_only_commands_never_write_the_store(tmp_path, store):
         extra = ["--out", str(tmp_path / "e")] if verb == "export" else []
         cli(verb, "--analysis", "demo", "--store", empty, *extra).rejected("unknown_analysis")
     assert empty.read_bytes() == b"" and not (tmp_path / "e").exists()
-    blank = tmp_path / "blank.sqlite3"  # a SQLite database with no tables: not ours to write a schema into
+    blank = (
+        tmp_path / "blank.sqlite3"
+    )  # a SQLite database with no tables: not ours to write a schema into
     conn = sqlite3.connect(blank)
     conn.execute("CREATE TABLE t (x)")
     conn.execute("DROP TABLE t")
@@ -310,16 +366,26 @@ def test_show_and_export_work_on_a_read_only_mount(tmp_path, store):
         pytest.skip("cannot bind-mount read-only here (needs root, unshare and mount)")
     src, mnt = tmp_path / "media", tmp_path / "mnt"
     src.mkdir()
-    shutil.copy(store, src / store.name)  # closed cleanly: no -wal or -shm beside it, as on a burnt medium
+    shutil.copy(
+        store, src / store.name
+    )  # closed cleanly: no -wal or -shm beside it, as on a burnt medium
     ro = str(mnt / store.name)
     res = cli_read_only(src, mnt, "show", "--analysis", "demo", "--store", ro, "--json")
     assert res.code == 0 and json.loads(res.out)["open_request"] == "demo-r0002", res.err
-    res = cli_read_only(src, mnt, "export", "--analysis", "demo", "--store", ro, "--out", str(tmp_path / "run"))
+    res = cli_read_only(
+        src, mnt, "export", "--analysis", "demo", "--store", ro, "--out", str(tmp_path / "run")
+    )
     assert res.code == 0 and len(list((tmp_path / "run").glob("*.json"))) == 2, res.err
-    res = cli_read_only(src, mnt, "pause", "--analysis", "demo", "--store", ro).rejected("store_unavailable")
+    res = cli_read_only(src, mnt, "pause", "--analysis", "demo", "--store", ro).rejected(
+        "store_unavailable"
+    )
     assert "read-only file system" in res.err
-    res = cli_read_only(src, mnt, "export", "--analysis", "demo", "--store", str(store), "--out", str(mnt / "run"))
+    res = cli_read_only(
+        src, mnt, "export", "--analysis", "demo", "--store", str(store), "--out", str(mnt / "run")
+    )
     res.rejected("permission_denied")
     # A write-ahead log with changes that cannot be read without its index: refused, never an older state.
     Path(str(src / store.name) + "-wal").write_bytes(b"\x37\x7f\x06\x82" + bytes(60))
-    cli_read_only(src, mnt, "show", "--analysis", "demo", "--store", ro).rejected("store_unavailable")
+    cli_read_only(src, mnt, "show", "--analysis", "demo", "--store", ro).rejected(
+        "store_unavailable"
+    )

@@ -18,13 +18,24 @@ def test_jobs_give_exactly_the_numbers_of_one_process():
     assert _json("--all", "--baselines", "--sections", "--jobs", "3") == one
     assert _json("--all", "--baselines", "--sections", "--jobs", "2", "--no-token-cache") == one
     billed = _json("--all", "--baselines", "--cache", "ideal,anthropic,openai", "--availability")
-    assert _json("--all", "--baselines", "--cache", "ideal,anthropic,openai", "--availability", "--jobs", "2") == billed
+    assert (
+        _json(
+            "--all",
+            "--baselines",
+            "--cache",
+            "ideal,anthropic,openai",
+            "--availability",
+            "--jobs",
+            "2",
+        )
+        == billed
+    )
 
 
 def test_summary_prints_the_totals_only():
     full = invoke("compare", str(BUG17), "--all", "--baselines").stdout
     short = invoke("compare", str(BUG17), "--all", "--baselines", "--summary").stdout
-    totals = full[full.index("Totals"):]
+    totals = full[full.index("Totals") :]
     assert short.endswith(totals) and len(short.splitlines()) < 30 < len(full.splitlines())
     assert "bug17-r0001" in full and "bug17-r0001" not in short
     data = _json("--all", "--summary")

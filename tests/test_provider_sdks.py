@@ -14,8 +14,8 @@ import anthropic
 import httpx2
 import openai
 import pytest
-
 from session_helpers import assess, decision, query, result, state_bytes
+
 from workingset import DecisionRejected, Investigation
 from workingset.encoders import get_encoder
 from workingset.providers import strict_schema
@@ -70,9 +70,14 @@ def responses_reply(text: str) -> dict:
 @pytest.fixture
 def pending(tmp_path):
     """A v8 analysis whose open request for H1 has E000007 unsettled (an assessment is required)."""
-    with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v8", clock=CLOCK) as inv:
+    with Investigation.create(
+        str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v8", clock=CLOCK
+    ) as inv:
         r1 = inv.next_request("H1")
-        inv.record(inv.submit(r1.request_id, decision(query("select 9"))).action, result("nine", query="select 9"))
+        inv.record(
+            inv.submit(r1.request_id, decision(query("select 9"))).action,
+            result("nine", query="select 9"),
+        )
         yield inv, inv.next_request("H1")
 
 
@@ -82,7 +87,9 @@ def test_anthropic_messages_and_a_retry_through_the_sdk(pending):
     client = anthropic.Anthropic(api_key="test-key", http_client=server.client(), max_retries=0)
     wrong = decision(query("select 10"))  # forgets the assessment rule A requires
     server.replies.append(anthropic_reply(wrong))
-    msg = client.messages.create(model="claude-test", max_tokens=1024, **req.messages("anthropic", ttl="1h"))
+    msg = client.messages.create(
+        model="claude-test", max_tokens=1024, **req.messages("anthropic", ttl="1h")
+    )
 
     body = server.bodies[0]
     assert server.paths == ["/v1/messages"] and body["model"] == "claude-test"
@@ -128,8 +135,14 @@ def test_openai_chat_completions_strict_json_schema_through_the_sdk(pending):
     assert server.paths == ["/v1/chat/completions"]
     assert "".join(p["text"] for p in body["messages"][0]["content"]) == req.text
     fmt = body["response_format"]
-    assert fmt["type"] == "json_schema" and fmt["json_schema"]["strict"] is True and fmt["json_schema"]["name"] == "decision"
-    assert fmt["json_schema"]["schema"] == strict_schema(get_encoder("v8").decision_schema, "E000007")
+    assert (
+        fmt["type"] == "json_schema"
+        and fmt["json_schema"]["strict"] is True
+        and fmt["json_schema"]["name"] == "decision"
+    )
+    assert fmt["json_schema"]["schema"] == strict_schema(
+        get_encoder("v8").decision_schema, "E000007"
+    )
     # A fenced block around the JSON is accepted as it came.
     assert inv.submit(req.request_id, completion.choices[0].message.content).applied == "query"
 
@@ -138,8 +151,12 @@ def test_openai_responses_api_through_the_sdk(pending):
     inv, req = pending
     server = Provider()
     client = openai.OpenAI(api_key="test-key", http_client=server.client(), max_retries=0)
-    server.replies.append(responses_reply(json.dumps(decision(query("select 12"), assess("E000007")))))
-    response = client.responses.create(model="gpt-test", **req.messages("openai-responses", strict=False))
+    server.replies.append(
+        responses_reply(json.dumps(decision(query("select 12"), assess("E000007"))))
+    )
+    response = client.responses.create(
+        model="gpt-test", **req.messages("openai-responses", strict=False)
+    )
 
     body = server.bodies[0]
     assert server.paths == ["/v1/responses"]
@@ -154,19 +171,38 @@ def test_openai_responses_api_through_the_sdk(pending):
 def test_the_providers_doc_example_runs(tmp_path, monkeypatch):
     """docs/providers.md's retry loop, with the Anthropic client pointed at a mock that first answers wrongly."""
     root = Path(__file__).parent.parent
-    code = (root / "docs" / "providers.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
+    code = (
+        (root / "docs" / "providers.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]
+    )
     monkeypatch.chdir(tmp_path)
-    with Investigation.create("demo.sqlite3", (root / "encodings" / "example-state.json").read_bytes()) as inv:
+    with Investigation.create(
+        "demo.sqlite3", (root / "encodings" / "example-state.json").read_bytes()
+    ) as inv:
         req = inv.next_request()  # the example gets this open request back
     right = decision(query("select 1"), assess(req.assess) if req.assess else None)
     server = Provider()
-    in_text = anthropic_reply({})  # the model answers in text, not through the tool (once a StopIteration)
-    in_text.update(content=[{"type": "text", "text": '{"next": {"kind": "query"}}'}], stop_reason="end_turn")
+    in_text = anthropic_reply(
+        {}
+    )  # the model answers in text, not through the tool (once a StopIteration)
+    in_text.update(
+        content=[{"type": "text", "text": '{"next": {"kind": "query"}}'}], stop_reason="end_turn"
+    )
     server.replies += [in_text, anthropic_reply(right)]
     real = anthropic.Anthropic
-    monkeypatch.setattr(anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=server.client(), max_retries=0))
+    monkeypatch.setattr(
+        anthropic,
+        "Anthropic",
+        lambda: real(api_key="test-key", http_client=server.client(), max_retries=0),
+    )
     scope: dict = {}
     exec(compile(code, "docs/providers.md", "exec"), scope)
-    assert scope["applied"].applied == "query" and [e.code for _, e in scope["tries"]] == ["schema_violation"]
-    assert len(server.bodies[1]["messages"]) == 3 and server.bodies[1]["messages"][0] == server.bodies[0]["messages"][0]
-    assert server.bodies[1]["messages"][1]["content"] == in_text["content"]  # the text try replayed as text
+    assert scope["applied"].applied == "query" and [e.code for _, e in scope["tries"]] == [
+        "schema_violation"
+    ]
+    assert (
+        len(server.bodies[1]["messages"]) == 3
+        and server.bodies[1]["messages"][0] == server.bodies[0]["messages"][0]
+    )
+    assert (
+        server.bodies[1]["messages"][1]["content"] == in_text["content"]
+    )  # the text try replayed as text

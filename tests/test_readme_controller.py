@@ -10,9 +10,9 @@ from pathlib import Path
 import anthropic
 import httpx2
 import pytest
-
 from session_helpers import assess, conclude, decision, query
 from test_provider_sdks import anthropic_reply
+
 from workingset import Investigation, read_run, verify_context
 
 ROOT = Path(__file__).parent.parent
@@ -39,12 +39,17 @@ class Model:
             req = peek.requests()[-1]
             owed = peek.state.pending_result(req.hypothesis)
         n = len(self.bodies)
-        if n == 1:  # in text, not through the tool: the README's old loop crashed here (StopIteration)
+        if (
+            n == 1
+        ):  # in text, not through the tool: the README's old loop crashed here (StopIteration)
             reply = anthropic_reply({})
             reply["content"] = [{"type": "text", "text": '{"next": {"kind": "query"}}'}]
             reply["stop_reason"] = "end_turn"
             return httpx2.Response(200, json=reply)
-        answer = decision(query("select max(wait_ms) from pool_stats", source="pg:prod"), assess(owed) if owed else None)
+        answer = decision(
+            query("select max(wait_ms) from pool_stats", source="pg:prod"),
+            assess(owed) if owed else None,
+        )
         if n > 2:
             answer = decision(conclude("supported", owed), assess(owed, "supports", 0.9))
         return httpx2.Response(200, json=anthropic_reply(answer))
@@ -52,18 +57,24 @@ class Model:
 
 def test_the_readme_per_turn_example_runs_and_restarts(tmp_path, monkeypatch):
     (tmp_path / "encodings").mkdir()
-    (tmp_path / "encodings" / "example-state.json").write_bytes((ROOT / "encodings" / "example-state.json").read_bytes())
+    (tmp_path / "encodings" / "example-state.json").write_bytes(
+        (ROOT / "encodings" / "example-state.json").read_bytes()
+    )
     monkeypatch.chdir(tmp_path)
     model = Model(tmp_path / "demo.sqlite3")
     real = anthropic.Anthropic
     client = httpx2.Client(transport=httpx2.MockTransport(model))
-    monkeypatch.setattr(anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=client, max_retries=0))
+    monkeypatch.setattr(
+        anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=client, max_retries=0)
+    )
     ran: list[tuple[str, str]] = []
 
     def run_query(source: str, q: str) -> dict:
         ran.append((source, q))
         if len(ran) == 1:
-            raise ConnectionError("the database went away")  # the controller dies between decision and result
+            raise ConnectionError(
+                "the database went away"
+            )  # the controller dies between decision and result
         return {"kind": "rows", "columns": ["max"], "rows": [[4180]]}
 
     monkeypatch.setitem(sys.modules, "my_queries", types.SimpleNamespace(run_query=run_query))
@@ -72,7 +83,9 @@ def test_the_readme_per_turn_example_runs_and_restarts(tmp_path, monkeypatch):
         exec(code, {})
     exec(code, {})  # the restart: the same program again
     assert ran == [("pg:prod", "select max(wait_ms) from pool_stats")] * 2
-    assert len(model.bodies) == 3 and len(model.bodies[1]["messages"]) == 3  # the text try went back with its rejection
+    assert (
+        len(model.bodies) == 3 and len(model.bodies[1]["messages"]) == 3
+    )  # the text try went back with its rejection
     with Investigation.open("demo.sqlite3", "demo") as inv:
         summary = inv.show()
         assert (summary.status, summary.termination_reason) == ("completed", "root_cause_found")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import msgspec
 import pytest
+from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from factory import evidence, sample_state
 from test_render_properties import states
+
 from workingset.encoders import ENCODERS
 from workingset.encoders._cache import BLOCKS, CACHED_VERSIONS, BlockCache
 from workingset.model.state import RowsPayload, TextPayload, copy_state
@@ -48,11 +48,15 @@ def test_a_budget_changed_in_place_renders_anew(encoder):
 def test_references_and_roles_are_part_of_the_key(encoder):
     """v5+ render a repeated payload as a reference to the earlier shown item; v8+ title items with roles."""
     state = sample_state()
-    twin = msgspec.structs.replace(state.evidence[0], id="E000090", payload=copy_state(state).evidence[0].payload)
+    twin = msgspec.structs.replace(
+        state.evidence[0], id="E000090", payload=copy_state(state).evidence[0].payload
+    )
     state.evidence.append(twin)
     for hid in ("H1", "H2", "H3", "H1"):
         assert encoder.render(state, hid) == cold(encoder, state, hid)
-    state.evidence.remove(state.evidence[0])  # the twin now holds the first copy: no reference any more
+    state.evidence.remove(
+        state.evidence[0]
+    )  # the twin now holds the first copy: no reference any more
     for hid in ("H1", "H2"):
         assert encoder.render(state, hid) == cold(encoder, state, hid)
 
@@ -72,16 +76,28 @@ def test_the_cache_stays_within_its_limit():
     enc = ENCODERS[10]
     state = sample_state()
     for n in range(200):
-        state.evidence.append(evidence(100 + n, "H1", TextPayload(language=None, text=f"item {n} " * 20)))
+        state.evidence.append(
+            evidence(100 + n, "H1", TextPayload(language=None, text=f"item {n} " * 20))
+        )
     view = enc.select(state, state.hypotheses[0])
     view.refs = enc.references(view)
     for ev in view.shown:
         assert cache.block(enc, ev, view, enc.evidence_block) == enc.evidence_block(ev, view)
-    assert 0 < cache._chars <= 10_000 and cache._chars == sum(len(t) for _, t in cache._blocks.values())
+    assert 0 < cache._chars <= 10_000 and cache._chars == sum(
+        len(t) for _, t in cache._blocks.values()
+    )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(state=states(), hids=st.lists(st.sampled_from(["H1", "H2", "H3"]), min_size=2, max_size=4), data=st.data())
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    state=states(),
+    hids=st.lists(st.sampled_from(["H1", "H2", "H3"]), min_size=2, max_size=4),
+    data=st.data(),
+)
 def test_random_turns_render_as_with_an_empty_cache(state, hids, data):
     """Random states, rendered for several hypotheses with random in-place changes between: warm == cold."""
     for hid in hids:
@@ -91,8 +107,10 @@ def test_random_turns_render_as_with_an_empty_cache(state, hids, data):
         change = data.draw(st.sampled_from(["status", "drop_first", "copy_payload", "none"]))
         if change == "status":
             ev.budget.status = data.draw(st.sampled_from(["settled", "unsettled", "none"]))
-        elif change == "drop_first" and len(state.evidence) > 1 and not any(
-            state.evidence[0].id in sel.evidence_refs for sel in state.recall.values()
+        elif (
+            change == "drop_first"
+            and len(state.evidence) > 1
+            and not any(state.evidence[0].id in sel.evidence_refs for sel in state.recall.values())
         ):
             state.evidence.pop(0)
         elif change == "copy_payload" and ev.payload is not None:

@@ -3,17 +3,39 @@
 from __future__ import annotations
 
 import msgspec
+from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from workingset.encoders import ENCODERS, get_encoder
-from workingset.model.state import RecallSelection, RowsPayload, TextPayload, copy_state, validate_state
-
-from factory import evidence, sample_state
 from recover import evidence_payloads, table_after, v13_index
 
+from workingset.encoders import ENCODERS, get_encoder
+from workingset.model.state import (
+    RecallSelection,
+    RowsPayload,
+    TextPayload,
+    copy_state,
+    validate_state,
+)
+
 # Text that stresses fences: backtick runs, newlines of every kind, fence-like lines, unicode.
-pieces = ["`", "```", "````", "\n", "\r", "\r\n", " ", "~", "#", "a", "é", "\u2028", "\t", "### Evidence E000001", '"', "\\"]
+pieces = [
+    "`",
+    "```",
+    "````",
+    "\n",
+    "\r",
+    "\r\n",
+    " ",
+    "~",
+    "#",
+    "a",
+    "é",
+    "\u2028",
+    "\t",
+    "### Evidence E000001",
+    '"',
+    "\\",
+]
 tricky = st.lists(st.sampled_from(pieces), max_size=20).map("".join)
 texts = st.one_of(tricky, st.text(alphabet=st.characters(exclude_categories=("Cs",)), max_size=40))
 scalars = st.one_of(
@@ -28,7 +50,10 @@ def payloads(draw):
     if kind == "none":
         return None
     if kind == "text":
-        return TextPayload(language=draw(st.one_of(st.none(), st.sampled_from(["python", "log", "a b", "x`y"]))), text=draw(texts))
+        return TextPayload(
+            language=draw(st.one_of(st.none(), st.sampled_from(["python", "log", "a b", "x`y"]))),
+            text=draw(texts),
+        )
     width = draw(st.integers(0, 4))
     columns = draw(st.lists(texts, min_size=width, max_size=width))
     rows = draw(st.lists(st.lists(scalars, min_size=width, max_size=width), max_size=4))
@@ -44,7 +69,16 @@ def states(draw):
         collector = draw(st.sampled_from(["H1", "H2", "H3"]))
         status = draw(st.sampled_from(["settled", "unsettled", "none"]))
         query = draw(st.one_of(st.none(), texts))
-        extra.append(evidence(offset, collector, payload, status=status, query=query, coverage=draw(st.one_of(st.none(), texts))))
+        extra.append(
+            evidence(
+                offset,
+                collector,
+                payload,
+                status=status,
+                query=query,
+                coverage=draw(st.one_of(st.none(), texts)),
+            )
+        )
     state.evidence.extend(draw(st.permutations(extra)))
     ids = [e.id for e in state.evidence]
     picked = draw(st.lists(st.sampled_from(ids), min_size=1, max_size=4, unique=True))
@@ -59,8 +93,12 @@ def states(draw):
 def test_random_states_are_lossless_under_every_version(state, hid):
     by_id = {e.id: e for e in state.evidence}
     before = msgspec.json.encode(state)
-    for encoder in [*ENCODERS.values(), get_encoder("v11:budget=20000"), get_encoder("v12:budget=20000"),
-                    get_encoder("v13:budget=20000")]:
+    for encoder in [
+        *ENCODERS.values(),
+        get_encoder("v11:budget=20000"),
+        get_encoder("v12:budget=20000"),
+        get_encoder("v13:budget=20000"),
+    ]:
         out = encoder.render(state, hid)
         assert encoder.render(copy_state(state), hid) == out
         recovered = evidence_payloads(out.text)
@@ -68,19 +106,29 @@ def test_random_states_are_lossless_under_every_version(state, hid):
         for eid, payload in recovered.items():
             assert payload == msgspec.to_builtins(by_id[eid].payload)
         assert sorted(out.shown + out.indexed) == sorted(by_id)
-        if encoder.version >= 14:  # an index of every kind of entry: tests/test_v14.py reads it back
+        if (
+            encoder.version >= 14
+        ):  # an index of every kind of entry: tests/test_v14.py reads it back
             pass
-        elif encoder.version >= 13:  # index rows as heads; a query past 200 characters shows its first 160
+        elif (
+            encoder.version >= 13
+        ):  # index rows as heads; a query past 200 characters shows its first 160
             index = v13_index(out.text)
             assert set(out.indexed) <= set(index) and not set(out.indexed) & set(out.shown)
             for eid, row in index.items():
                 query = by_id[eid].capture.query
                 cut = query is not None and len(query) > 200
-                assert (row["query"], row["cut"]) == ((query[:160], True) if cut else (query, False))
+                assert (row["query"], row["cut"]) == (
+                    (query[:160], True) if cut else (query, False)
+                )
                 assert row["query_chars"] == (None if query is None else len(query))
-        elif encoder.version >= 11:  # the index holds every archived item; the tail shows the working set's
+        elif (
+            encoder.version >= 11
+        ):  # the index holds every archived item; the tail shows the working set's
             rows = table_after(out.text, "evidence_index")[1] if out.indexed else []
-            assert set(out.indexed) <= {r[0] for r in rows} and not set(out.indexed) & set(out.shown)
+            assert set(out.indexed) <= {r[0] for r in rows} and not set(out.indexed) & set(
+                out.shown
+            )
             assert all(r[5] == by_id[r[0]].capture.query for r in rows)
         elif encoder.supports_recall:
             _, rows = table_after(out.text, "## evidence_index")

@@ -10,7 +10,16 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from session_helpers import answer_bytes, assess, conclude, decision, query, recall, result, state_bytes
+from session_helpers import (
+    answer_bytes,
+    assess,
+    conclude,
+    decision,
+    query,
+    recall,
+    result,
+    state_bytes,
+)
 from typer.testing import CliRunner
 
 from workingset.cli.commands import app
@@ -24,14 +33,22 @@ CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 @pytest.fixture
 def export(tmp_path) -> Path:
     """A v8 analysis of several turns (rejections, a recall, queries and results, a pause) exported."""
-    with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v8", clock=CLOCK) as inv:
+    with Investigation.create(
+        str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v8", clock=CLOCK
+    ) as inv:
         r1 = inv.next_request("H1")
-        for bad in (b'{"next": ', "```json\n{}\n```".encode(), b"\xff\xfe not utf-8"):
+        for bad in (b'{"next": ', b"```json\n{}\n```", b"\xff\xfe not utf-8"):
             with pytest.raises(Exception):
                 inv.submit(r1.request_id, bad)
-        act = inv.submit(r1.request_id, json.dumps(decision(query("select count(*) from retries")), indent=2)).action
+        act = inv.submit(
+            r1.request_id, json.dumps(decision(query("select count(*) from retries")), indent=2)
+        ).action
         r2 = inv.next_request("H2")
-        inv.record(act, result("retries: 9000", cost=0.5, query="select count(*) from retries"), captured_at="2026-06-10T21:05:00+02:00")
+        inv.record(
+            act,
+            result("retries: 9000", cost=0.5, query="select count(*) from retries"),
+            captured_at="2026-06-10T21:05:00+02:00",
+        )
         inv.submit(r2.request_id, decision(recall("E000003")))
         inv.pause()
         inv.resume()
@@ -64,21 +81,44 @@ def test_every_answer_is_exported_verbatim_with_its_outcome(export):
     ]
     assert answers[1]["answer"] == "```json\n{}\n```"
     assert answer_bytes(answers[2]) == b"\xff\xfe not utf-8" and answers[2]["encoding"] == "base64"
-    assert answers[3]["answer"] == json.dumps(decision(query("select count(*) from retries")), indent=2)
+    assert answers[3]["answer"] == json.dumps(
+        decision(query("select count(*) from retries")), indent=2
+    )
     assert all(a["at"] == CLOCK() and a["message"] for a in answers if a["outcome"] == "rejected")
     # (prompt, answer) pairs: each answer names the stored context of the request it answered.
     assert all((export / f"{a['request_id']}.json").is_file() for a in answers)
     journal = lines(export / "journal.jsonl")
-    assert journal[0] == {"format": "workingset/journal@1", "analysis_id": "demo", "encoder": "investigation_project_v8"}
+    assert journal[0] == {
+        "format": "workingset/journal@1",
+        "analysis_id": "demo",
+        "encoder": "investigation_project_v8",
+    }
     assert [x["kind"] for x in journal[1:]] == [
-        "created", "request", "decision", "request", "record", "decision", "pause", "resume", "request", "decision", "end"]
+        "created",
+        "request",
+        "decision",
+        "request",
+        "record",
+        "decision",
+        "pause",
+        "resume",
+        "request",
+        "decision",
+        "end",
+    ]
     assert journal[-1]["status"] == "completed" and journal[-1]["events"] == 17
 
 
 def test_an_export_replays_to_the_same_hashes(export):
     report = replay_export(export)
     assert report.ok, report.divergence
-    assert (report.events, report.requests, report.answers, report.rejected, report.results) == (17, 3, 7, 4, 1)
+    assert (report.events, report.requests, report.answers, report.rejected, report.results) == (
+        17,
+        3,
+        7,
+        4,
+        1,
+    )
     assert report.state_hash == lines(export / "journal.jsonl")[-1]["state_hash"]
     out = CliRunner().invoke(app, ["replay", str(export)])
     assert out.exit_code == 0 and "every step matches the export" in out.stdout
@@ -107,7 +147,9 @@ def tamper_context(run: Path) -> None:
 
 def tamper_rejection(run: Path) -> None:
     answers = lines(run / "answers.jsonl")
-    answers[5]["answer"] = json.dumps(decision(query("select 1"), assess("E000007")))  # now acceptable
+    answers[5]["answer"] = json.dumps(
+        decision(query("select 1"), assess("E000007"))
+    )  # now acceptable
     write_lines(run / "answers.jsonl", answers)
 
 
@@ -175,7 +217,9 @@ TAMPERINGS = [
 
 @pytest.mark.parametrize(("tamper", "step", "seq", "path", "recorded", "replayed"), TAMPERINGS,
                          ids=[t[0].__name__ for t in TAMPERINGS])  # fmt: skip
-def test_each_tampering_is_caught_at_its_first_divergence(export, tamper, step, seq, path, recorded, replayed):
+def test_each_tampering_is_caught_at_its_first_divergence(
+    export, tamper, step, seq, path, recorded, replayed
+):
     tamper(export)
     div = replay_export(export).divergence
     assert div is not None and (div.step, div.seq, div.path) == (step, seq, path)
@@ -184,8 +228,14 @@ def test_each_tampering_is_caught_at_its_first_divergence(export, tamper, step, 
     out = CliRunner().invoke(app, ["replay", str(export), "--json"])
     assert out.exit_code == 2 and "error: replay_diverged:" in out.stderr
     error = json.loads(out.stdout)["error"]  # the {"error": …} contract of every command
-    assert error["code"] == "replay_diverged" and (error["details"]["step"], error["details"]["path"]) == (step, path)
-    assert (error["details"]["recorded"], error["details"]["replayed"]) == (div.recorded, div.replayed)
+    assert error["code"] == "replay_diverged" and (
+        error["details"]["step"],
+        error["details"]["path"],
+    ) == (step, path)
+    assert (error["details"]["recorded"], error["details"]["replayed"]) == (
+        div.recorded,
+        div.replayed,
+    )
     text = CliRunner().invoke(app, ["replay", str(export)])
     assert f"first divergence: {step}" in text.stdout and f"field:    {path}" in text.stdout
 
@@ -193,7 +243,11 @@ def test_each_tampering_is_caught_at_its_first_divergence(export, tamper, step, 
 def test_a_broken_export_is_invalid_file(export, tmp_path):
     (export / "journal.jsonl").write_text("{not json\n")
     out = CliRunner().invoke(app, ["replay", str(export)])
-    assert out.exit_code == 2 and out.stderr.startswith("error: invalid_file: ") and "line 1" in out.stderr
+    assert (
+        out.exit_code == 2
+        and out.stderr.startswith("error: invalid_file: ")
+        and "line 1" in out.stderr
+    )
     (export / "answers.jsonl").unlink()
     out = CliRunner().invoke(app, ["replay", str(export)])
     assert out.exit_code == 2 and "no answers.jsonl" in out.stderr
@@ -219,16 +273,25 @@ def test_a_v11_export_with_a_compacted_journal_and_a_recall_replays(tmp_path):
         for turn in range(6):
             req = inv.next_request("H1")
             pending = inv.state.pending_result("H1")
-            applied = inv.submit(req.request_id, decision(query(f"q{turn}", source="loki"), assess(pending) if pending else None))
+            applied = inv.submit(
+                req.request_id,
+                decision(query(f"q{turn}", source="loki"), assess(pending) if pending else None),
+            )
             inv.record(applied.action, {"scope": "log", "capture": {"query": f"q{turn}", "origin": "loki"},
                                         "payload": {"kind": "text", "language": None, "text": f"{turn}" + "x" * 9000}})  # fmt: skip
         req = inv.next_request("H1")
         assert req.indexed  # the journal was compacted
-        inv.submit(req.request_id, decision(recall(req.indexed[0]), assess(inv.state.pending_result("H1"))))
+        inv.submit(
+            req.request_id, decision(recall(req.indexed[0]), assess(inv.state.pending_result("H1")))
+        )
         inv.next_request("H1")
         inv.export(tmp_path / "run")
     report = replay_export(tmp_path / "run")
-    assert report.ok and report.requests == 8 and lines(tmp_path / "run" / "journal.jsonl")[0]["encoder"].endswith(f"budget={MIN_BUDGET}")
+    assert (
+        report.ok
+        and report.requests == 8
+        and lines(tmp_path / "run" / "journal.jsonl")[0]["encoder"].endswith(f"budget={MIN_BUDGET}")
+    )
 
 
 def test_an_answer_refused_as_too_large_keeps_only_its_head_and_replays_at_its_size():
@@ -244,14 +307,20 @@ def test_an_answer_refused_as_too_large_keeps_only_its_head_and_replays_at_its_s
     assert _answer_bytes(line) == b"{" + b"x" * 999 + b" " * 2000
     small = AnswerEvent.of("demo-r0001", b"{}", err)  # under the limit: kept whole
     assert small.size is None and small.data() == b"{}"
-    other = AnswerEvent.of("demo-r0001", b"{" + b"x" * 2999, DecisionRejected("m", code="malformed_json", details={"limit": 10}))
+    other = AnswerEvent.of(
+        "demo-r0001",
+        b"{" + b"x" * 2999,
+        DecisionRejected("m", code="malformed_json", details={"limit": 10}),
+    )
     assert other.size is None and len(other.data()) == 3000
 
 
 def test_an_analysis_created_from_a_stored_context_replays(export, tmp_path):
     """The documented way to continue a run (`init --state <stored context>`): its requests follow that one's."""
     store = str(tmp_path / "continued.sqlite3")
-    with Investigation.create(store, (export / "demo-r0002.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
+    with Investigation.create(
+        store, (export / "demo-r0002.json").read_bytes(), encoder="v8", clock=CLOCK
+    ) as inv:
         req = inv.next_request("H1")
         assert req.request_id == "demo-r0003"
         with pytest.raises(DecisionRejected):
@@ -288,7 +357,11 @@ def _edited(value):
     return value + " "
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_any_edit_of_an_export_fails_its_replay(export, tmp_path_factory, data):
     """An export is evidence: one edited leaf anywhere in it (journal, answers, a stored context) fails the replay."""
@@ -308,7 +381,9 @@ def test_any_edit_of_an_export_fails_its_replay(export, tmp_path_factory, data):
         (run / name).write_text(json.dumps(docs[0]))
     try:
         report = replay_export(run)
-    except WorkingsetError as err:  # an edit that makes the export unreadable is refused with its code
+    except (
+        WorkingsetError
+    ) as err:  # an edit that makes the export unreadable is refused with its code
         assert err.code in ("invalid_file", "unknown_encoder"), err
         return
     assert not report.ok, (name, i, path)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from conftest import BUG17, CORPUS, invoke, needs_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from report_page import embedded, texts
 
 from workingset.compare.baselines import BASELINES
 from workingset.encoders import render
@@ -16,9 +18,6 @@ from workingset.report.texts import LineTable, decode, edits, expand_ids, id_ran
 from workingset.runs.layout import read_run
 from workingset.session.investigation import Investigation
 
-from conftest import BUG17, CORPUS, invoke, needs_corpus
-from report_page import embedded, texts
-
 
 @pytest.fixture(scope="module")
 def bug17_report():
@@ -27,7 +26,11 @@ def bug17_report():
     return data, render_page(data)
 
 
-CACHE = ["--cache", "anthropic,openai,ideal", "--availability"]  # the report's default models; it always charts availability
+CACHE = [
+    "--cache",
+    "anthropic,openai,ideal",
+    "--availability",
+]  # the report's default models; it always charts availability
 
 
 @pytest.mark.parametrize("report_args, compare_args", [
@@ -78,9 +81,19 @@ def test_viewer_texts_are_the_rendered_texts(bug17_report):
                 rendered = render(ctx.state, ctx.hypothesis, strategy)
                 assert text == rendered.text
                 assert entry["breakpoints"] == list(rendered.stable_ends())
-                assert (expand_ids(entry["shown"]), expand_ids(entry["indexed"])) == (list(rendered.shown), list(rendered.indexed))
+                assert (expand_ids(entry["shown"]), expand_ids(entry["indexed"])) == (
+                    list(rendered.shown),
+                    list(rendered.indexed),
+                )
                 names = [name for k, name in entry["names"]]
-                assert names == [c for k, (c, _) in enumerate(rendered.chunks) if not k or rendered.chunks[k - 1][0] != c][:len(names)]
+                assert (
+                    names
+                    == [
+                        c
+                        for k, (c, _) in enumerate(rendered.chunks)
+                        if not k or rendered.chunks[k - 1][0] != c
+                    ][: len(names)]
+                )
             ends = entry["sections"]
             assert ends == sorted(ends) and ends[-1] == len(text)
             assert entry["length"] == len(text)
@@ -103,7 +116,9 @@ def test_served_part_is_shared_with_the_previous_turn(bug17_report):
                 continue
             prev, text = decoded[i - 1], decoded[i]
             assert prev.startswith(text[:read])
-            common = next((k for k, (a, b) in enumerate(zip(prev, text)) if a != b), min(len(prev), len(text)))
+            common = next(
+                (k for k, (a, b) in enumerate(zip(prev, text)) if a != b), min(len(prev), len(text))
+            )
             assert common - read < 64, (strategy, i, common, read)
 
 
@@ -111,7 +126,7 @@ def test_page_is_self_contained_and_deterministic(bug17_report):
     data, page = bug17_report
     assert render_page(data) == page
     lowered = page.lower()
-    for tag in ("<script src", "<link rel=\"stylesheet\"", "<img", "<iframe", "@import"):
+    for tag in ("<script src", '<link rel="stylesheet"', "<img", "<iframe", "@import"):
         assert tag not in lowered
     assert page.count("<script") == 4  # plotly.js, two data elements, the page's own script
 
@@ -159,7 +174,9 @@ def test_unwritable_output_and_missing_run(tmp_path):
     for out, code in ((tmp_path / "no" / "r.html", "not_found"), (tmp_path, "is_a_directory"),
                       (tmp_path / "file" / "r.html", "not_a_directory")):  # fmt: skip
         result = invoke("report", str(BUG17), "--out", str(out))
-        assert result.exit_code == 2 and result.stderr.startswith(f"error: {code}: cannot write {out}"), result.stderr
+        assert result.exit_code == 2 and result.stderr.startswith(
+            f"error: {code}: cannot write {out}"
+        ), result.stderr
     result = invoke("report", str(tmp_path / "none"), "--out", str(tmp_path / "r.html"))
     assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
@@ -172,7 +189,9 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
         raise OSError(28, "No space left on device", str(dst))
 
     monkeypatch.setattr(report.os, "replace", fail)
-    result = invoke("report", str(BUG17), "--out", str(tmp_path / "r.html"), "--strategies", "v7", "--json")
+    result = invoke(
+        "report", str(BUG17), "--out", str(tmp_path / "r.html"), "--strategies", "v7", "--json"
+    )
     assert result.exit_code == 2 and json.loads(result.stdout)["error"]["code"] == "io_error"
     assert list(tmp_path.iterdir()) == []
 
@@ -180,13 +199,24 @@ def test_a_failed_write_leaves_no_file(tmp_path, monkeypatch):
 @needs_corpus
 def test_report_of_an_imported_trajectory(tmp_path):
     run, out = tmp_path / "run", tmp_path / "r.html"
-    assert invoke("import", "swe-agent", str(CORPUS / "sweagent-gpt4-pydicom-1458.traj"), "--out", str(run)).exit_code == 0
+    assert (
+        invoke(
+            "import",
+            "swe-agent",
+            str(CORPUS / "sweagent-gpt4-pydicom-1458.traj"),
+            "--out",
+            str(run),
+        ).exit_code
+        == 0
+    )
     assert invoke("report", str(run), "--out", str(out)).exit_code == 0
     page = out.read_text("utf-8")
     report = embedded(page, "ws-report")
     contexts = [ctx for _, ctx in read_run(run)]
     assert embedded(page, "ws-compare")["strategies"] == list(DEFAULT_STRATEGIES)
-    assert texts(report, "full-transcript") == [BASELINES["full-transcript"](c.state, c.hypothesis) for c in contexts]
+    assert texts(report, "full-transcript") == [
+        BASELINES["full-transcript"](c.state, c.hypothesis) for c in contexts
+    ]
     assert texts(report, "v11") == [render(c.state, c.hypothesis, "v11").text for c in contexts]
 
 
@@ -199,7 +229,11 @@ def test_id_ranges_expand_back(ids):
 
 def test_id_ranges_join_only_consecutive_ids():
     assert id_ranges(["E000001", "E000002", "E000003", "E000007", "N001", "E000008"]) == [
-        "E000001\u2013E000003", "E000007", "N001", "E000008"]
+        "E000001\u2013E000003",
+        "E000007",
+        "N001",
+        "E000008",
+    ]
 
 
 def test_prefix_chars_counts_whole_characters():
@@ -215,10 +249,15 @@ def test_prefix_chars_counts_whole_characters():
     assert got[-1] == len(text)
 
 
-def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_encoder(bug17_report):
+def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_encoder(
+    bug17_report,
+):
     data, page = bug17_report
     assert data["own"] == "v7"  # bug17 was rendered by v7 (every context's `encoder`)
-    totals = {s: data["compare"]["cache"]["anthropic"]["total"][s]["effective_cost"] for s in data["compare"]["strategies"]}
+    totals = {
+        s: data["compare"]["cache"]["anthropic"]["total"][s]["effective_cost"]
+        for s in data["compare"]["strategies"]
+    }
     best = min(totals, key=totals.get)
     share = (totals["v7"] - totals[best]) / totals["v7"] * 100
     assert data["verdicts"]["anthropic"] == (f"{best} is cheapest: {share:.1f}% less than v7 ({totals[best]:,.1f} "
@@ -241,7 +280,9 @@ def test_an_exported_run_shows_each_turns_decision_rejections_and_outcome(tmp_pa
 
     run, action, eid = exported_run(tmp_path)
     answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
-    refused = [{"code": a["code"], "message": a["message"]} for a in answers if a["outcome"] == "rejected"]
+    refused = [
+        {"code": a["code"], "message": a["message"]} for a in answers if a["outcome"] == "rejected"
+    ]
     assert [r["code"] for r in refused] == ["malformed_json", "unknown_evidence"]
     data = report_data(str(run), ["v10", "v13"], cache=["ideal"])
     assert data["record"] == {"outcome": "completed (root_cause_found)", "turns": [
@@ -252,16 +293,21 @@ def test_an_exported_run_shows_each_turns_decision_rejections_and_outcome(tmp_pa
     ]}  # fmt: skip
     page = render_page(data)
     assert embedded(page, "ws-report")["record"] == data["record"]
-    assert '<p id="outcome-line">' in page.split("<main>", 1)[0] and '<div id="turn-record">' in page
+    assert (
+        '<p id="outcome-line">' in page.split("<main>", 1)[0] and '<div id="turn-record">' in page
+    )
 
 
 def test_a_plain_run_has_no_record(bug17_report):
     data, page = bug17_report
-    assert data["record"] is None and embedded(page, "ws-report")["record"] is None  # the page says "not recorded"
+    assert (
+        data["record"] is None and embedded(page, "ws-report")["record"] is None
+    )  # the page says "not recorded"
 
 
 def test_a_request_left_open_or_closed_by_a_cancel(tmp_path):
     from session_helpers import decision, query, state_bytes
+
     from workingset.report.record import turn_records
 
     with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v10") as inv:
@@ -274,10 +320,21 @@ def test_a_request_left_open_or_closed_by_a_cancel(tmp_path):
     ids = [first.request_id, second.request_id]
     open_, cancelled = (turn_records(str(tmp_path / d), ids) for d in ("open", "cancelled"))
     assert (open_["outcome"], cancelled["outcome"]) == ("active", "cancelled (cancelled)")
-    assert open_["turns"][0]["outcome"] == f"{action} decided: no result recorded; the analysis stays active"
+    assert (
+        open_["turns"][0]["outcome"]
+        == f"{action} decided: no result recorded; the analysis stays active"
+    )
     assert [r["turns"][1] for r in (open_, cancelled)] == [
-        {"decision": None, "rejections": [], "outcome": "no decision accepted: the request was still open"},
-        {"decision": None, "rejections": [], "outcome": "no decision accepted: the analysis was cancelled"},
+        {
+            "decision": None,
+            "rejections": [],
+            "outcome": "no decision accepted: the request was still open",
+        },
+        {
+            "decision": None,
+            "rejections": [],
+            "outcome": "no decision accepted: the analysis was cancelled",
+        },
     ]
 
 
@@ -287,6 +344,8 @@ def test_a_damaged_journal_is_invalid_file_and_writes_no_report(tmp_path):
     run, _, _ = exported_run(tmp_path)
     (run / "journal.jsonl").write_text("{not json\n")
     out = tmp_path / "report.html"
-    res = invoke("report", str(run), "--strategies", "v10", "--cache", "ideal", "--out", str(out), "--json")
+    res = invoke(
+        "report", str(run), "--strategies", "v10", "--cache", "ideal", "--out", str(out), "--json"
+    )
     assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "invalid_file"
     assert not out.exists()

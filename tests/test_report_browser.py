@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
-
-from workingset.encoders import render
-from workingset.runs.layout import read_run
-
 from browser import chromium, missing
 from conftest import BUG17, invoke
 from report_page import embedded, exported_run
+
+from workingset.encoders import render
+from workingset.runs.layout import read_run
 
 # In CI the browser is installed by .ci/run: a missing one is a failure there, not a skip.
 if missing() and os.environ.get("CI") != "true":
@@ -28,18 +27,31 @@ def test_report_in_headless_chromium(tmp_path):
     turn, strategy = 6, "v11"
     with chromium() as driver:
         driver.get(out.as_uri())
-        WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true")
+        WebDriverWait(driver, 60).until(
+            lambda d: d.execute_script("return document.body.dataset.ready") == "true"
+        )
         viewer = driver.find_element("id", "viewer")
-        assert viewer.get_attribute("data-strategy") == "v7"  # the run's own encoder, not the second strategy
+        assert (
+            viewer.get_attribute("data-strategy") == "v7"
+        )  # the run's own encoder, not the second strategy
         verdicts = embedded(out.read_text("utf-8"), "ws-report")["verdicts"]
-        assert driver.find_element("id", "verdict-line").text == f"Verdict: {verdicts['anthropic']}."
+        assert (
+            driver.find_element("id", "verdict-line").text == f"Verdict: {verdicts['anthropic']}."
+        )
         # A plain run records no decisions: the page says so rather than showing nothing.
-        assert driver.find_element("id", "outcome-line").text.startswith("Outcome: not recorded (a plain run;")
-        assert driver.find_element("id", "turn-record").text.startswith("Decision, rejections and outcome: not recorded")
+        assert driver.find_element("id", "outcome-line").text.startswith(
+            "Outcome: not recorded (a plain run;"
+        )
+        assert driver.find_element("id", "turn-record").text.startswith(
+            "Decision, rejections and outcome: not recorded"
+        )
         Select(driver.find_element("id", "turn")).select_by_index(turn)
         Select(driver.find_element("id", "strategy")).select_by_value(strategy)
         viewer = driver.find_element("id", "viewer")
-        assert (viewer.get_attribute("data-turn"), viewer.get_attribute("data-strategy")) == (contexts[turn].request_id, strategy)
+        assert (viewer.get_attribute("data-turn"), viewer.get_attribute("data-strategy")) == (
+            contexts[turn].request_id,
+            strategy,
+        )
         shown = driver.execute_script("return document.getElementById('context').textContent")
         rendered = render(contexts[turn].state, contexts[turn].hypothesis, strategy)
         assert shown == rendered.text  # markers are drawn by CSS, never added to the text
@@ -62,7 +74,9 @@ def test_report_in_headless_chromium(tmp_path):
             .querySelectorAll('.point'); return bars[bars.length - 1];""")
         driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", bar)
         ActionChains(driver).move_to_element(bar).click().perform()
-        WebDriverWait(driver, 10).until(lambda d: viewer.get_attribute("data-turn") == contexts[-1].request_id)
+        WebDriverWait(driver, 10).until(
+            lambda d: viewer.get_attribute("data-turn") == contexts[-1].request_id
+        )
         assert viewer.get_attribute("data-strategy") == "v7"
         driver.save_screenshot(str(tmp_path / "report.png"))
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
@@ -80,12 +94,19 @@ def test_an_exported_run_in_headless_chromium(tmp_path):
     record = embedded(out.read_text("utf-8"), "ws-report")["record"]
     with chromium() as driver:
         driver.get(out.as_uri())
-        WebDriverWait(driver, 60).until(lambda d: d.execute_script("return document.body.dataset.ready") == "true")
-        assert driver.find_element("id", "viewer").get_attribute("data-strategy") == "v10"  # the run's own encoder
-        assert driver.find_element("id", "outcome-line").text == "Outcome: completed (root_cause_found)"
+        WebDriverWait(driver, 60).until(
+            lambda d: d.execute_script("return document.body.dataset.ready") == "true"
+        )
+        assert (
+            driver.find_element("id", "viewer").get_attribute("data-strategy") == "v10"
+        )  # the run's own encoder
+        assert (
+            driver.find_element("id", "outcome-line").text
+            == "Outcome: completed (root_cause_found)"
+        )
         box = driver.find_element("id", "turn-record")
         seen = []
-        for turn, rec in enumerate(record["turns"]):
+        for turn, _rec in enumerate(record["turns"]):
             Select(driver.find_element("id", "turn")).select_by_index(turn)
             seen.append(box.text.splitlines())
             assert box.get_attribute("data-rejections") == "1"
@@ -93,6 +114,8 @@ def test_an_exported_run_in_headless_chromium(tmp_path):
     assert seen[0] == ["Decision: query pg:orders: select 1 (purpose: check)",
                        f"Rejected answers: malformed_json: {record['turns'][0]['rejections'][0]['message']}",
                        f"Outcome: {action} ran: its result is {eid} (1 item); the analysis stays active"]  # fmt: skip
-    assert seen[1][1] == "Rejected answers: unknown_evidence: not evidence of analysis demo: E999999"
+    assert (
+        seen[1][1] == "Rejected answers: unknown_evidence: not evidence of analysis demo: E999999"
+    )
     assert seen[1][2] == "Outcome: the analysis is completed (root_cause_found)"
     assert errors == []

@@ -15,22 +15,21 @@ from pathlib import Path
 import anthropic
 import httpx2
 import openai
-from anthropic.types import message_create_params
-from openai.types.chat import completion_create_params
 import pytest
-
+from anthropic.types import message_create_params
+from conftest import BUG17
+from openai.types.chat import completion_create_params
 from typer.testing import CliRunner
 
 from workingset.cli.commands import app
-from workingset.encoders import get_encoder
-from workingset.session.replies import Request
-from workingset.runs.layout import read_run
 from workingset.compare.wire import body_prompt
-
-from conftest import BUG17
+from workingset.encoders import get_encoder
+from workingset.runs.layout import read_run
+from workingset.session.replies import Request
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from _data import long_runs  # noqa: E402
+
 
 def requests_of(run: Path, *args: str) -> list[dict]:
     out = CliRunner().invoke(app, ["requests", str(run), *args])
@@ -42,10 +41,18 @@ def test_requests_prints_one_object_a_turn_and_refuses_bad_options():
     lines = requests_of(BUG17, "--strategy", "v13")
     assert [line["request_id"] for line in lines] == [ctx.request_id for _, ctx in read_run(BUG17)]
     assert all(set(line) == {"request_id", "sent_at", "body"} for line in lines)
-    assert lines[0]["body"]["tools"][0]["name"] == "submit_decision"  # the output schema's tool is sent and billed
+    assert (
+        lines[0]["body"]["tools"][0]["name"] == "submit_decision"
+    )  # the output schema's tool is sent and billed
     legacy = requests_of(BUG17, "--strategy", "v13", "--provider", "openai", "--model", "gpt-5.5")
-    assert "prompt_cache_breakpoint" not in json.dumps(legacy[0]) and legacy[0]["body"]["model"] == "gpt-5.5"
-    for args, code in ((["--provider", "gemini"], "unknown_provider"), (["--strategy", "v99"], "unknown_encoder")):
+    assert (
+        "prompt_cache_breakpoint" not in json.dumps(legacy[0])
+        and legacy[0]["body"]["model"] == "gpt-5.5"
+    )
+    for args, code in (
+        (["--provider", "gemini"], "unknown_provider"),
+        (["--strategy", "v99"], "unknown_encoder"),
+    ):
         out = CliRunner().invoke(app, ["requests", str(BUG17), *args])
         assert out.exit_code == 2 and code in out.output and "Traceback" not in out.output
 
@@ -70,17 +77,29 @@ def test_bodies_go_through_the_sdks_unchanged(strategy):
     from pydantic import TypeAdapter
 
     line = requests_of(BUG17, "--strategy", strategy)[-1]
-    TypeAdapter(message_create_params.MessageCreateParamsNonStreaming).validate_python({"model": "m", "max_tokens": 1, **line["body"]})
+    TypeAdapter(message_create_params.MessageCreateParamsNonStreaming).validate_python(
+        {"model": "m", "max_tokens": 1, **line["body"]}
+    )
     echo = Echo({"id": "msg", "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": "end_turn",
                  "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}})  # fmt: skip
-    client = anthropic.Anthropic(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(echo)), max_retries=0)
+    client = anthropic.Anthropic(
+        api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(echo)), max_retries=0
+    )
     client.messages.create(model="m", max_tokens=1, **line["body"])
-    assert {k: v for k, v in echo.bodies[0].items() if k not in ("model", "max_tokens")} == line["body"]
+    assert {k: v for k, v in echo.bodies[0].items() if k not in ("model", "max_tokens")} == line[
+        "body"
+    ]
 
-    body = requests_of(BUG17, "--strategy", strategy, "--provider", "openai", "--model", "gpt-5.6")[-1]["body"]
+    body = requests_of(BUG17, "--strategy", strategy, "--provider", "openai", "--model", "gpt-5.6")[
+        -1
+    ]["body"]
     TypeAdapter(completion_create_params.CompletionCreateParamsNonStreaming).validate_python(body)
-    echo = Echo({"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-5.6", "choices": []})
-    client = openai.OpenAI(api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(echo)), max_retries=0)
+    echo = Echo(
+        {"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-5.6", "choices": []}
+    )
+    client = openai.OpenAI(
+        api_key="k", http_client=httpx2.Client(transport=httpx2.MockTransport(echo)), max_retries=0
+    )
     client.chat.completions.create(**body)
     assert echo.bodies[0] == body
     assert "prompt_cache_breakpoint" in json.dumps(body)
@@ -95,14 +114,20 @@ def check_journal_boundaries(contexts, name: str) -> int:
     previous, read_at = None, 0
     for ctx in contexts:
         out = encoder.render(ctx.state, ctx.hypothesis)
-        sent = body_prompt(Request.of(out, ctx.request_id, ctx.state).messages("anthropic"), "anthropic")
-        compactions = encoder.select(ctx.state, ctx.state.hypothesis(ctx.hypothesis)).journal.compactions
+        sent = body_prompt(
+            Request.of(out, ctx.request_id, ctx.state).messages("anthropic"), "anthropic"
+        )
+        compactions = encoder.select(
+            ctx.state, ctx.state.hypothesis(ctx.hypothesis)
+        ).journal.compactions
         if previous is not None and previous[1] == compactions:
             end = previous[0].breakpoints[-1]  # the end of last turn's journal
             assert sent.tokens[:end] == previous[0].tokens[:end]
             assert end in sent.blocks, f"{ctx.request_id}: last turn's journal ends inside a block"
             behind = sent.blocks.index(sent.breakpoints[-1]) - sent.blocks.index(end)
-            assert 0 <= behind < 20, f"{ctx.request_id}: last turn's journal end is {behind} blocks behind"
+            assert 0 <= behind < 20, (
+                f"{ctx.request_id}: last turn's journal end is {behind} blocks behind"
+            )
             read_at += 1
         previous = (sent, compactions)
     return read_at
@@ -111,7 +136,9 @@ def check_journal_boundaries(contexts, name: str) -> int:
 @pytest.mark.parametrize("name", ["v11", "v12", "v13"])
 def test_every_bug17_turn_can_read_last_turns_journal(name):
     contexts = [ctx for _, ctx in read_run(BUG17)]
-    assert check_journal_boundaries(contexts, name) >= len(contexts) - 3  # all but the first and the compactions
+    assert (
+        check_journal_boundaries(contexts, name) >= len(contexts) - 3
+    )  # all but the first and the compactions
 
 
 def test_every_turn_of_the_long_run_can_read_last_turns_journal(tmp_path):

@@ -21,25 +21,35 @@ import sys
 
 import msgspec
 import pytest
+from conftest import BUG17, CORPUS, ROOT, invoke
+from readme_cache import cache_claims
 
 from workingset.encoders import ENCODERS, v11
 from workingset.errors import WorkingsetError
 from workingset.io.limits import Limits, read_bounded
 from workingset.runs.layout import load_context_file
 
-from conftest import BUG17, CORPUS, ROOT, invoke
-from readme_cache import cache_claims
-
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _results  # noqa: E402
 
 SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", re.S)
 # Sections that read data kept outside the repository; skipped where it is absent.
-EXTERNAL = {"trajectories": CORPUS, "cache": CORPUS, "run_files": CORPUS, "v11_cost": CORPUS, "v13_budget": CORPUS, "calibrate": CORPUS, "v14_bound": CORPUS}
+EXTERNAL = {
+    "trajectories": CORPUS,
+    "cache": CORPUS,
+    "run_files": CORPUS,
+    "v11_cost": CORPUS,
+    "v13_budget": CORPUS,
+    "calibrate": CORPUS,
+    "v14_bound": CORPUS,
+}
 
 
 def _sections() -> dict[str, str]:
-    return {m.group(1): m.group(2) for m in SECTION.finditer(_results.RESULTS.read_text(encoding="utf-8"))}
+    return {
+        m.group(1): m.group(2)
+        for m in SECTION.finditer(_results.RESULTS.read_text(encoding="utf-8"))
+    }
 
 
 SECTIONS = _sections()
@@ -50,14 +60,20 @@ def test_results_header_and_every_section_declares_its_check():
     assert _results.RESULTS.read_text(encoding="utf-8").startswith(_results.HEADER)
     for name, text in SECTIONS.items():
         checks = [line for line in text.splitlines() if line.startswith("Check: ")]
-        assert checks in ([_results.CHECK_DETERMINISTIC], [_results.CHECK_TIMED]), f"section {name}: {checks}"
-        assert re.search(r"^Command: `\.venv/bin/python benchmarks/\S+\.py[^`]*`$", text, re.M), name
+        assert checks in ([_results.CHECK_DETERMINISTIC], [_results.CHECK_TIMED]), (
+            f"section {name}: {checks}"
+        )
+        assert re.search(r"^Command: `\.venv/bin/python benchmarks/\S+\.py[^`]*`$", text, re.M), (
+            name
+        )
 
 
 @pytest.mark.parametrize("name", [n for n in SECTIONS if n not in DETERMINISTIC])
 def test_timed_section_names_a_clean_commit(name: str):
     machine = re.search(r"^Machine: .*$", SECTIONS[name], re.M).group(0)
-    assert re.search(r"; commit [0-9a-f]{7,40};", machine), f"section {name} does not say which commit it measured"
+    assert re.search(r"; commit [0-9a-f]{7,40};", machine), (
+        f"section {name} does not say which commit it measured"
+    )
 
 
 @pytest.mark.parametrize("name", DETERMINISTIC)
@@ -77,7 +93,11 @@ def test_deterministic_section_reproduces_exactly(name: str):
 def _github_table(section: str, first_header: str) -> list[dict[str, str]]:
     """The rows of the Markdown table whose header starts with `first_header`, as header -> cell."""
     lines = section.splitlines()
-    at = next(i for i, line in enumerate(lines) if re.match(rf"^\|\s*{re.escape(first_header)}\s*\|", line))
+    at = next(
+        i
+        for i, line in enumerate(lines)
+        if re.match(rf"^\|\s*{re.escape(first_header)}\s*\|", line)
+    )
     cells = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731
     headers, rows = cells(lines[at]), []
     for line in lines[at + 2 :]:
@@ -96,7 +116,9 @@ def test_speed_section_sizes_are_current():
             f"evidence items, hypothesis {ctx.hypothesis})") in section  # fmt: skip
     published = {row["version"]: row["chars"] for row in _github_table(section, "version")}
     # A version added since the last timing run has no row yet; every row shown must be current.
-    now = {v: f"{ENCODERS[int(v[1:])].render(ctx.state, ctx.hypothesis).chars:,}" for v in published}
+    now = {
+        v: f"{ENCODERS[int(v[1:])].render(ctx.state, ctx.hypothesis).chars:,}" for v in published
+    }
     assert published == now, "rerun benchmarks/speed.py: its render table is stale"
 
 
@@ -109,7 +131,9 @@ def test_scale_section_sizes_are_current():
         state = make_state(int(row["evidence items"].replace(",", "")))
         assert row["state JSON bytes"] == f"{len(msgspec.json.encode(state)):,}"
         for v in (8, 10):
-            assert row[f"v{v} chars"] == f"{ENCODERS[v].render(state, 'H1').chars:,}", f"v{v} at {row['evidence items']}"
+            assert row[f"v{v} chars"] == f"{ENCODERS[v].render(state, 'H1').chars:,}", (
+                f"v{v} at {row['evidence items']}"
+            )
 
 
 def test_report_section_sizes_are_current(monkeypatch):
@@ -189,15 +213,25 @@ def readme_claims() -> list[str]:
     cached = [c["sizes"]["v8"]["cached_tokens"] for c in data["contexts"]]
     first = next(i for i in range(len(cached)) if len(set(cached[i:])) == 1)
     label = data["contexts"][first]["request_id"].rsplit("-", 1)[1]
-    claims.append(f"from {label} on only the header and case (about {cached[-1] / 1000:.1f}k tokens) are shared")
-    claims.append(f"With cache reads priced under about {_break_even(data, 'v7', 'v8'):.2f} of the full price, v7 costs less than v8")
+    claims.append(
+        f"from {label} on only the header and case (about {cached[-1] / 1000:.1f}k tokens) are shared"
+    )
+    claims.append(
+        f"With cache reads priced under about {_break_even(data, 'v7', 'v8'):.2f} of the full price, v7 costs less than v8"
+    )
     assert min(("v7", "v8", "v9", "v10"), key=lambda s: total[s]["effective_cost"]) == "v10"
     claims.append("it is the cheapest of the four here")
-    claims.append(f"v8 undercuts it only when a cached token costs more than about {_break_even(data, 'v10', 'v8'):.2f} of the full price")
+    claims.append(
+        f"v8 undercuts it only when a cached token costs more than about {_break_even(data, 'v10', 'v8'):.2f} of the full price"
+    )
     four = ("v7", "v8", "v9", "v10")  # the versions the README's bug17 paragraph speaks of
-    assert {s: bare["total"][s] for s in four} == {s: total[s] for s in four}, "--no-recall no longer gives the same numbers on bug17"
+    assert {s: bare["total"][s] for s in four} == {s: total[s] for s in four}, (
+        "--no-recall no longer gives the same numbers on bug17"
+    )
     claims.append("`--no-recall` gives the same numbers")
-    claims.append(f"On bug17 its cached share is {share['v10']:.1f}%, above v7's {share['v7']:.1f}%.")
+    claims.append(
+        f"On bug17 its cached share is {share['v10']:.1f}%, above v7's {share['v7']:.1f}%."
+    )
     # v11's constants, as the README states them.
     claims.append(f"`v11:budget=60000` (characters; the plain name is {v11.DEFAULT_BUDGET:,})")
     claims.append(f"an eighth of the budget (at least {v11.TAIL_RESERVE_MIN:,} characters)")
@@ -205,7 +239,9 @@ def readme_claims() -> list[str]:
                   f"{v11.DEFAULT_BUDGET:,})")  # fmt: skip
     # The error a decision over the default size limit gets, as the README quotes it.
     with pytest.raises(WorkingsetError) as err:
-        read_bounded(io.BytesIO(b" " * (Limits().max_decision_bytes + 1)), "decision", "<stdin>", Limits())
+        read_bounded(
+            io.BytesIO(b" " * (Limits().max_decision_bytes + 1)), "decision", "<stdin>", Limits()
+        )
     claims.append(f"`error: {err.value.code}: {err.value.message}`")
     return claims
 
@@ -229,7 +265,9 @@ def test_readme_numbers_reproduce_from_the_command():
     prose = docs_prose()
     claims = readme_claims() + cache_claims()
     missing = [claim for claim in claims if claim not in prose]
-    assert not missing, f"{', '.join(DOC_PAGES)} no longer say what the command gives:\n" + "\n".join(missing)
+    assert not missing, (
+        f"{', '.join(DOC_PAGES)} no longer say what the command gives:\n" + "\n".join(missing)
+    )
     rest = prose
     for claim in [*claims, *NOT_OURS]:
         rest = rest.replace(claim, "")
@@ -246,4 +284,6 @@ def test_the_readme_comparison_is_the_first_command_output():
     assert first.endswith("workingset compare fixtures/bug17")
     shown = readme.split("## One comparison", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     output = invoke("compare", str(BUG17)).stdout
-    assert output.endswith(shown), "the README's comparison is not how `workingset compare fixtures/bug17` ends"
+    assert output.endswith(shown), (
+        "the README's comparison is not how `workingset compare fixtures/bug17` ends"
+    )

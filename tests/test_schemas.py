@@ -32,13 +32,22 @@ def maybe(base: dict, extra: st.SearchStrategy) -> st.SearchStrategy:
     return st.one_of(st.just(base), changed, dropped)
 
 
-JUNK = st.one_of(st.none(), st.booleans(), st.integers(-1, 5), st.floats(-1, 2, allow_nan=False), TEXT, st.just([]))
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-1, 5),
+    st.floats(-1, 2, allow_nan=False),
+    TEXT,
+    st.just([]),
+)
 ASSESSMENT = st.fixed_dictionaries({
     "evidence_ref": EIDS, "verdict": st.sampled_from(["supports", "refutes", "neutral", "inconclusive", "maybe"]),
     "confidence": st.one_of(st.floats(-0.5, 1.5, allow_nan=False), st.integers(0, 2), st.booleans()), "rationale": TEXT,
 }).flatmap(lambda d: maybe(d, JUNK))  # fmt: skip
 NOTE = st.fixed_dictionaries({"kind": st.sampled_from(["note", "question", "idea"]), "text": TEXT})
-QUERY = st.fixed_dictionaries({"kind": st.just("query"), "source": TEXT, "query": TEXT, "purpose": TEXT})
+QUERY = st.fixed_dictionaries(
+    {"kind": st.just("query"), "source": TEXT, "query": TEXT, "purpose": TEXT}
+)
 RECALL = st.fixed_dictionaries({"kind": st.just("recall"), "evidence_refs": st.lists(EIDS, max_size=6)},
                                 optional={"entries": st.lists(st.sampled_from(["N000001", "H1/2", "case", "H1/0", "x"]), max_size=5),
                                           "pages": st.lists(st.sampled_from(["E000001:2", "case:1", "N000001:0", "E1:2"]), max_size=5)})  # fmt: skip
@@ -67,7 +76,12 @@ def _parses(data: dict, enc) -> bool:
         parse_decision(msgspec.json.encode(data), supports_recall=enc.supports_recall, supports_spans=enc.supports_spans,
                        supports_pages=paged)  # fmt: skip
     except DecisionRejected as err:
-        assert err.code in ("schema_violation", "recall_count", "recall_duplicate", "recall_unsupported"), err.code
+        assert err.code in (
+            "schema_violation",
+            "recall_count",
+            "recall_duplicate",
+            "recall_unsupported",
+        ), err.code
         # v14's 1 to 4 references in all (evidence_refs and entries) is no schema keyword: checked after decoding.
         if not (paged and err.code == "recall_count"):
             return False
@@ -79,7 +93,9 @@ VERSIONS = [*ENCODERS.values(), Citing()]
 
 
 @pytest.mark.parametrize("enc", VERSIONS, ids=[e.name for e in VERSIONS])
-def test_the_derived_decision_schema_accepts_what_the_frozen_one_and_the_validator_accept(enc, monkeypatch):
+def test_the_derived_decision_schema_accepts_what_the_frozen_one_and_the_validator_accept(
+    enc, monkeypatch
+):
     if isinstance(enc, Citing):
         monkeypatch.setitem(ENCODERS, 99, enc)
     derived = Draft202012Validator(json_schema("decision", enc.name))
@@ -101,7 +117,9 @@ def test_state_and_context_schemas_accept_the_fixtures_and_reject_a_typo():
     context = Draft202012Validator(json_schema("context"))
     example = json.loads((ROOT / "encodings" / "example-state.json").read_text())
     assert state.is_valid(example)
-    assert state.is_valid({**example, "hypotheses": []})  # only the library knows a state needs a hypothesis
+    assert state.is_valid(
+        {**example, "hypotheses": []}
+    )  # only the library knows a state needs a hypothesis
     assert not state.is_valid({**example, "analysis_idd": "x"})
     for path in sorted((ROOT / "fixtures" / "bug17").glob("*.json"))[:3]:
         assert context.is_valid(json.loads(path.read_text())), path
@@ -114,8 +132,12 @@ def test_the_schema_command():
     out = CliRunner().invoke(app, ["schema", "decision", "--encoder", "v8"])
     assert out.exit_code == 0 and json.loads(out.stdout) == json_schema("decision", "v8")
     assert "Recall" in json.loads(out.stdout)["$defs"]
-    assert "Recall" not in json.loads(CliRunner().invoke(app, ["schema", "decision"]).stdout)["$defs"]  # v10
-    assert json.loads(CliRunner().invoke(app, ["schema", "state"]).stdout)["$ref"] == "#/$defs/State"
+    assert (
+        "Recall" not in json.loads(CliRunner().invoke(app, ["schema", "decision"]).stdout)["$defs"]
+    )  # v10
+    assert (
+        json.loads(CliRunner().invoke(app, ["schema", "state"]).stdout)["$ref"] == "#/$defs/State"
+    )
     for args, code in ((["schema", "states"], "usage_error"), (["schema", "result", "--encoder", "v8"], "usage_error"),
                        (["schema", "decision", "--encoder", "v15"], "unknown_encoder")):  # fmt: skip
         bad = CliRunner().invoke(app, [*args, "--json"])

@@ -9,10 +9,19 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import BUG17
 from session_helpers import (
-    ANALYSIS, answer_events, assess, conclude, db_dump, decision, make_state, query, recall, result, state_bytes,
+    ANALYSIS,
+    answer_events,
+    assess,
+    conclude,
+    db_dump,
+    decision,
+    make_state,
+    query,
+    recall,
+    result,
+    state_bytes,
 )  # fmt: skip
 
 from workingset.errors import WorkingsetError
@@ -57,27 +66,41 @@ REJECTIONS = [
     ("malformed_json", b"[]"),
     ("schema_violation", decision(recall("E000001", "E1"), assess("E000007"))),
     ("schema_violation", {"assessment": assess("E000007"), "next": query(), "extra": True}),
-    ("recall_count", decision(recall("E000001", "E000002", "E000003", "E000004", "E000005"), assess("E000007"))),
+    (
+        "recall_count",
+        decision(recall("E000001", "E000002", "E000003", "E000004", "E000005"), assess("E000007")),
+    ),
     ("recall_count", decision(recall(), assess("E000007"))),
     ("recall_duplicate", decision(recall("E000001", "E000001"), assess("E000007"))),
     ("unknown_evidence", decision(recall("E000001", "E000099", "E000098"), assess("E000007"))),
     ("recall_not_retained", decision(recall("E000001", "E000004"), assess("E000007"))),
     ("assessment_missing", decision(query())),
     ("assessment_mismatch", decision(query(), assess("E000001"))),
-    ("ungrounded_reference", decision(conclude("supported", "E000007", "E000001", "E000002"), assess("E000007"))),
+    (
+        "ungrounded_reference",
+        decision(conclude("supported", "E000007", "E000001", "E000002"), assess("E000007")),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("code", "bad"), REJECTIONS, ids=[f"{c}-{i}" for i, (c, _) in enumerate(REJECTIONS)])
+@pytest.mark.parametrize(
+    ("code", "bad"), REJECTIONS, ids=[f"{c}-{i}" for i, (c, _) in enumerate(REJECTIONS)]
+)
 def test_a_rejected_decision_changes_nothing_and_the_request_stays_open(store, pending, code, bad):
     inv, rid = pending
-    before_dump, before_answers, before_show = db_dump(store, answers=False), answer_events(store), inv.show()
-    raw = bad if isinstance(bad, bytes) else json.dumps(bad, indent=1).encode()  # kept byte for byte
+    before_dump, before_answers, before_show = (
+        db_dump(store, answers=False),
+        answer_events(store),
+        inv.show(),
+    )
+    raw = (
+        bad if isinstance(bad, bytes) else json.dumps(bad, indent=1).encode()
+    )  # kept byte for byte
     err = code_of(inv.submit, rid, raw)
     assert err.code == code
     # Every row but the kept answer is identical: state, status, open request, index tables.
     assert db_dump(store, answers=False) == before_dump
-    (kept,) = answer_events(store)[len(before_answers):]
+    (kept,) = answer_events(store)[len(before_answers) :]
     assert kept == {"analysis": "demo", "at": CLOCK(), "request_id": rid, "answer": raw.decode(), "outcome": "rejected",
                     "code": code, "message": err.message, **({"details": err.details} if err.details else {})}  # fmt: skip
     after = inv.show()
@@ -89,9 +112,13 @@ def test_a_rejected_decision_changes_nothing_and_the_request_stays_open(store, p
 
 def test_rejection_details_name_ids_and_suggest_recall(pending):
     inv, rid = pending
-    err = code_of(inv.submit, rid, decision(recall("E000099", "E000001", "E000098"), assess("E000007")))
+    err = code_of(
+        inv.submit, rid, decision(recall("E000099", "E000001", "E000098"), assess("E000007"))
+    )
     assert err.details["ids"] == ["E000099", "E000098"]
-    err = code_of(inv.submit, rid, decision(conclude("refuted", "E000002", "E000003"), assess("E000007")))
+    err = code_of(
+        inv.submit, rid, decision(conclude("refuted", "E000002", "E000003"), assess("E000007"))
+    )
     assert err.details["ids"] == ["E000002", "E000003"] and "recall" in err.message
 
 
@@ -103,7 +130,10 @@ def test_stale_request_answered_or_unknown(store, pending):
         assert err.code == "stale_request"
     assert db_dump(store, answers=False) == before
     assert [(a["request_id"], a["code"]) for a in answer_events(store)[-3:]] == [
-        ("demo-r0001", "stale_request"), ("demo-r0099", "stale_request"), ("other-r0001", "stale_request")]
+        ("demo-r0001", "stale_request"),
+        ("demo-r0099", "stale_request"),
+        ("other-r0001", "stale_request"),
+    ]
     inv.submit(rid, decision(query(), assess("E000007")))
     assert code_of(inv.submit, rid, decision(query(), assess("E000007"))).code == "stale_request"
 
@@ -144,6 +174,7 @@ def test_recall_is_accepted_by_v8_and_v9(store, encoder):
 
 # -- the recall lifecycle, across real process restarts -----------------------------------------
 
+
 def cli(store: str, *args: str, stdin: str | None = None) -> dict:
     proc = subprocess.run([sys.executable, "-m", "workingset.cli", *args, "--store", store, "--json"], input=stdin,
                           capture_output=True, text=True, check=False)  # fmt: skip
@@ -161,16 +192,39 @@ def test_recall_lifecycle_across_process_restarts(store, tmp_path):
     # Process 1..: H1 recalls two archived items; one whose payload was not retained is refused.
     r1 = cli(store, "next", *a, "--hypothesis", "H1")
     assert {"E000003", "E000005"} <= set(r1["indexed"])
-    refused = cli(store, "submit", *a, "--request", r1["request_id"], json.dumps(decision(recall("E000003", "E000004"))))
-    assert refused["error"]["code"] == "recall_not_retained" and refused["error"]["details"]["ids"] == ["E000004"]
+    refused = cli(
+        store,
+        "submit",
+        *a,
+        "--request",
+        r1["request_id"],
+        json.dumps(decision(recall("E000003", "E000004"))),
+    )
+    assert refused["error"]["code"] == "recall_not_retained" and refused["error"]["details"][
+        "ids"
+    ] == ["E000004"]
     assert cli(store, "submit", *a, "--request", r1["request_id"], "-",
                stdin=json.dumps(decision(recall("E000003", "E000005"))))["applied"] == "recall"  # fmt: skip
 
     # Another hypothesis takes a turn with a query, and its result is recorded.
     r2 = cli(store, "next", *a)
     assert r2["hypothesis"] == "H2"
-    sub = cli(store, "submit", *a, "--request", r2["request_id"], json.dumps(decision(query("select * from refunds"))))
-    rec = cli(store, "record", *a, "--action", sub["action"], json.dumps(result("refund rows", query="select * from refunds")))
+    sub = cli(
+        store,
+        "submit",
+        *a,
+        "--request",
+        r2["request_id"],
+        json.dumps(decision(query("select * from refunds"))),
+    )
+    rec = cli(
+        store,
+        "record",
+        *a,
+        "--action",
+        sub["action"],
+        json.dumps(result("refund rows", query="select * from refunds")),
+    )
     assert rec["evidence"] == "E000007"
 
     # After the restarts, the selection survived and its payloads are in H1's next context in full.
@@ -200,7 +254,7 @@ def test_reopening_restores_everything(store):
     r = inv.next_request("H2")
     act = inv.submit(r.request_id, decision(query())).action
     r = inv.next_request("H3")
-    inv.submit(r.request_id, decision(query())).action
+    inv.submit(r.request_id, decision(query()))
     inv.record(act, result(cost=2.5))
     open_req = inv.next_request("H1")
     before = inv.show()
@@ -208,18 +262,26 @@ def test_reopening_restores_everything(store):
     with Investigation.open(store, ANALYSIS) as again:
         after = again.show()
         assert after == before
-        assert after.open_request == open_req.request_id and [p.hypothesis for p in after.pending_actions] == ["H3"]
-        assert after.state.recall["H1"].evidence_refs == ["E000002"] and after.state.budget.cost_used == 2.5
+        assert after.open_request == open_req.request_id and [
+            p.hypothesis for p in after.pending_actions
+        ] == ["H3"]
+        assert (
+            after.state.recall["H1"].evidence_refs == ["E000002"]
+            and after.state.budget.cost_used == 2.5
+        )
         assert again.next_request() == open_req
 
 
 # -- limits and termination ---------------------------------------------------------------------------
 
+
 def test_iteration_limit_ends_a_recall_loop_with_budget_exhausted(store):
     inv = make(store, max_iterations=4)
     for i in range(4):
         req = inv.next_request("H1")
-        applied = inv.submit(req.request_id, decision(recall(f"E00000{i + 1 + (i == 3)}")))  # E000004 is unknown
+        applied = inv.submit(
+            req.request_id, decision(recall(f"E00000{i + 1 + (i == 3)}"))
+        )  # E000004 is unknown
     assert applied.status == "completed" and applied.iteration == 4
     show = inv.show()
     assert (show.status, show.termination_reason) == ("completed", "budget_exhausted")
@@ -266,6 +328,7 @@ def test_conclusions_and_root_cause(store):
 
 # -- requests ----------------------------------------------------------------------------------
 
+
 def test_next_returns_the_open_request_and_refuses_another_hypothesis(store):
     inv = make(store)
     req = inv.next_request()
@@ -289,12 +352,23 @@ def test_the_request_manifest_is_persisted(store):
     inv = make(store)
     req = inv.next_request()
     (row,) = inv.requests()
-    assert (row.request_id, row.hypothesis, row.encoder, row.status) == (req.request_id, "H1", "investigation_project_v8", "open")
-    assert (list(row.shown), list(row.indexed), row.chars, row.hash) == (req.shown, req.indexed, req.chars, req.hash)
+    assert (row.request_id, row.hypothesis, row.encoder, row.status) == (
+        req.request_id,
+        "H1",
+        "investigation_project_v8",
+        "open",
+    )
+    assert (list(row.shown), list(row.indexed), row.chars, row.hash) == (
+        req.shown,
+        req.indexed,
+        req.chars,
+        req.hash,
+    )
     assert len(req.text) == req.chars
 
 
 # -- record ------------------------------------------------------------------------------------
+
 
 def test_record_creates_sequential_unsettled_evidence(store):
     inv = make(store)
@@ -308,9 +382,17 @@ def test_record_creates_sequential_unsettled_evidence(store):
     assert (second.evidence, first.evidence) == ("E000007", "E000008")
     s = inv.state
     e7, e8 = s.evidence[-2:]
-    assert (e7.collector, e7.budget.action, e7.budget.status, e7.iteration) == ("H2", "B000007", "unsettled", 2)
+    assert (e7.collector, e7.budget.action, e7.budget.status, e7.iteration) == (
+        "H2",
+        "B000007",
+        "unsettled",
+        2,
+    )
     assert e7.captured_at == "2026-06-10T20:30:00+02:00" and e8.captured_at == CLOCK()
-    assert e7.content_hash.startswith("xxh3-128:") and s.hypothesis("H1").control.previous_result == "E000008"
+    assert (
+        e7.content_hash.startswith("xxh3-128:")
+        and s.hypothesis("H1").control.previous_result == "E000008"
+    )
     # The next context for H1 requires assessing it.
     req = inv.next_request("H1")
     assert code_of(inv.submit, req.request_id, decision(query())).code == "assessment_missing"
@@ -322,13 +404,19 @@ def test_record_errors_change_nothing(store):
     act = inv.submit(req.request_id, decision(query())).action
     before = db_dump(store)
     assert code_of(inv.record, "B000999", result()).code == "unknown_action"
-    assert code_of(inv.record, act, {"scope": "query_result", "capture": {"origin": "x"}}).code == "invalid_file"
+    assert (
+        code_of(inv.record, act, {"scope": "query_result", "capture": {"origin": "x"}}).code
+        == "invalid_file"
+    )
     bad_rows = {**result(), "payload": {"kind": "rows", "columns": ["a", "b"], "rows": [[1]]}}
     err = code_of(inv.record, act, bad_rows)
     assert err.code == "invalid_file" and err.details["path"] == "$.payload.rows[0]"
     assert code_of(inv.record, act, {**result(), "cost": -1}).code == "invalid_file"
     # A result is of the query its action decided: same origin (the source) and the same query text.
-    for field, bad in (("query", result(query="select 2")), ("origin", result(origin="pg:replica"))):
+    for field, bad in (
+        ("query", result(query="select 2")),
+        ("origin", result(origin="pg:replica")),
+    ):
         err = code_of(inv.record, act, bad)
         assert err.code == "result_mismatch" and err.details["path"] == f"$.capture.{field}"
     assert code_of(inv.record, act, result(), captured_at="2026-06-10 20:00").code == "usage_error"
@@ -359,6 +447,7 @@ def test_null_payload_is_recorded_as_unknown(store):
 
 
 # -- lifecycle ---------------------------------------------------------------------------------
+
 
 def test_pause_resume_cancel_transitions(store):
     inv = make(store)
@@ -396,6 +485,7 @@ def test_fail_is_terminal_and_distinct_from_inconclusive(store):
 
 # -- create / open ----------------------------------------------------------------------------
 
+
 def test_create_and_open_errors(store, tmp_path):
     make(store).close()
     assert code_of(make, store).code == "analysis_exists"
@@ -418,20 +508,27 @@ def test_create_from_a_stored_context_and_an_already_finished_state(store, tmp_p
         assert copy.show().encoder == "investigation_project_v10" and copy.show().status == "active"
         # Its requests continue the numbering of the context it was created from (demo-r0001).
         assert copy.next_request().request_id == "copy-r0002"
-    with Investigation.open(store, "copy") as again:  # a new process: the numbering comes from the log
+    with Investigation.open(
+        store, "copy"
+    ) as again:  # a new process: the numbering comes from the log
         again.submit("copy-r0002", decision(query()))
         assert again.next_request("H2").request_id == "copy-r0003"
     done = make_state(analysis="done")
     done["hypotheses"][0]["disposition"] = "supported"
     with Investigation.create(store, done) as finished:
-        assert (finished.show().status, finished.show().termination_reason) == ("completed", "root_cause_found")
+        assert (finished.show().status, finished.show().termination_reason) == (
+            "completed",
+            "root_cause_found",
+        )
 
 
 def test_export_writes_a_run_that_verifies(store, tmp_path):
     inv = make(store)
     for hid in ("H1", "H2", "H1"):
         req = inv.next_request(hid)
-        applied = inv.submit(req.request_id, decision(recall("E000005") if hid == "H1" else query()))
+        applied = inv.submit(
+            req.request_id, decision(recall("E000005") if hid == "H1" else query())
+        )
         if applied.action:
             inv.record(applied.action, result())
     inv.next_request("H3")
@@ -445,14 +542,19 @@ def test_export_writes_a_run_that_verifies(store, tmp_path):
 
 
 def test_a_session_continues_from_the_last_bug17_context(store, tmp_path):
-    with Investigation.create(store, (BUG17 / "bug17-r0018.json").read_bytes(), encoder="v8", clock=CLOCK) as inv:
+    with Investigation.create(
+        store, (BUG17 / "bug17-r0018.json").read_bytes(), encoder="v8", clock=CLOCK
+    ) as inv:
         start = inv.state
         req = inv.next_request()
         assert req.request_id == "bug17-r0019"  # after the context's bug17-r0018, not -r0001 again
         pending = start.pending_result(req.hypothesis)
         assert pending is None or pending in req.shown
         archived = req.indexed[0]
-        applied = inv.submit(req.request_id, decision(recall(archived), assess(pending, "neutral", 0.4) if pending else None))
+        applied = inv.submit(
+            req.request_id,
+            decision(recall(archived), assess(pending, "neutral", 0.4) if pending else None),
+        )
         assert applied.iteration == start.iteration + 1
         assert archived in inv.next_request(req.hypothesis).shown
         run = read_run(Path(inv.export(tmp_path / "run")[0]).parent)

@@ -13,9 +13,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from session_helpers import (
+    ANALYSIS,
+    assess,
+    conclude,
+    db_dump,
+    decision,
+    query,
+    recall,
+    result,
+    state_bytes,
+)
 
 import workingset.store.interface as st
-from session_helpers import ANALYSIS, assess, conclude, db_dump, decision, query, recall, result, state_bytes
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import Manifest, SqliteStore, open_store
@@ -65,7 +75,9 @@ def fresh_show(path):
 
 
 def turn(inv: Investigation, req, pending: str | None, text: str):
-    applied = inv.submit(req.request_id, decision(query(text), assess(pending) if pending else None))
+    applied = inv.submit(
+        req.request_id, decision(query(text), assess(pending) if pending else None)
+    )
     recorded = inv.record(applied.action, result(text, query=text))
     return inv.next_request(req.hypothesis), recorded.evidence
 
@@ -102,13 +114,13 @@ def test_a_cached_handle_sees_a_second_process_change(store, monkeypatch):
     before = inv.show()
     # Another process answers the open request and records the query's result.
     script = (
-        "import sys; sys.path.insert(0, {tests!r})\n"
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from session_helpers import decision, query, result\n"
         "from workingset.session.investigation import Investigation\n"
-        "with Investigation.open({store!r}, 'demo') as other:\n"
-        "    act = other.submit({rid!r}, decision(query('select 2'))).action\n"
+        f"with Investigation.open({str(path)!r}, 'demo') as other:\n"
+        f"    act = other.submit({req.request_id!r}, decision(query('select 2'))).action\n"
         "    other.record(act, result('from the other process', query='select 2'))\n"
-    ).format(tests=str(Path(__file__).parent), store=str(path), rid=req.request_id)
+    )
     subprocess.run([sys.executable, "-c", script], check=True)
     reads.reset()
     # The same handle, its kept state now behind: it applies exactly the new events (the other
@@ -119,7 +131,10 @@ def test_a_cached_handle_sees_a_second_process_change(store, monkeypatch):
     assert (reads.events, reads.payloads) == (4, 1)
     assert nxt.request_id == "demo-r0002" and nxt.shown == ["E000007"]
     show = inv.show()
-    assert show.state.iteration == before.state.iteration + 1 and show.state.evidence[-1].id == "E000007"
+    assert (
+        show.state.iteration == before.state.iteration + 1
+        and show.state.evidence[-1].id == "E000007"
+    )
     assert show == fresh_show(path)
     assert inv.submit(nxt.request_id, decision(query(), assess("E000007"))).action == "B000007"
 
@@ -131,7 +146,9 @@ def test_a_rejection_keeps_the_kept_state_a_failed_change_drops_it(store, monkey
     req = inv.next_request("H1")
     reads.reset()
     with pytest.raises(WorkingsetError):
-        inv.submit(req.request_id, decision(conclude("supported", "E000001")))  # ungrounded under v8
+        inv.submit(
+            req.request_id, decision(conclude("supported", "E000001"))
+        )  # ungrounded under v8
     before = inv.show()
     assert reads.events == 0  # no replay after a rejection
 
@@ -177,7 +194,12 @@ def test_a_warm_handle_writes_exactly_what_a_cold_one_writes(tmp_path, op):
             if op == "next":
                 h.next_request("H2")
             elif op == "submit":
-                h.submit("demo-r0002", decision(recall("E000001"), assess("E000007"), [{"kind": "question", "text": "q"}]))
+                h.submit(
+                    "demo-r0002",
+                    decision(
+                        recall("E000001"), assess("E000007"), [{"kind": "question", "text": "q"}]
+                    ),
+                )
             elif op == "record":
                 h.record(act, result("second"))
             elif op == "resume":
@@ -208,11 +230,17 @@ def test_two_handles_on_one_connection_and_interleaved_lifecycle(store):
 
 # -- compact manifests --------------------------------------------------------------------------------
 
+
 def _manifests(path) -> list[dict]:
     conn = sqlite3.connect(path)
     try:
-        table = [json.loads(r[0]) for r in conn.execute("SELECT manifest FROM requests ORDER BY number")]
-        events = [json.loads(r[0])["manifest"] for r in conn.execute("SELECT data FROM events WHERE kind = 'request' ORDER BY seq")]
+        table = [
+            json.loads(r[0]) for r in conn.execute("SELECT manifest FROM requests ORDER BY number")
+        ]
+        events = [
+            json.loads(r[0])["manifest"]
+            for r in conn.execute("SELECT data FROM events WHERE kind = 'request' ORDER BY seq")
+        ]
     finally:
         conn.close()
     assert table == events
@@ -241,10 +269,14 @@ def test_rule_g_checks_the_ids_shown_in_that_request_not_evidence_recorded_since
     act = inv.submit(inv.next_request("H2").request_id, decision(query())).action
     req = inv.next_request("H1")  # shows all six items
     inv.record(act, result("arrived after H1's request"))  # E000007, not in that request
-    err = pytest.raises(WorkingsetError, inv.submit, req.request_id, decision(conclude("refuted", "E000007"))).value
+    err = pytest.raises(
+        WorkingsetError, inv.submit, req.request_id, decision(conclude("refuted", "E000007"))
+    ).value
     assert (err.code, err.details["ids"]) == ("ungrounded_reference", ["E000007"])
     assert inv.requests()[-1].shown == tuple(f"E00000{i}" for i in range(1, 7))
-    assert inv.submit(req.request_id, decision(conclude("refuted", "E000006"))).applied == "conclude"
+    assert (
+        inv.submit(req.request_id, decision(conclude("refuted", "E000006"))).applied == "conclude"
+    )
 
 
 def test_manifest_round_trips_and_falls_back_to_both_lists():
@@ -252,9 +284,18 @@ def test_manifest_round_trips_and_falls_back_to_both_lists():
     cases = [
         (("E000001", "E000002", "E000003", "E000004"), ()),  # v10: everything, by ID
         (tuple(ids), ()),  # v1: everything, in state order
-        (("E000002",), ("E000001", "E000003", "E000004")),  # v8: a few shown, the rest indexed by ID
-        (("E000004", "E000001"), ("E000002", "E000003")),  # the stored list keeps any order of its own
-        (("E000001",), ("E000004", "E000002", "E000003")),  # an order neither rule gives: both stored
+        (
+            ("E000002",),
+            ("E000001", "E000003", "E000004"),
+        ),  # v8: a few shown, the rest indexed by ID
+        (
+            ("E000004", "E000001"),
+            ("E000002", "E000003"),
+        ),  # the stored list keeps any order of its own
+        (
+            ("E000001",),
+            ("E000004", "E000002", "E000003"),
+        ),  # an order neither rule gives: both stored
     ]
     for shown, indexed in cases:
         m = Manifest.of(shown, indexed, ids)
@@ -268,7 +309,11 @@ def test_a_damaged_manifest_is_store_corrupt(tmp_path):
     path = tmp_path / "s.sqlite3"
     with make(path) as inv:
         inv.next_request("H1")
-    for damaged in ('{"evidence": 6, "order": "id"}', '{"evidence": 60, "order": "id", "shown": []}', "[1"):
+    for damaged in (
+        '{"evidence": 6, "order": "id"}',
+        '{"evidence": 60, "order": "id", "shown": []}',
+        "[1",
+    ):
         conn = sqlite3.connect(path)
         conn.execute("UPDATE requests SET manifest = ?", (damaged,))
         conn.commit()

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
 from session_helpers import ANALYSIS, answer_bytes, answer_events, db_dump, result, state_bytes
 
 from workingset.errors import DecisionRejected, SessionError
@@ -26,12 +25,25 @@ assessment = st.fixed_dictionaries({
     "rationale": st.text(max_size=5),
 })  # fmt: skip
 nxt = st.one_of(
-    st.fixed_dictionaries({"kind": st.just("query"), "source": st.just("pg"), "query": st.text(max_size=10),
-                           "purpose": st.just("p")}),  # fmt: skip
-    st.fixed_dictionaries({"kind": st.just("recall"), "evidence_refs": st.lists(ident, max_size=6)}),
-    st.fixed_dictionaries({"kind": st.just("conclude"),
-                           "disposition": st.sampled_from(["supported", "refuted", "inconclusive", "open"]),
-                           "diagnosis": st.just("d"), "evidence_refs": st.lists(ident, max_size=3)}),  # fmt: skip
+    st.fixed_dictionaries(
+        {
+            "kind": st.just("query"),
+            "source": st.just("pg"),
+            "query": st.text(max_size=10),
+            "purpose": st.just("p"),
+        }
+    ),  # fmt: skip
+    st.fixed_dictionaries(
+        {"kind": st.just("recall"), "evidence_refs": st.lists(ident, max_size=6)}
+    ),
+    st.fixed_dictionaries(
+        {
+            "kind": st.just("conclude"),
+            "disposition": st.sampled_from(["supported", "refuted", "inconclusive", "open"]),
+            "diagnosis": st.just("d"),
+            "evidence_refs": st.lists(ident, max_size=3),
+        }
+    ),  # fmt: skip
 )
 nxt = st.one_of(nxt, nxt, nxt, st.fixed_dictionaries({"kind": st.sampled_from(["query", "guess"])}))
 notes = st.lists(st.fixed_dictionaries({"kind": st.sampled_from(["note", "question"] * 4 + ["todo"]),
@@ -62,10 +74,14 @@ def _resolve(value, pending: str | None, shown: list[str], indexed: list[str]):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(encoder=st.sampled_from(["v7", "v8", "v9", "v10"]), decisions=st.lists(decision(), min_size=1, max_size=6),
        hypothesis=st.sampled_from([None, "H1", "H2"]))  # fmt: skip
-def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(encoder, decisions, hypothesis):
+def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(
+    encoder, decisions, hypothesis
+):
     with tempfile.TemporaryDirectory() as tmp:
         store = str(Path(tmp) / "store.sqlite3")
-        inv = Investigation.create(store, state_bytes(), encoder=encoder, clock=lambda: "2026-06-10T21:00:00Z")
+        inv = Investigation.create(
+            store, state_bytes(), encoder=encoder, clock=lambda: "2026-06-10T21:00:00Z"
+        )
         for d in decisions:
             try:
                 req = inv.next_request(hypothesis)
@@ -79,7 +95,9 @@ def test_random_decisions_rejected_change_nothing_accepted_take_one_turn(encoder
                 applied = inv.submit(req.request_id, data)
             except DecisionRejected as err:
                 assert db_dump(store, answers=False) == dump  # only the answer is kept, verbatim
-                assert [(answer_bytes(a), a["code"]) for a in answer_events(store)[kept:]] == [(data, err.code)]
+                assert [(answer_bytes(a), a["code"]) for a in answer_events(store)[kept:]] == [
+                    (data, err.code)
+                ]
                 assert inv.show() == before and before.open_request == req.request_id
                 continue
             after = inv.show()

@@ -8,15 +8,17 @@ rendered with it could no longer be reproduced. `pytest --snapshot-update` write
 from __future__ import annotations
 
 import pytest
+from conftest import BUG17, VERSIONS
+from factory import sample_state
 
 from workingset.encoders import ENCODERS
 from workingset.runs.layout import load_context_file
 
-from conftest import BUG17, VERSIONS
-from factory import sample_state
-
-
-BUG17_TURNS = ("bug17-r0001", "bug17-r0009", "bug17-r0018")  # the first, a middle and the last context
+BUG17_TURNS = (
+    "bug17-r0001",
+    "bug17-r0009",
+    "bug17-r0018",
+)  # the first, a middle and the last context
 
 
 @pytest.mark.parametrize("version", VERSIONS, ids=[f"v{n}" for n in VERSIONS])

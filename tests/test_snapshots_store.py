@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-
-import workingset.eventlog.snapshots as snapshots
 from session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
 from store_sql import execute as _execute
 from store_sql import query as _query
 from test_session_cache import Reads
+
+import workingset.eventlog.snapshots as snapshots
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import SCHEMA_VERSION
@@ -22,7 +22,9 @@ def turns(inv: Investigation, n: int) -> None:
     for i in range(n):
         req = inv.next_request()
         prev = pending.get(req.hypothesis)
-        act = inv.submit(req.request_id, decision(query(f"q{i}"), assess(prev) if prev else None)).action
+        act = inv.submit(
+            req.request_id, decision(query(f"q{i}"), assess(prev) if prev else None)
+        ).action
         pending[req.hypothesis] = inv.record(act, result(f"result {i}", query=f"q{i}")).evidence
 
 
@@ -33,9 +35,11 @@ def fresh(store):
 
 def test_a_new_process_starts_from_the_snapshot_and_reaches_the_same_state(store, monkeypatch):
     monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 4_000)
-    inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
+    inv = Investigation.create(
+        store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK
+    )
     turns(inv, 12)
-    (seq,), = _query(store, "SELECT seq FROM snapshots")
+    ((seq,),) = _query(store, "SELECT seq FROM snapshots")
     events = _query(store, "SELECT count(*) FROM events")[0][0]
     assert 1 < seq <= events
     expected = inv.show()
@@ -54,8 +58,13 @@ def test_snapshots_cost_at_most_what_the_log_does(store, monkeypatch):
     monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 2_000)
     written = []
     original = snapshots.take_snapshot
-    monkeypatch.setattr("workingset.session.investigation.take_snapshot", lambda view: written.append(original(view)) or written[-1])
-    inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
+    monkeypatch.setattr(
+        "workingset.session.investigation.take_snapshot",
+        lambda view: written.append(original(view)) or written[-1],
+    )
+    inv = Investigation.create(
+        store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK
+    )
     turns(inv, 15)
     logged = _query(store, "SELECT sum(length(data)) FROM events WHERE kind != 'created'")[0][0]
     # Each snapshot waits for as many logged bytes as the one before it holds: all but the latest
@@ -85,7 +94,9 @@ def test_a_version_2_store_gains_the_snapshots_table_on_open(store):
     _execute(store, "DROP TABLE snapshots")
     _execute(store, "UPDATE schema_version SET version = 2")
     show, req = fresh(store)
-    assert req.request_id == "demo-r0001" and _query(store, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+    assert req.request_id == "demo-r0001" and _query(
+        store, "SELECT version FROM schema_version"
+    ) == [(SCHEMA_VERSION,)]
     assert _query(store, "SELECT count(*) FROM snapshots") == [(0,)]
 
 
@@ -104,15 +115,21 @@ def test_a_snapshot_whose_bytes_changed_is_store_corrupt_by_its_checksum(store, 
     assert info.value.code == "store_corrupt"
 
 
-def test_a_version_3_store_and_its_snapshot_are_read_as_they_are_and_upgraded_on_write(store, monkeypatch):
+def test_a_version_3_store_and_its_snapshot_are_read_as_they_are_and_upgraded_on_write(
+    store, monkeypatch
+):
     """A version 3 snapshot (plain MessagePack, no checksum) is still read, checked in full."""
     monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", 1_000)
-    inv = Investigation.create(store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK)
+    inv = Investigation.create(
+        store, state_bytes(max_iterations=100, limits=(30, 30, 30)), encoder="v8", clock=CLOCK
+    )
     turns(inv, 10)
     expected = inv.show()
     inv.close()
     data = bytes(_query(store, "SELECT data FROM snapshots")[0][0])
-    old = msgspec.msgpack.encode(snapshots._SNAPSHOT_CODEC.decode(data[snapshots.SNAPSHOT_BODY_AT :]))
+    old = msgspec.msgpack.encode(
+        snapshots._SNAPSHOT_CODEC.decode(data[snapshots.SNAPSHOT_BODY_AT :])
+    )
     _execute(store, "UPDATE snapshots SET data = ?", (old,))
     _execute(store, "UPDATE schema_version SET version = 3")
     with Investigation.open(store, ANALYSIS, clock=CLOCK, read_only=True) as reader:
@@ -123,8 +140,12 @@ def test_a_version_3_store_and_its_snapshot_are_read_as_they_are_and_upgraded_on
         fresh(store)
     assert info.value.code == "store_corrupt"
     _execute(store, "UPDATE snapshots SET data = ?", (old,))
-    show, _ = fresh(store)  # a writer upgrades the store; the version 3 snapshot stays until the next one
-    assert show == expected and _query(store, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
+    show, _ = fresh(
+        store
+    )  # a writer upgrades the store; the version 3 snapshot stays until the next one
+    assert show == expected and _query(store, "SELECT version FROM schema_version") == [
+        (SCHEMA_VERSION,)
+    ]
 
 
 def test_an_analysis_created_from_a_large_state_has_a_snapshot_from_the_start(store, monkeypatch):
@@ -137,8 +158,12 @@ def test_an_analysis_created_from_a_large_state_has_a_snapshot_from_the_start(st
     reads = Reads(monkeypatch)
     show, _ = fresh(store)
     assert show == expected and reads.events == 0  # the created event is not replayed
-    monkeypatch.setattr(snapshots, "SNAPSHOT_MIN_BYTES", created + 100)  # a state below the threshold: none
+    monkeypatch.setattr(
+        snapshots, "SNAPSHOT_MIN_BYTES", created + 100
+    )  # a state below the threshold: none
     _execute(store, "DELETE FROM snapshots")
-    with Investigation.create(store, small.replace(b'"demo"', b'"demo2"', 1), encoder="v8", clock=CLOCK):
+    with Investigation.create(
+        store, small.replace(b'"demo"', b'"demo2"', 1), encoder="v8", clock=CLOCK
+    ):
         pass
     assert _query(store, "SELECT count(*) FROM snapshots") == [(0,)]

@@ -12,10 +12,17 @@ import time
 from pathlib import Path
 
 import pytest
-
-from session_helpers import ANALYSIS, assess, conclude, db_dump, decision, query, result, state_bytes
+from session_helpers import (
+    ANALYSIS,
+    db_dump,
+    decision,
+    query,
+    result,
+    state_bytes,
+)
 from store_sql import execute as _execute
 from store_sql import query as _query
+
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import APPLICATION_ID, SCHEMA_VERSION, PostgresStore, SqliteStore
@@ -43,15 +50,33 @@ def test_a_new_store_has_wal_the_schema_version_and_our_application_id(tmp_path)
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
+    assert tables == {
+        "schema_version",
+        "analyses",
+        "events",
+        "payloads",
+        "requests",
+        "actions",
+        "snapshots",
+    }
 
 
 def test_a_new_postgresql_store_has_the_schema_version_and_only_our_tables(pg_server):
     url = pg_server.database()
     make(url).close()
     assert _query(url, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
-    tables = {r[0] for r in _query(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
-    assert tables == {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
+    tables = {
+        r[0] for r in _query(url, "SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+    }
+    assert tables == {
+        "schema_version",
+        "analyses",
+        "events",
+        "payloads",
+        "requests",
+        "actions",
+        "snapshots",
+    }
 
 
 @pytest.mark.parametrize("version", [2, 3])
@@ -71,7 +96,9 @@ def test_a_postgresql_store_of_version_2_or_3_is_upgraded_by_its_first_writer(pg
 
 def test_the_event_log_is_append_only(store):
     make(store).close()
-    for sql in ("UPDATE events SET kind = 'x'", "DELETE FROM events") + (("TRUNCATE events",) if "://" in store else ()):
+    for sql in ("UPDATE events SET kind = 'x'", "DELETE FROM events") + (
+        ("TRUNCATE events",) if "://" in store else ()
+    ):
         with pytest.raises(Exception, match="append-only"):
             _execute(store, sql)
     assert _counts(store)["events"] == 1
@@ -93,7 +120,10 @@ def test_an_unreachable_postgresql_server_is_store_unavailable(tmp_path):
 
 
 def _counts(path) -> dict[str, int]:
-    return {t: _query(path, f"SELECT count(*) FROM {t}")[0][0] for t in ("events", "payloads", "requests", "actions")}
+    return {
+        t: _query(path, f"SELECT count(*) FROM {t}")[0][0]
+        for t in ("events", "payloads", "requests", "actions")
+    }
 
 
 def test_payloads_are_stored_once_and_a_turn_writes_only_what_is_new(store):
@@ -115,12 +145,22 @@ def test_payloads_are_stored_once_and_a_turn_writes_only_what_is_new(store):
     act = inv.submit(req.request_id, decision(query())).action
     inv.record(act, result("a payload seen before? no"))  # same content: stored once
     assert _counts(path)["payloads"] == 6
-    sizes = dict(_query(path, "SELECT kind, max(length(data)) FROM events WHERE analysis_id = 'demo' GROUP BY kind"))
-    assert sizes["decision"] < 600 and sizes["record"] < 800 and sizes["created"] > 2 * sizes["record"]
-    assert not any("retry budget exceeded" in data for (data,) in _query(path, "SELECT data FROM events"))
+    sizes = dict(
+        _query(
+            path,
+            "SELECT kind, max(length(data)) FROM events WHERE analysis_id = 'demo' GROUP BY kind",
+        )
+    )
+    assert (
+        sizes["decision"] < 600 and sizes["record"] < 800 and sizes["created"] > 2 * sizes["record"]
+    )
+    assert not any(
+        "retry budget exceeded" in data for (data,) in _query(path, "SELECT data FROM events")
+    )
 
 
 # -- not ours, or damaged ------------------------------------------------------------------------
+
 
 def _show(path):
     with Investigation.open(str(path), ANALYSIS) as inv:
@@ -288,7 +328,9 @@ def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, st
     base = _base(stores, op)
     before = stores.logical(base)
     dry = stores.copy(base, "dry")
-    out = subprocess.run([sys.executable, "-c", script, dry, op, "0"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", script, dry, op, "0"], capture_output=True, text=True, check=True
+    )
     steps = json.loads(out.stdout)
     after = stores.logical(dry)
     assert after != before and steps[-2:] == ["commit", "committed"] and len(steps) >= 4
@@ -305,9 +347,11 @@ def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, st
         expected = after if steps[k - 1] == "committed" else before
         if op == "create" and expected == before:
             # Before the analysis exists the store may or may not hold its empty schema.
-            assert "INSERT INTO \"analyses\"" not in state and "'demo'" not in state
+            assert 'INSERT INTO "analyses"' not in state and "'demo'" not in state
             continue
-        assert state == expected, f"crash at step {k} ({steps[k - 1]}) left the store between states"
+        assert state == expected, (
+            f"crash at step {k} ({steps[k - 1]}) left the store between states"
+        )
 
 
 # -- two processes, one open request -----------------------------------------------------------------

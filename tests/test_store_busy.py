@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-
 from os_helpers import cli, snapshot
 from session_helpers import state_bytes
+
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import SqliteStore
@@ -54,7 +54,9 @@ def test_a_writer_waits_the_busy_timeout_then_store_busy(store, monkeypatch):
         monkeypatch.setenv("WORKINGSET_BUSY_TIMEOUT", "0.2")
         res = cli("pause", "--analysis", "demo", "--store", store, "--json").rejected("store_busy")
         assert "WORKINGSET_BUSY_TIMEOUT" in res.error["message"]
-        assert cli("show", "--analysis", "demo", "--store", store).code == 0  # WAL: readers do not wait for a writer
+        assert (
+            cli("show", "--analysis", "demo", "--store", store).code == 0
+        )  # WAL: readers do not wait for a writer
         with pytest.raises(WorkingsetError) as info:
             with Investigation.open(SqliteStore(store, busy_timeout=0.1), "demo") as inv:
                 inv.pause()
@@ -63,7 +65,9 @@ def test_a_writer_waits_the_busy_timeout_then_store_busy(store, monkeypatch):
     finally:
         holder.release()
     monkeypatch.delenv("WORKINGSET_BUSY_TIMEOUT")
-    assert cli("pause", "--analysis", "demo", "--store", store).code == 0  # once free, the same call goes through
+    assert (
+        cli("pause", "--analysis", "demo", "--store", store).code == 0
+    )  # once free, the same call goes through
 
 
 def test_an_exclusive_lock_keeps_readers_out_for_the_busy_timeout_only(store, monkeypatch):
@@ -83,4 +87,3 @@ def test_a_bad_busy_timeout_is_a_usage_error(store, monkeypatch, value):
     with pytest.raises(WorkingsetError) as info:
         SqliteStore(store, busy_timeout=float(value) if value != "abc" else -1)
     assert info.value.code == "usage_error"
-

@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from os_helpers import cli, snapshot
 from session_helpers import assess, db_dump, decision, query, result, state_bytes
+
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store.sqltx import TABLE_NAMES
@@ -143,7 +143,14 @@ def commands(store: Path, out: Path) -> list[list[str]]:
         ["show", *a, "--json"],
         ["export", *a, "--out", str(out)],
         ["next", *a, "--json"],
-        ["submit", *a, "--request", "demo-r0003", json.dumps(decision(query("select 3"), assess("E000007"))), "--json"],
+        [
+            "submit",
+            *a,
+            "--request",
+            "demo-r0003",
+            json.dumps(decision(query("select 3"), assess("E000007"))),
+            "--json",
+        ],
         ["record", *a, "--action", "B000007", json.dumps(result("third", query="select 2"))],
         ["pause", *a],
         ["cancel", "--analysis", "other", *s],
@@ -156,7 +163,11 @@ def run_battery(path: Path, out: Path) -> set[str]:
     for args in commands(path, out):
         before, dump = snapshot(path), db_dump(str(path))
         res = cli(*args)
-        assert res.code in (0, 2) and "Traceback" not in res.err + res.out, (args, res.code, res.err)
+        assert res.code in (0, 2) and "Traceback" not in res.err + res.out, (
+            args,
+            res.code,
+            res.err,
+        )
         if res.code == 2:
             assert res.err.count("\n") == 1, res.err
             codes.add(res.err.split(":")[1].strip())
@@ -196,12 +207,18 @@ _VALUES = [None, 0, -1, 2**62, 1.5, "", "x", "{}", "[]", "null", '{"a": 1}', b"\
 def _mutate(path: Path, rng: random.Random) -> str:
     conn = sqlite3.connect(path, isolation_level=None)
     try:
-        table = rng.choice(["events", "events", "events", "requests", "actions", "analyses", "payloads"])
+        table = rng.choice(
+            ["events", "events", "events", "requests", "actions", "analyses", "payloads"]
+        )
         columns = [r[1] for r in conn.execute(f"PRAGMA table_info({table})")]
-        rows = conn.execute(f"SELECT rowid, * FROM {table}" if table == "requests" else f"SELECT * FROM {table}").fetchall()
+        rows = conn.execute(
+            f"SELECT rowid, * FROM {table}" if table == "requests" else f"SELECT * FROM {table}"
+        ).fetchall()
         row = rng.choice(rows)
         column = rng.choice(columns)
-        if table == "events" and column == "data" and rng.random() < 0.6:  # a plausible but wrong field inside the JSON
+        if (
+            table == "events" and column == "data" and rng.random() < 0.6
+        ):  # a plausible but wrong field inside the JSON
             doc = json.loads(row[columns.index("data")])
             key = rng.choice(sorted(doc)) if isinstance(doc, dict) and doc else None
             if key is not None:
@@ -217,9 +234,14 @@ def _mutate(path: Path, rng: random.Random) -> str:
             conn.execute(f"UPDATE requests SET {column} = ? WHERE rowid = ?", (value, row[0]))
         else:
             where = " AND ".join(f"{k} = ?" for k in keys)
-            conn.execute(f"UPDATE {table} SET {column} = ? WHERE {where}", (value, *(row[columns.index(k)] for k in keys)))
+            conn.execute(
+                f"UPDATE {table} SET {column} = ? WHERE {where}",
+                (value, *(row[columns.index(k)] for k in keys)),
+            )
         return f"{table}.{column} = {value!r}"
-    except sqlite3.IntegrityError as exc:  # a unique or primary key clash: a damage SQLite itself refuses
+    except (
+        sqlite3.IntegrityError
+    ) as exc:  # a unique or primary key clash: a damage SQLite itself refuses
         return f"refused by SQLite ({exc})"
     finally:
         conn.close()
@@ -250,7 +272,9 @@ def _random_cells(pristine: Path, tmp_path: Path, cases: int, seed: int) -> None
         try:
             _api_battery(path, tmp_path / "out")
         except Exception as exc:  # pragma: no cover - the failure report
-            raise AssertionError(f"case {case} (seed {seed}): {what} -> {type(exc).__name__}: {exc}") from exc
+            raise AssertionError(
+                f"case {case} (seed {seed}): {what} -> {type(exc).__name__}: {exc}"
+            ) from exc
 
 
 def test_random_cell_damage_is_a_code_never_a_crash(pristine, tmp_path):
@@ -269,7 +293,9 @@ _FORGED = b'{"kind": "text", "language": null, "text": "forged"}'  # a valid pay
 
 
 def _drop(table: str):
-    return lambda pg: [(f"DROP TABLE {table}" + (" CASCADE" if pg else ""), ())]  # CASCADE: only the foreign keys
+    return lambda pg: [
+        (f"DROP TABLE {table}" + (" CASCADE" if pg else ""), ())
+    ]  # CASCADE: only the foreign keys
 
 
 # Damage to the store itself (a table gone): every command refuses it, cancel and `export --as-stored` too.
@@ -298,7 +324,12 @@ def _damaged_analysis(store: str, name: str, *, paused: bool = False) -> str:
         if paused:
             inv.pause()
     pg = store.startswith("postgresql://")
-    execute(store, "ALTER TABLE events DISABLE TRIGGER USER" if pg else "DROP TRIGGER events_append_only_delete")
+    execute(
+        store,
+        "ALTER TABLE events DISABLE TRIGGER USER"
+        if pg
+        else "DROP TRIGGER events_append_only_delete",
+    )
     for statement, args in BACKEND_DAMAGE[name](pg):
         execute(store, statement, args)
     return action
@@ -317,18 +348,36 @@ def test_damage_is_refused_by_every_command_alike(store, tmp_path, name):
     a = ["--analysis", "demo", "--store", store, "--json"]
     refused = [
         ["show", *a],
-        ["submit", *a, "--request", "demo-r0002", json.dumps(decision(query("select 2")))],  # reads no payload
-        ["submit", *a, "--request", "demo-r0002", "{"],  # a rejected answer is kept only in a sound store
+        [
+            "submit",
+            *a,
+            "--request",
+            "demo-r0002",
+            json.dumps(decision(query("select 2"))),
+        ],  # reads no payload
+        [
+            "submit",
+            *a,
+            "--request",
+            "demo-r0002",
+            "{",
+        ],  # a rejected answer is kept only in a sound store
         ["next", *a],
         ["export", *a, "--out", str(tmp_path / "x")],
         ["record", *a, "--action", action, json.dumps(result("first"))],
-        ["pause", *a],  # a pause would fill the gap a deleted last event left, hiding it from the next call
+        [
+            "pause",
+            *a,
+        ],  # a pause would fill the gap a deleted last event left, hiding it from the next call
     ]
     for args in refused:
         cli(*args).rejected("store_corrupt")
         if rows is not None:
             assert _events(store) == rows, args  # nothing appended, not even an answer
-    cancel, as_stored = ["cancel", *a], ["export", *a, "--as-stored", "--out", str(tmp_path / "stored")]
+    cancel, as_stored = (
+        ["cancel", *a],
+        ["export", *a, "--as-stored", "--out", str(tmp_path / "stored")],
+    )
     if name in STORE_DAMAGE:
         cli(*cancel).rejected("store_corrupt")
         cli(*as_stored).rejected("store_corrupt")
@@ -359,7 +408,9 @@ def test_a_damaged_payload_or_log_is_refused_by_a_process_s_first_write(store, n
     assert _events(store) == rows
 
 
-@pytest.mark.parametrize("name", ["request row past the log", "payload row corrupted", "payload row deleted"])
+@pytest.mark.parametrize(
+    "name", ["request row past the log", "payload row corrupted", "payload row deleted"]
+)
 def test_resume_refuses_a_damaged_analysis(store, name):
     """Resume reads the state (to evaluate the termination policy), so it checks it as submit does."""
     _damaged_analysis(store, name, paused=True)
@@ -386,7 +437,9 @@ def test_a_sound_store_checks_each_payload_once_per_kept_state(store, monkeypatc
         return rows(self, hashes)
 
     monkeypatch.setattr(SqlTx, "_payload_rows", counted)
-    stored = {ev["content_hash"] for ev in json.loads(state_bytes())["evidence"] if ev["content_hash"]}
+    stored = {
+        ev["content_hash"] for ev in json.loads(state_bytes())["evidence"] if ev["content_hash"]
+    }
     with Investigation.open(store, "demo", clock=CLOCK) as inv:
         act = inv.submit("demo-r0001", decision(query("select 1"))).action
         assert set(read) == stored and len(read) == len(stored)  # checked, each once

@@ -18,7 +18,10 @@ def test_entries_survive_across_instances(tmp_path: Path):
     assert cache.count("cl100k_base", "xxh3-128:a") is None  # written at flush
     cache.close()
     again = TokenCache(tmp_path / FILE)
-    assert again.count("cl100k_base", "xxh3-128:a") == 12 and again.count("o200k_base", "xxh3-128:a") is None
+    assert (
+        again.count("cl100k_base", "xxh3-128:a") == 12
+        and again.count("o200k_base", "xxh3-128:a") is None
+    )
     assert again.prefix("cl100k_base", "xxh3-128:a", "xxh3-128:b", limit=12) == 7
 
 
@@ -42,7 +45,10 @@ def test_location_and_off_switch(tmp_path: Path, monkeypatch):
 def test_damaged_entries_are_ignored(tmp_path: Path):
     TokenCache(tmp_path / FILE).close()
     db = sqlite3.connect(tmp_path / FILE)
-    db.executemany("INSERT INTO counts VALUES (?, ?, ?)", [("e", "neg", -3), ("e", "text", "twelve"), ("e", "real", 1.5)])
+    db.executemany(
+        "INSERT INTO counts VALUES (?, ?, ?)",
+        [("e", "neg", -3), ("e", "text", "twelve"), ("e", "real", 1.5)],
+    )
     db.execute("INSERT INTO prefixes VALUES ('e', 'a', 'b', 99)")
     db.commit()
     db.close()
@@ -100,10 +106,17 @@ def test_the_parsed_vocabulary_is_kept_and_a_damaged_one_rebuilt(tmp_path: Path)
 
     def build():
         calls.append(1)
-        return {"name": "toy", "pat_str": r"\w+", "special_tokens": {"<|end|>": 3}, "mergeable_ranks": {b"a": 0, b"b": 1, b"ab": 2}}
+        return {
+            "name": "toy",
+            "pat_str": r"\w+",
+            "special_tokens": {"<|end|>": 3},
+            "mergeable_ranks": {b"a": 0, b"b": 1, b"ab": 2},
+        }
 
     first = vocabulary("toy-1", build)
-    assert vocabulary("toy-1", build) == first == build() and len(calls) == 2  # the second call read the file
+    assert (
+        vocabulary("toy-1", build) == first == build() and len(calls) == 2
+    )  # the second call read the file
     (tmp_path / "cache" / "vocabulary-toy-1.msgpack").write_bytes(b"\x00garbage")
     assert vocabulary("toy-1", build) == first and len(calls) == 3  # rebuilt
     assert vocabulary("toy-1", build) == first and len(calls) == 3  # and kept again
@@ -116,7 +129,9 @@ def test_the_real_encoding_counts_the_same_through_the_kept_vocabulary():
     text = "def f(x):\n    return x  # <|endoftext|> counted as text\n"
     expected = tokens.get_encoding("cl100k_base").encode_ordinary(text)
     tokens._encodings.clear()
-    assert tokens.get_encoding("cl100k_base").encode_ordinary(text) == expected  # built, kept on disk
+    assert (
+        tokens.get_encoding("cl100k_base").encode_ordinary(text) == expected
+    )  # built, kept on disk
     tokens._encodings.clear()
     assert tokens.get_encoding("cl100k_base").encode_ordinary(text) == expected  # read back
 

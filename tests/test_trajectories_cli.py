@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from conftest import CORPUS, CORPUS_SOURCES as SOURCES, invoke, needs_corpus
+from conftest import CORPUS, invoke, needs_corpus
+from conftest import CORPUS_SOURCES as SOURCES
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,9 @@ def runs(tmp_path_factory) -> dict[str, Path]:
 @needs_corpus
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_import_then_verify(runs, name):
-    assert [p.name for p in runs[name].iterdir()] == ["run.json"]  # the default layout: one run file
+    assert [p.name for p in runs[name].iterdir()] == [
+        "run.json"
+    ]  # the default layout: one run file
     result = invoke("verify", str(runs[name]), "--json")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
@@ -40,35 +42,69 @@ def test_import_then_verify(runs, name):
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_a_run_file_is_smaller_than_its_source(runs, name):
     source = CORPUS / name
-    size = sum(p.stat().st_size for p in source.rglob("*") if p.is_file()) if source.is_dir() else source.stat().st_size
+    size = (
+        sum(p.stat().st_size for p in source.rglob("*") if p.is_file())
+        if source.is_dir()
+        else source.stat().st_size
+    )
     assert (runs[name] / "run.json").stat().st_size <= 1.5 * size
 
 
 @needs_corpus
 def test_import_reports_what_it_wrote(tmp_path: Path):
     name = "openhands-v1-sonnet4-matplotlib-24570"
-    result = invoke("import", "openhands", str(CORPUS / name), "--out", str(tmp_path / "r"), "--analysis", "hpacker")
+    result = invoke(
+        "import",
+        "openhands",
+        str(CORPUS / name),
+        "--out",
+        str(tmp_path / "r"),
+        "--analysis",
+        "hpacker",
+    )
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"imported 44 steps of {CORPUS / name} as analysis hpacker into")
+    assert result.stdout.startswith(
+        f"imported 44 steps of {CORPUS / name} as analysis hpacker into"
+    )
     assert "note: Condensation: every forgotten event is imported in full" in result.stderr
     assert [p.name for p in (tmp_path / "r").iterdir()] == ["run.json"]
-    result = invoke("import", "openhands", str(CORPUS / name), "--out", str(tmp_path / "c"), "--analysis", "hpacker", "--layout", "contexts")
+    result = invoke(
+        "import",
+        "openhands",
+        str(CORPUS / name),
+        "--out",
+        str(tmp_path / "c"),
+        "--analysis",
+        "hpacker",
+        "--layout",
+        "contexts",
+    )
     assert result.exit_code == 0, result.output
-    assert (tmp_path / "c" / "hpacker-r0001.json").is_file() and (tmp_path / "c" / "hpacker-r0044.json").is_file()
+    assert (tmp_path / "c" / "hpacker-r0001.json").is_file() and (
+        tmp_path / "c" / "hpacker-r0044.json"
+    ).is_file()
 
 
 @needs_corpus
 def test_render_an_imported_context(runs):
     run = runs["sweagent-gpt4-pydicom-1458.traj"]
-    result = invoke("render", str(run), "--encoder", "v8", "--request", "sweagent-gpt4-pydicom-1458-r0003")
+    result = invoke(
+        "render", str(run), "--encoder", "v8", "--request", "sweagent-gpt4-pydicom-1458-r0003"
+    )
     assert result.exit_code == 0, result.output
-    assert "python reproduce_bug.py\\n" in result.stdout  # E000003's query, in the index or its capture
-    assert "AttributeError: Unable to convert the pixel data" in result.stdout  # the previous result, in full
+    assert (
+        "python reproduce_bug.py\\n" in result.stdout
+    )  # E000003's query, in the index or its capture
+    assert (
+        "AttributeError: Unable to convert the pixel data" in result.stdout
+    )  # the previous result, in full
 
 
 @needs_corpus
 def test_compare_all_with_baselines(runs):
-    result = invoke("compare", str(runs["sweagent-gpt4-pydicom-1458.traj"]), "--all", "--baselines", "--json")
+    result = invoke(
+        "compare", str(runs["sweagent-gpt4-pydicom-1458.traj"]), "--all", "--baselines", "--json"
+    )
     assert result.exit_code == 0, result.output
     text = result.stdout
     for strategy in ("v7", "v8", "v10", "full-transcript", "masking-10", "last-5"):
@@ -159,22 +195,41 @@ def test_wrong_shapes_name_the_json_path(tmp_path: Path, fmt, body, path, needle
 def test_openhands_empty_and_broken_directories(tmp_path: Path):
     empty = tmp_path / "conv"
     empty.mkdir()
-    _rejects(["import", "openhands", str(empty), "--out", str(tmp_path / "o1")], "no events/ folder")
+    _rejects(
+        ["import", "openhands", str(empty), "--out", str(tmp_path / "o1")], "no events/ folder"
+    )
     (empty / "events").mkdir()
-    _rejects(["import", "openhands", str(empty), "--out", str(tmp_path / "o2")], "no event-NNNNN-*.json files")
-    (empty / "events" / "event-00000-a.json").write_text('{"kind": "MessageEvent"', encoding="utf-8")
-    error = _rejects(["import", "openhands", str(empty), "--out", str(tmp_path / "o3")], "event-00000-a.json", "not valid JSON")
+    _rejects(
+        ["import", "openhands", str(empty), "--out", str(tmp_path / "o2")],
+        "no event-NNNNN-*.json files",
+    )
+    (empty / "events" / "event-00000-a.json").write_text(
+        '{"kind": "MessageEvent"', encoding="utf-8"
+    )
+    error = _rejects(
+        ["import", "openhands", str(empty), "--out", str(tmp_path / "o3")],
+        "event-00000-a.json",
+        "not valid JSON",
+    )
     assert error["details"]["file"].endswith("event-00000-a.json")
-    (empty / "events" / "event-00000-a.json").write_text('{"kind": "ActionEvent", "id": "x", "timestamp": "2025-01-01T00:00:00"}', encoding="utf-8")
+    (empty / "events" / "event-00000-a.json").write_text(
+        '{"kind": "ActionEvent", "id": "x", "timestamp": "2025-01-01T00:00:00"}', encoding="utf-8"
+    )
     error = _rejects(["import", "openhands", str(empty), "--out", str(tmp_path / "o4")], "`action`")
     assert error["details"]["path"] == "$"
 
 
 def test_missing_source(tmp_path: Path):
-    _rejects(["import", "swe-agent", str(tmp_path / "nope.traj"), "--out", str(tmp_path / "o")], "no such file")
+    _rejects(
+        ["import", "swe-agent", str(tmp_path / "nope.traj"), "--out", str(tmp_path / "o")],
+        "no such file",
+    )
 
 
 def test_unknown_format_lists_the_valid_ones(tmp_path: Path):
     result = invoke("import", "autogpt", str(tmp_path), "--out", str(tmp_path / "o"))
     assert result.exit_code == 2
-    assert result.stderr.strip() == "error: usage_error: no trajectory format 'autogpt'; available: swe-agent, mini-swe-agent, openhands"
+    assert (
+        result.stderr.strip()
+        == "error: usage_error: no trajectory format 'autogpt'; available: swe-agent, mini-swe-agent, openhands"
+    )

@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
-
 from factory import sample_state
+from hypothesis import HealthCheck, given, settings
 from test_render_properties import states
-from workingset.model.state import Capture, Evidence, Hypothesis, State
+
 from workingset.eventlog.snapshots import Snapshot
 from workingset.eventlog.trusted import TrustedCodec
+from workingset.model.state import Capture, Evidence, Hypothesis, State
 
 CODEC = TrustedCodec(Snapshot)
 
 
 def snapshot(state: State) -> Snapshot:
-    return Snapshot(seq=7, changed=5, numbers=(len(state.evidence), len(state.notes), 3), requests_before=2, state=state)
+    return Snapshot(
+        seq=7,
+        changed=5,
+        numbers=(len(state.evidence), len(state.notes), 3),
+        requests_before=2,
+        state=state,
+    )
 
 
 def classes(value) -> list[str]:
@@ -40,7 +46,9 @@ def test_random_states_decode_to_equal_values_of_the_model_classes(state):
     snap = snapshot(state)
     data = CODEC.encode(snap)
     back = CODEC.decode(data)
-    assert back == snap  # a msgspec Struct equals only one of its own class: every nested class is the model's
+    assert (
+        back == snap
+    )  # a msgspec Struct equals only one of its own class: every nested class is the model's
     assert classes(back) == classes(snap)
     assert CODEC.encode(back) == data
 
@@ -57,7 +65,9 @@ def test_values_are_not_checked_again_but_types_and_literals_are():
     snap = snapshot(sample_state())
     unchecked = msgspec.structs.replace(snap.state.evidence[0], id="not an evidence ID")
     odd = snapshot(msgspec.structs.replace(snap.state, evidence=[unchecked]))
-    assert CODEC.decode(CODEC.encode(odd)).state.evidence[0].id == "not an evidence ID"  # the checksum vouches
+    assert (
+        CODEC.decode(CODEC.encode(odd)).state.evidence[0].id == "not an evidence ID"
+    )  # the checksum vouches
     raw = msgspec.msgpack.decode(CODEC.encode(snap))
     raw[4][5][0][2] = "not a scope"  # snapshot.state.evidence[0].scope, by position
     with pytest.raises(msgspec.ValidationError, match="scope"):

@@ -11,8 +11,14 @@ import json
 import re
 
 import pytest
+from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
+from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from journal_checks import check_entries
+from recover import v12_evidence
+from test_importers_excerpts import EXCERPTS
+from test_render_properties import texts
 
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import MIN_BUDGET
@@ -20,14 +26,9 @@ from workingset.importers import import_trajectory
 from workingset.model.state import State, validate_state
 from workingset.runs.layout import read_run
 
-from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
-from factory import evidence, sample_state
-from journal_checks import check_entries
-from recover import v12_evidence
-from test_importers_excerpts import EXCERPTS
-from test_render_properties import texts
-
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
+
+
 def check_lossless(state: State, hypothesis: str, name: str = "v12") -> None:
     """Every shown evidence item, note and decision row of `state` reads back from the v12 text."""
     out = get_encoder(name).render(state, hypothesis)
@@ -56,8 +57,13 @@ def test_every_corpus_context_reads_back(name):
             check_lossless(state, state.hypotheses[0].id, version)
 
 
-values = st.one_of(st.none(), texts, st.sampled_from(["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"',
-                                                      "loki:prod\n", "true\n"]))
+values = st.one_of(
+    st.none(),
+    texts,
+    st.sampled_from(
+        ["true", "1.5", "-3", "null", "a b", "x=y", "", "E000001", '"q"', "loki:prod\n", "true\n"]
+    ),
+)
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -86,7 +92,9 @@ def test_the_tail_states_every_mutable_field():
                     f"{','.join(recalled.evidence_refs) if recalled else '-'}")  # fmt: skip
         assert expected in lines
     b = state.budget
-    assert lines[0].startswith(f"iteration {state.iteration} of {b.max_iterations} · cost used {json.dumps(b.cost_used)}")
+    assert lines[0].startswith(
+        f"iteration {state.iteration} of {b.max_iterations} · cost used {json.dumps(b.cost_used)}"
+    )
     for ev in state.evidence:
         default = "settled" if ev.budget.action is not None else "none"
         assert (f"{ev.id} {ev.budget.status}" in tail) == (ev.budget.status != default)

@@ -15,22 +15,21 @@ import tarfile
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-from workingset.encoders import get_encoder
-from workingset.encoders.v11 import MIN_BUDGET
-from workingset.model.harvest import harvest
-from workingset.importers import import_trajectory
-from workingset.model.state import Evidence, State, TextPayload, validate_state
-from workingset.runs.layout import read_run
-
 from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
 from factory import evidence, sample_state
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from journal_checks import check_entries
 from recover import _V12_HEAD, v12_pairs, v13_evidence, v13_index, v13_tail
 from test_importers_excerpts import EXCERPTS
 from test_render_properties import pieces, texts
+
+from workingset.encoders import get_encoder
+from workingset.encoders.v11 import MIN_BUDGET
+from workingset.importers import import_trajectory
+from workingset.model.harvest import harvest
+from workingset.model.state import Evidence, State, TextPayload, validate_state
+from workingset.runs.layout import read_run
 
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
 # The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md): editor calls whose queries hold files.
@@ -59,7 +58,10 @@ def check_index_row(row: dict, ev: Evidence) -> None:
         else:
             assert fields.pop(k, None) == v, (eid, k)
     assert cut == {}, eid  # only a long text is cut
-    assert (fields.pop("action", None), fields.pop("cost", 0)) == (ev.budget.action, ev.budget.cost), eid
+    assert (fields.pop("action", None), fields.pop("cost", 0)) == (
+        ev.budget.action,
+        ev.budget.cost,
+    ), eid
     assert fields.pop("payload") == ("unknown" if ev.payload is None else "archived"), eid
     assert fields.pop("ids", []) == harvest(ev.payload), eid
     assert fields == {}, eid  # nothing else, and nothing read twice
@@ -69,7 +71,11 @@ def check_index_row(row: dict, ev: Evidence) -> None:
     elif len(query) <= WHOLE:
         assert (row["query"], row["query_chars"], row["cut"]) == (query, len(query), False), eid
     else:
-        assert (row["query"], row["query_chars"], row["cut"]) == (query[:EXCERPT], len(query), True), eid
+        assert (row["query"], row["query_chars"], row["cut"]) == (
+            query[:EXCERPT],
+            len(query),
+            True,
+        ), eid
         assert len(row["text"].split("\n")[1]) <= QUERY_LINE_MAX, eid
 
 
@@ -95,7 +101,9 @@ def check_tail(state: State, hypothesis: str, out, index: dict[str, dict]) -> di
     for note in state.notes:
         if note.status is not None:
             by_status.setdefault(note.status, []).append(note.id)
-    assert list(tail["note_status"].items()) == sorted(by_status.items())  # statuses in order, IDs in note order
+    assert list(tail["note_status"].items()) == sorted(
+        by_status.items()
+    )  # statuses in order, IDs in note order
     assert tail["assess"] == state.pending_result(hypothesis)
     # The tail shows archived items only, each in full; every other item shown is in the journal.
     assert set(tail["shown"]) <= set(index) and sorted(tail["shown"]) == tail["shown"]
@@ -111,7 +119,9 @@ def check_lossless(state: State, hypothesis: str, name: str = "v13") -> dict[str
     tail = check_tail(state, hypothesis, out, index)
     # The index holds every archived item: those not shown, and those the tail shows in full this turn.
     assert set(index) == set(out.indexed) | set(tail["shown"])
-    assert not set(out.indexed) & set(out.shown) and sorted(out.shown + out.indexed) == sorted(by_id)
+    assert not set(out.indexed) & set(out.shown) and sorted(out.shown + out.indexed) == sorted(
+        by_id
+    )
     for eid, row in index.items():
         check_index_row(row, by_id[eid])
     return index
@@ -162,7 +172,14 @@ def _filled(state: State, count: int = 4) -> State:
     """`state` with `count` large items after the others, so that a small budget archives the others."""
     for k in range(count):
         n = len(state.evidence) + 1
-        state.evidence.append(evidence(n, "H3", TextPayload(language="log", text=f"{k} " + "line 12 ms\n" * 800), query=f"filler {k}"))
+        state.evidence.append(
+            evidence(
+                n,
+                "H3",
+                TextPayload(language="log", text=f"{k} " + "line 12 ms\n" * 800),
+                query=f"filler {k}",
+            )
+        )
     validate_state(state)
     return state
 
@@ -180,17 +197,26 @@ queries = st.one_of(
 )  # fmt: skip
 
 payloads = st.one_of(  # unknown, or text to harvest identifiers from
-    st.none(), texts.map(lambda t: TextPayload(language="log", text=t)),
-    st.just(TextPayload(language=None, text="/srv/app/pool.py:42 took 1834 ms: PoolTimeoutError at 9f3c2e1a")),
+    st.none(),
+    texts.map(lambda t: TextPayload(language="log", text=t)),
+    st.just(
+        TextPayload(
+            language=None, text="/srv/app/pool.py:42 took 1834 ms: PoolTimeoutError at 9f3c2e1a"
+        )
+    ),
 )
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(query=queries, payload=payloads, coverage=values, snapshot=values, predicate=st.one_of(values, long_texts), verdict=values, note=texts,
        plan=st.one_of(st.none(), texts), checks=st.lists(texts, max_size=3), hid=st.sampled_from(["H1", "H2", "H3"]))  # fmt: skip
-def test_awkward_values_read_back(query, payload, coverage, snapshot, predicate, verdict, note, plan, checks, hid):
+def test_awkward_values_read_back(
+    query, payload, coverage, snapshot, predicate, verdict, note, plan, checks, hid
+):
     state = sample_state()
-    item = evidence(len(state.evidence) + 1, "H2", payload, query=query, coverage=coverage, predicate=predicate)
+    item = evidence(
+        len(state.evidence) + 1, "H2", payload, query=query, coverage=coverage, predicate=predicate
+    )
     item.capture.snapshot = snapshot
     state.evidence.append(item)
     state.notes[0].text = note
@@ -249,7 +275,9 @@ def long_query_state(count: int = 16, length: int = 2400) -> State:
     state = sample_state()
     for k in range(count):
         query = f"SELECT {k}, " + ", ".join(f"col_{j}" for j in range(length // 8))
-        payload = TextPayload(language="log", text=f"line {k}\n" + "ok 12 ms /srv/app/pool.py:42\n" * 100)
+        payload = TextPayload(
+            language="log", text=f"line {k}\n" + "ok 12 ms /srv/app/pool.py:42\n" * 100
+        )
         state.evidence.append(evidence(len(state.evidence) + 1, "H2", payload, query=query))
     validate_state(state)
     return state
@@ -262,7 +290,9 @@ def _index_rows_within_bound(text: str) -> int:
     for row in v13_index(text).values():
         lines = row["text"].split("\n")
         pairs = v12_pairs(_V12_HEAD.match(lines[0]).group(6))
-        assert all(len(written) <= PAIR_MAX for key, (_, written) in pairs.items() if key != "ids"), row["id"]
+        assert all(
+            len(written) <= PAIR_MAX for key, (_, written) in pairs.items() if key != "ids"
+        ), row["id"]
         assert len(lines) == 1 or len(lines[1]) <= QUERY_LINE_MAX, row["id"]
         if row["cut"] or row["cut_fields"]:
             ids = len(pairs["ids"][1]) + 1 if "ids" in pairs else 0
@@ -274,10 +304,14 @@ def _index_rows_within_bound(text: str) -> int:
 def test_an_index_row_of_a_cut_query_is_bounded(long_run):
     cut = 0
     for name in BUDGETS:
-        cut += _index_rows_within_bound(get_encoder(name).render(long_run[-1], long_run[-1].hypotheses[0].id).text)
+        cut += _index_rows_within_bound(
+            get_encoder(name).render(long_run[-1], long_run[-1].hypotheses[0].id).text
+        )
     for name in BUDGETS:
         for ctx in BUG17:
-            cut += _index_rows_within_bound(get_encoder(name).render(ctx.state, ctx.hypothesis).text)
+            cut += _index_rows_within_bound(
+                get_encoder(name).render(ctx.state, ctx.hypothesis).text
+            )
     for length in (201, 2400, 100_000):
         state = long_query_state(count=12, length=length)
         out = get_encoder(f"v13:budget={MIN_BUDGET}").render(state, "H1")
@@ -291,7 +325,9 @@ def test_an_index_row_of_a_cut_query_is_bounded_on_the_corpus():
     for name, (fmt, _actions) in sorted(CORPUS_SOURCES.items()):
         imported = import_trajectory(fmt, CORPUS / name)
         for state in imported.states:
-            cut += _index_rows_within_bound(get_encoder(f"v13:budget={MIN_BUDGET}").render(state, state.hypotheses[0].id).text)
+            cut += _index_rows_within_bound(
+                get_encoder(f"v13:budget={MIN_BUDGET}").render(state, state.hypotheses[0].id).text
+            )
     assert cut
 
 
@@ -309,7 +345,10 @@ def test_v13s_index_is_smaller_than_v12s_where_queries_are_long():
     assert v13.chars < v12.chars
     # On bug17 (queries up to 304 characters) too, wherever both archived the same items.
     last = BUG17[-1]
-    v12, v13 = (get_encoder(f"{v}:budget={MIN_BUDGET}").render(last.state, last.hypothesis) for v in ("v12", "v13"))
+    v12, v13 = (
+        get_encoder(f"{v}:budget={MIN_BUDGET}").render(last.state, last.hypothesis)
+        for v in ("v12", "v13")
+    )
     assert v13.indexed == v12.indexed and _index_chars(v13) < _index_chars(v12)
 
 
@@ -317,8 +356,14 @@ def test_v13s_index_is_smaller_than_v12s_on_the_kept_167_step_run(long_run):
     """Where v12's index alone outgrew the default budget (editor calls whose queries hold files)."""
     last = long_run[-1]
     for budget in ("", f":budget={MIN_BUDGET}"):
-        v12, v13 = (get_encoder(v + budget).render(last, last.hypotheses[0].id) for v in ("v12", "v13"))
-        assert len(v13.indexed) > 100 and _index_chars(v13) * 2 < _index_chars(v12) and v13.chars < v12.chars
+        v12, v13 = (
+            get_encoder(v + budget).render(last, last.hypotheses[0].id) for v in ("v12", "v13")
+        )
+        assert (
+            len(v13.indexed) > 100
+            and _index_chars(v13) * 2 < _index_chars(v12)
+            and v13.chars < v12.chars
+        )
         assert _index_chars(v12) > 120_000  # v12's index alone is past the default budget
 
 
@@ -326,27 +371,43 @@ def test_the_case_and_the_journal_entries_are_v12s():
     """v13 changes the index, the preamble, the tail and the default budget; the case and the entries are v12's,
     byte for byte (compared where neither compacts: the preambles' lengths differ, so the journals' room does)."""
     for ctx in BUG17:
-        v12, v13 = (get_encoder(f"{v}:budget=100000000").render(ctx.state, ctx.hypothesis) for v in ("v12", "v13"))
+        v12, v13 = (
+            get_encoder(f"{v}:budget=100000000").render(ctx.state, ctx.hypothesis)
+            for v in ("v12", "v13")
+        )
         assert v13.indexed == v12.indexed == ()
         (case12, *journal12), (case13, *journal13) = (
-            [block for category, block in out.blocks() if category in ("case", "journal")] for out in (v12, v13))
+            [block for category, block in out.blocks() if category in ("case", "journal")]
+            for out in (v12, v13)
+        )
         assert case13 == case12 and journal13 == journal12
 
 
 def test_v13s_tail_is_smaller_than_v12s_on_every_bug17_context():
     """The tail, billed uncached every turn: v13 leaves out the lines that would say "none" (same budget as v12's)."""
     for ctx in BUG17:
-        v12, v13 = (get_encoder(v).render(ctx.state, ctx.hypothesis) for v in ("v12", "v13:budget=120000"))
-        assert sum(n for c, n in v13.chunks if c == "tail") < sum(n for c, n in v12.chunks if c == "tail")
+        v12, v13 = (
+            get_encoder(v).render(ctx.state, ctx.hypothesis) for v in ("v12", "v13:budget=120000")
+        )
+        assert sum(n for c, n in v13.chunks if c == "tail") < sum(
+            n for c, n in v12.chunks if c == "tail"
+        )
 
 
 def test_the_plain_name_is_a_budget_of_100000_characters():
     """v13 chose its own default budget; v11's and v12's stay 120,000, and a name keeps its budget when re-rendered."""
-    assert (get_encoder("v13").budget, get_encoder("v12").budget, get_encoder("v11").budget) == (100_000, 120_000, 120_000)
+    assert (get_encoder("v13").budget, get_encoder("v12").budget, get_encoder("v11").budget) == (
+        100_000,
+        120_000,
+        120_000,
+    )
     assert get_encoder("v13:budget=100000").name == "investigation_project_v13"
     assert get_encoder("v13:budget=120000").name == "investigation_project_v13:budget=120000"
     assert get_encoder("v12:budget=100000").name == "investigation_project_v12:budget=100000"
-    assert "\ncontext budget: 100000 characters\n" in get_encoder("v13").render(BUG17[0].state, BUG17[0].hypothesis).text
+    assert (
+        "\ncontext budget: 100000 characters\n"
+        in get_encoder("v13").render(BUG17[0].state, BUG17[0].hypothesis).text
+    )
 
 
 # -- the output schema's outline reads back to the schema ---------------------------------------------
@@ -367,7 +428,12 @@ def _read_outline(text: str, at: int = 0) -> tuple[dict, int]:
 def _read_alternative(text: str, at: int) -> tuple[dict, int]:
     decoder = json.JSONDecoder()
     if text[at] == "{":
-        schema: dict = {"type": "object", "additionalProperties": False, "required": [], "properties": {}}
+        schema: dict = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [],
+            "properties": {},
+        }
         at += 1
         while text[at] != "}":
             key, at = decoder.raw_decode(text, at)
@@ -385,7 +451,9 @@ def _read_alternative(text: str, at: int) -> tuple[dict, int]:
         items, at = _read_outline(text, at + 1)
         assert text[at] == "]"
         schema, at = {"type": "array", "items": items}, at + 1
-        if m := re.compile(r" (?:(\d+) to (\d+)|at least (\d+)|at most (\d+))(, distinct)?").match(text, at):
+        if m := re.compile(r" (?:(\d+) to (\d+)|at least (\d+)|at most (\d+))(, distinct)?").match(
+            text, at
+        ):
             low, high = m.group(1) or m.group(3), m.group(2) or m.group(4)
             schema.update({k: int(v) for k, v in (("minItems", low), ("maxItems", high)) if v})
             if m.group(5):
@@ -397,13 +465,19 @@ def _read_alternative(text: str, at: int) -> tuple[dict, int]:
         while True:
             value, at = decoder.raw_decode(text, at)
             values.append(value)
-            if text[at : at + 1] != "|" or text.startswith("| ", at) or text.startswith(" | ", at - 1):
+            if (
+                text[at : at + 1] != "|"
+                or text.startswith("| ", at)
+                or text.startswith(" | ", at - 1)
+            ):
                 break
             at += 1
         return ({"const": values[0]} if len(values) == 1 else {"enum": values}), at
     if text.startswith("string", at):
         m = re.compile(r"string(?: (\^\S*?\$)(?=[,}\]]| |$))?").match(text, at)
-        return ({"type": "string", "pattern": m.group(1)} if m.group(1) else {"type": "string"}), m.end()
+        return (
+            {"type": "string", "pattern": m.group(1)} if m.group(1) else {"type": "string"}
+        ), m.end()
     m = re.compile(r"number(?: ([0-9.]+)\.\.([0-9.]+))?").match(text, at)
     assert m, text[at : at + 40]
     schema = {"type": "number"}

@@ -57,7 +57,9 @@ def all_refs(state: State) -> list[str]:
 
 def sorted_ids(state: State) -> dict[str, list[str]]:
     ids = {"E": sorted(ev.id for ev in state.evidence), "N": sorted(n.id for n in state.notes)}
-    ids.update({h.id: [f"{h.id}/{k}" for k in range(1, len(h.history) + 1)] for h in state.hypotheses})
+    ids.update(
+        {h.id: [f"{h.id}/{k}" for k in range(1, len(h.history) + 1)] for h in state.hypotheses}
+    )
     return ids
 
 
@@ -75,7 +77,16 @@ def expected(state: State, ref: str) -> tuple:
         return ("note", n.hypothesis, n.iteration, n.kind, n.text)
     hid, _, k = ref.partition("/")
     row = state.hypothesis(hid).history[int(k) - 1]
-    return ("decision", hid, row.iteration, row.kind, row.evidence_refs, row.verdict, row.confidence, row.text)
+    return (
+        "decision",
+        hid,
+        row.iteration,
+        row.kind,
+        row.evidence_refs,
+        row.verdict,
+        row.confidence,
+        row.text,
+    )
 
 
 def read_entry(state: State, ref: str, text: str) -> tuple:
@@ -97,19 +108,30 @@ def read_entry(state: State, ref: str, text: str) -> tuple:
         m = NOTE_HEAD.match(lines[0])
         assert m and m.group(1) == ref, lines[0][:80]
         return ("note", _word(m.group(2)), int(m.group(3)), _word(m.group(4)), bodies[1])
-    assert lines[0] == f"{ref}:", lines[0][:80]  # a decision row shown in the tail has its reference above it
+    assert lines[0] == f"{ref}:", lines[0][
+        :80
+    ]  # a decision row shown in the tail has its reference above it
     return decision_tuple(lines[1:], ref.partition("/")[0])
 
 
 def decision_tuple(lines: list[str], hid: str) -> tuple:
     m = DECISION_HEAD.match(lines[0])
     assert m and m.group(1) == hid, lines[0][:80]
-    verdict = _word(m.group(5)[len(" verdict="):]) if m.group(5) else None
-    confidence = json.loads(m.group(6)[len(" confidence="):]) if m.group(6) else None
+    verdict = _word(m.group(5)[len(" verdict=") :]) if m.group(5) else None
+    confidence = json.loads(m.group(6)[len(" confidence=") :]) if m.group(6) else None
     text = None
     if len(lines) > 1 and lines[1].startswith("```"):
         text = {start: body for start, _e, _i, body in _spans("\n".join(lines))}[1]
-    return ("decision", hid, int(m.group(2)), m.group(3), m.group(4).split(), verdict, confidence, text)
+    return (
+        "decision",
+        hid,
+        int(m.group(2)),
+        m.group(3),
+        m.group(4).split(),
+        verdict,
+        confidence,
+        text,
+    )
 
 
 # -- reading a whole context back ---------------------------------------------------------------------
@@ -125,13 +147,19 @@ def journal_entries(body: str) -> tuple[dict[str, dict], list[str], list[tuple[s
         if n in inside:
             continue
         if NOTE_HEAD.match(line):
-            notes.append("\n".join(lines[n : n + 2 + next(e - s for s, e, _, _ in spans if s == n + 1)]))
+            notes.append(
+                "\n".join(lines[n : n + 2 + next(e - s for s, e, _, _ in spans if s == n + 1)])
+            )
         elif m := DECISION_HEAD.match(line):
             end = n + 1
             if end < len(lines) and lines[end].startswith("```"):
                 end = next(e for s, e, _, _ in spans if s == end) + 1
             rows.append((m.group(1), lines[n:end]))
-    return v12_evidence(body + "\n"), notes, rows  # a line after the last entry, as the tail gives it
+    return (
+        v12_evidence(body + "\n"),
+        notes,
+        rows,
+    )  # a line after the last entry, as the tail gives it
 
 
 def check_v14(state: State, hypothesis: str, name: str) -> dict:
@@ -141,17 +169,26 @@ def check_v14(state: State, hypothesis: str, name: str) -> dict:
     assert out.chars == len(out.text) <= enc.budget, (name, out.chars)
     ids = [ev.id for ev in state.evidence]
     assert sorted(out.shown + out.indexed) == sorted(ids) and not set(out.shown) & set(out.indexed)
-    assert availability(state, out.shown, out.indexed, recall=True).gone == 0  # every identifier visible or addressable
+    assert (
+        availability(state, out.shown, out.indexed, recall=True).gone == 0
+    )  # every identifier visible or addressable
     index_text, body, tail_text = sections(out.text)
     index = read_index(index_text, sorted_ids(state)) if index_text else {"ranged": [], "evidence": {}, "notes": {},
                                                                         "decisions": {}, "pages": {}}  # fmt: skip
-    archived = set(index["ranged"]) | set(index["evidence"]) | set(index["notes"]) | set(index["decisions"])
+    archived = (
+        set(index["ranged"])
+        | set(index["evidence"])
+        | set(index["notes"])
+        | set(index["decisions"])
+    )
     for eid, row in index["evidence"].items():
         check_index_row(row, next(e for e in state.evidence if e.id == eid))
     paged = paged_blocks(body)
     whole_ev, notes, rows = journal_entries(body)
     for eid in whole_ev:
-        assert read_entry(state, eid, "\n".join(_entry_lines(body, eid)) + "\n") == expected(state, eid), eid
+        assert read_entry(state, eid, "\n".join(_entry_lines(body, eid)) + "\n") == expected(
+            state, eid
+        ), eid
     whole_notes = set()
     for text in notes:
         ref = text.split(" ", 1)[0]
@@ -160,10 +197,17 @@ def check_v14(state: State, hypothesis: str, name: str) -> dict:
     # Decision rows carry no reference: a hypothesis's rows in the journal follow its archived ones, in order.
     whole_rows = set()
     for h in state.hypotheses:
-        gone = sorted((r for r in archived if r.startswith(f"{h.id}/")), key=lambda r: int(r.partition("/")[2]))
+        gone = sorted(
+            (r for r in archived if r.startswith(f"{h.id}/")),
+            key=lambda r: int(r.partition("/")[2]),
+        )
         assert gone == [f"{h.id}/{k}" for k in range(1, len(gone) + 1)], h.id
         mine = [lines for hid, lines in rows if hid == h.id]
-        shown_refs = [f"{h.id}/{k}" for k in range(len(gone) + 1, len(h.history) + 1) if f"{h.id}/{k}" not in paged]
+        shown_refs = [
+            f"{h.id}/{k}"
+            for k in range(len(gone) + 1, len(h.history) + 1)
+            if f"{h.id}/{k}" not in paged
+        ]
         assert len(mine) == len(shown_refs), h.id
         for ref, lines in zip(shown_refs, mine):
             assert decision_tuple(lines, h.id) == expected(state, ref), ref
@@ -173,8 +217,19 @@ def check_v14(state: State, hypothesis: str, name: str) -> dict:
     for ref, (chars, count, first) in paged.items():
         assert count >= 2 and len(first) < chars, ref
     tail, tail_pages, tail_whole = read_tail(tail_text)
-    check_tail(state, hypothesis, tail, {*whole_ev, *paged, *whole_notes} | _tail_refs(tail_pages, tail_whole))
-    return {"out": out, "archived": archived, "paged": paged, "index": index, "tail_pages": tail_pages}
+    check_tail(
+        state,
+        hypothesis,
+        tail,
+        {*whole_ev, *paged, *whole_notes} | _tail_refs(tail_pages, tail_whole),
+    )
+    return {
+        "out": out,
+        "archived": archived,
+        "paged": paged,
+        "index": index,
+        "tail_pages": tail_pages,
+    }
 
 
 def _entry_lines(body: str, eid: str) -> list[str]:
@@ -182,7 +237,9 @@ def _entry_lines(body: str, eid: str) -> list[str]:
     lines = body.split("\n")
     spans = _spans(body)
     inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}
-    start = next(n for n, line in enumerate(lines) if n not in inside and line.startswith(eid + " "))
+    start = next(
+        n for n, line in enumerate(lines) if n not in inside and line.startswith(eid + " ")
+    )
     end = start + 1
     while end < len(lines) and (end in inside or lines[end] != ""):
         end += 1
@@ -247,7 +304,9 @@ def recall_entry(state: State, hypothesis: str, name: str, ref: str) -> str:
         parts = [first]
     else:  # shown whole in the tail
         lines = whole.split("\n")
-        start = next(n for n, line in enumerate(lines) if line.startswith(ref + " ") or line == f"{ref}:")
+        start = next(
+            n for n, line in enumerate(lines) if line.startswith(ref + " ") or line == f"{ref}:"
+        )
         end = start + 1
         inside = {n for s, e, _, _ in _spans(whole) for n in range(s, e + 1)}
         while end < len(lines) and (end in inside or not (
@@ -265,7 +324,9 @@ def recall_entry(state: State, hypothesis: str, name: str, ref: str) -> str:
 
 def check_reachable(state: State, hypothesis: str, name: str, refs: list[str]) -> None:
     for ref in refs:
-        assert read_entry(state, ref, recall_entry(state, hypothesis, name, ref)) == expected(state, ref), ref
+        assert read_entry(state, ref, recall_entry(state, hypothesis, name, ref)) == expected(
+            state, ref
+        ), ref
 
 
 # -- the bound ----------------------------------------------------------------------------------------
@@ -277,8 +338,12 @@ def huge_state(chars: int = HUGE) -> State:
     line = "+    assert pool.wait_ms < 450  # ```fence``` and ````more```` `x`\n"
     text = (line * (chars // len(line) + 1))[:chars]
     n = len(state.evidence)
-    state.evidence.append(evidence(n + 1, "H2", TextPayload(language="diff", text=text), query="git diff --cached"))
-    state.evidence.append(evidence(n + 2, "H1", TextPayload(language="log", text="after the diff\n")))
+    state.evidence.append(
+        evidence(n + 1, "H2", TextPayload(language="diff", text=text), query="git diff --cached")
+    )
+    state.evidence.append(
+        evidence(n + 2, "H1", TextPayload(language="log", text="after the diff\n"))
+    )
     validate_state(state)
     return state
 
@@ -290,8 +355,12 @@ def test_an_output_larger_than_the_budget_is_paged_and_every_page_recalled(name)
     for hid in ("H1", "H2", "H3"):
         seen = check_v14(state, hid, name)
         where = seen["paged"].get(big) or seen["index"]["pages"].get(big)
-        assert where, "the huge output is paged in the journal or an archived row with its page count"
-    if name == "v14":  # every page, recalled one by one, joins back to the whole entry (about 220 pages)
+        assert where, (
+            "the huge output is paged in the journal or an archived row with its page count"
+        )
+    if (
+        name == "v14"
+    ):  # every page, recalled one by one, joins back to the whole entry (about 220 pages)
         check_reachable(state, "H1", name, [big])
     v13, v13_budget = get_encoder("v13").render(state, "H1"), get_encoder("v13").budget
     assert v13.chars > HUGE > 8 * v13_budget  # v13 shows it whole, as issue 22 reports
@@ -308,7 +377,11 @@ def test_a_page_recall_of_the_huge_output_reads_back_at_the_small_budget():
         s.recall["H1"] = RecallSelection(evidence_refs=[big], pages=[f"{big}:{page}"], iteration=9)
         _t, pages, _w = read_tail(sections(enc.render(s, "H1").text)[2])
         got_page, count, chars, text = pages[big]
-        assert (got_page, count, chars) == (page, enc.page_count(state, big), len(full)) and text in full
+        assert (got_page, count, chars) == (
+            page,
+            enc.page_count(state, big),
+            len(full),
+        ) and text in full
 
 
 @pytest.mark.soak  # 40 s; benchmarks/v14_bound.py's section, checked in every run, bounds the same state
@@ -319,8 +392,15 @@ def test_a_100000_item_state_is_within_the_budget_and_its_index_names_every_id()
     assert sorted(out.shown + out.indexed) == sorted(ev.id for ev in state.evidence)
     index_text, _body, _tail = sections(out.text)
     index = read_index(index_text, sorted_ids(state))
-    archived = set(index["ranged"]) | set(index["evidence"]) | set(index["notes"]) | set(index["decisions"])
-    assert len(archived) == index["count"] > 240_000  # evidence, notes and decisions, named by ranges and rows
+    archived = (
+        set(index["ranged"])
+        | set(index["evidence"])
+        | set(index["notes"])
+        | set(index["decisions"])
+    )
+    assert (
+        len(archived) == index["count"] > 240_000
+    )  # evidence, notes and decisions, named by ranges and rows
     assert {ev.id for ev in state.evidence} <= archived | set(out.shown)
 
 
@@ -352,7 +432,11 @@ def test_every_bug17_context_reads_back_and_every_archived_entry_is_reachable(na
     last = BUG17[-1]
     seen = check_v14(last.state, last.hypothesis, name)
     refs = sorted(seen["archived"] | set(seen["paged"]))
-    sample = [r for r in refs if r[0] == "E"][:3] + [r for r in refs if r[0] == "N"][:2] + [r for r in refs if r[0] == "H"][:2]
+    sample = (
+        [r for r in refs if r[0] == "E"][:3]
+        + [r for r in refs if r[0] == "N"][:2]
+        + [r for r in refs if r[0] == "H"][:2]
+    )
     assert len(sample) == 7
     check_reachable(last.state, last.hypothesis, name, sample)
 
@@ -366,18 +450,34 @@ def bound_states(draw):
         size = draw(st.sampled_from([10, 900, 3_000, 25_000, 120_000]))
         text = draw(st.sampled_from(["x", "`", "```\n", "é\u2028", "line 12 ms\n"])) * size
         query = draw(st.sampled_from([None, "q", "select " + "c, " * 2_000]))
-        state.evidence.append(evidence(n + k + 1, "H2", TextPayload(language="log", text=text), query=query, status="unsettled"))
+        state.evidence.append(
+            evidence(
+                n + k + 1,
+                "H2",
+                TextPayload(language="log", text=text),
+                query=query,
+                status="unsettled",
+            )
+        )
         state.evidence[-1].captured_at = "2026-06-10T21:00:00Z"
     for h in state.hypotheses:
-        for j in range(draw(st.integers(0, 30))):
+        for _j in range(draw(st.integers(0, 30))):
             h.history.append(HistoryEntry(iteration=9, kind="assessment", evidence_refs=[state.evidence[0].id],
                                                 verdict="neutral", confidence=0.5, text="y" * draw(st.sampled_from([1, 500, 9_000]))))  # fmt: skip
     validate_state(state)
     return state
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(state=bound_states(), hid=st.sampled_from(["H1", "H2", "H3"]), name=st.sampled_from(BUDGETS + ["v14:budget=31000"]))
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    state=bound_states(),
+    hid=st.sampled_from(["H1", "H2", "H3"]),
+    name=st.sampled_from(BUDGETS + ["v14:budget=31000"]),
+)
 def test_random_states_are_within_the_budget_and_read_back(state, hid, name):
     before = msgspec.json.encode(state)
     seen = check_v14(state, hid, name)
@@ -396,7 +496,10 @@ def test_a_v14_recall_names_entries_and_pages_and_older_versions_reject_them():
     decision = parse_decision(_recall(evidence_refs=["E000001"], entries=["N000001", "H1/2"], pages=["E000001:3"]),
                               supports_recall=True, supports_pages=True)  # fmt: skip
     assert isinstance(decision.next, PagedRecall) and decision.next.pages == ["E000001:3"]
-    for data in (_recall(evidence_refs=["E000001"], pages=["E000001:2"]), _recall(evidence_refs=[], entries=["N000001"])):
+    for data in (
+        _recall(evidence_refs=["E000001"], pages=["E000001:2"]),
+        _recall(evidence_refs=[], entries=["N000001"]),
+    ):
         with pytest.raises(DecisionRejected) as err:
             parse_decision(data, supports_recall=True)  # v8–v13: their schema forbids the keys
         assert err.value.code == "schema_violation"
@@ -416,7 +519,11 @@ def test_an_unknown_page_or_entry_rejects_the_whole_decision():
     enc = get_encoder("v14")
     count = enc.page_count(state, big)
     assert count > 200
-    ok = parse_decision(_recall(evidence_refs=[big], pages=[f"{big}:{count}"]), supports_recall=True, supports_pages=True)
+    ok = parse_decision(
+        _recall(evidence_refs=[big], pages=[f"{big}:{count}"]),
+        supports_recall=True,
+        supports_pages=True,
+    )
     check_recall_pages(ok, state, enc.page_count)
     for data, code in [(_recall(evidence_refs=[big], pages=[f"{big}:{count + 1}"]), "recall_page"),
                        (_recall(evidence_refs=[big], pages=["E000001:2"]), "recall_page"),  # a page of an entry not recalled
@@ -455,8 +562,12 @@ def test_every_parameter_follows_its_stated_rule():
         enc = get_encoder("v14" if budget == 100_000 else f"v14:budget={budget}")
         assert enc.budget == budget and enc.tail_reserve == max(6_000, budget // 4)
         assert enc.page_size == (enc.tail_reserve - enc.tail_reserve // 5) // 5
-        assert 5 * enc.page_size + enc.tail_reserve // 5 <= enc.tail_reserve  # five pages and the lines fit the reserve
-    assert get_encoder("v14").budget == 200_000 // 4 * 2  # a quarter of a 200k-token window at 2 characters a token
+        assert (
+            5 * enc.page_size + enc.tail_reserve // 5 <= enc.tail_reserve
+        )  # five pages and the lines fit the reserve
+    assert (
+        get_encoder("v14").budget == 200_000 // 4 * 2
+    )  # a quarter of a 200k-token window at 2 characters a token
     assert get_encoder("v14").name == "investigation_project_v14"
 
 
@@ -485,7 +596,10 @@ def test_between_two_compactions_the_journal_only_grows(long_run):
                 else:
                     rewrites += 1
             previous = (index, body)
-        assert 0 < rewrites < len(long_run) // 4, (name, rewrites)  # a compaction now and then, not every turn
+        assert 0 < rewrites < len(long_run) // 4, (
+            name,
+            rewrites,
+        )  # a compaction now and then, not every turn
 
 
 def test_a_case_longer_than_its_room_is_paged_and_recalled():
@@ -501,7 +615,9 @@ def test_a_case_longer_than_its_room_is_paged_and_recalled():
     parts = [first[2]]
     for k in range(2, first[1] + 1):
         s = copy_state(state)
-        s.recall["H1"] = RecallSelection(evidence_refs=[], entries=["case"], pages=[f"case:{k}"], iteration=9)
+        s.recall["H1"] = RecallSelection(
+            evidence_refs=[], entries=["case"], pages=[f"case:{k}"], iteration=9
+        )
         page_out = enc.render(s, "H1")
         assert page_out.chars <= enc.budget
         parts.append(read_tail(sections(page_out.text)[2])[1]["case"][3])
@@ -538,9 +654,13 @@ def test_a_session_recalls_a_page_and_refuses_an_unknown_one(tmp_path):
     applied = inv.submit(req.request_id, {"next": {"kind": "recall", "evidence_refs": [big], "entries": ["N000001"],
                                                    "pages": [f"{big}:{count}"]}})  # fmt: skip
     assert applied.applied == "recall"
-    again = Investigation.open(store, state.analysis_id, clock=lambda: "2026-06-10T21:00:00Z")  # replayed from the log
+    again = Investigation.open(
+        store, state.analysis_id, clock=lambda: "2026-06-10T21:00:00Z"
+    )  # replayed from the log
     nxt = again.next_request(req.hypothesis)
-    assert f"\n{big} page {count}/{count}, " in nxt.text and "\nN000001 null #1 question\n" in nxt.text
+    assert (
+        f"\n{big} page {count}/{count}, " in nxt.text and "\nN000001 null #1 question\n" in nxt.text
+    )
     assert nxt.chars <= 20_000
 
 
@@ -558,7 +678,9 @@ def test_a_state_whose_fixed_parts_pass_the_budget_is_refused_with_a_code():
         get_encoder("v14:budget=20000").render(state, "H1")
     assert err.value.code == "too_large" and err.value.details["budget"] == 20_000
     assert msgspec.json.encode(state) == before
-    assert get_encoder("v14:budget=200000").render(state, "H1").chars <= 200_000  # a larger budget holds them
+    assert (
+        get_encoder("v14:budget=200000").render(state, "H1").chars <= 200_000
+    )  # a larger budget holds them
 
 
 def test_the_output_schema_outline_reads_back_to_the_decision_schema():
@@ -569,7 +691,9 @@ def test_the_output_schema_outline_reads_back_to_the_decision_schema():
     assert lines[-3:-1] == ["## Output schema", "`?`: optional key; no other keys."]
     schema, end = _read_outline(lines[-1])
     assert end == len(lines[-1])
-    assert schema == {k: v for k, v in encoder.decision_schema.items() if k not in ("$schema", "title")}
+    assert schema == {
+        k: v for k, v in encoder.decision_schema.items() if k not in ("$schema", "title")
+    }
 
 
 def growing(full: State, steps: int):
@@ -609,16 +733,22 @@ def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():
 def test_same_as_names_an_entry_above_it_when_the_state_lists_items_out_of_order():
     """A later item listed first, with the payload of an earlier one: the earlier (in journal order) is written whole."""
     state = sample_state()
-    first = next(ev for ev in state.evidence if ev.payload is not None and ev.iteration < state.iteration)
+    first = next(
+        ev for ev in state.evidence if ev.payload is not None and ev.iteration < state.iteration
+    )
     late = msgspec.structs.replace(first, id="E000099", iteration=first.iteration + 1)
     shuffled = msgspec.structs.replace(state, evidence=[late, *state.evidence])
     text = get_encoder("v14").render(shuffled, "H1").text
-    assert f"same_as={first.id}" not in text.split(first.id, 1)[0]  # nothing points at it before it is written
+    assert (
+        f"same_as={first.id}" not in text.split(first.id, 1)[0]
+    )  # nothing points at it before it is written
     assert text.index(first.id) < text.index("E000099")
     assert "same_as=E000099" not in text
 
 
-@pytest.mark.parametrize("field, ref", [("entries", "case\n"), ("entries", "N000001\n"), ("pages", "E000001:1\n")])
+@pytest.mark.parametrize(
+    "field, ref", [("entries", "case\n"), ("entries", "N000001\n"), ("pages", "E000001:1\n")]
+)
 def test_a_recall_reference_with_a_trailing_newline_is_refused(field, ref):
     answer = {"next": {"kind": "recall", "evidence_refs": [], field: [ref]}}
     with pytest.raises(DecisionRejected) as err:

@@ -18,10 +18,14 @@ from store_sql import execute, query
 
 from workingset.errors import InvalidFile
 from workingset.model.state import load_start
-from workingset.session.schemas import json_schema
 from workingset.session.investigation import Investigation
+from workingset.session.schemas import json_schema
 
-CLOCK = lambda: "2026-06-10T21:00:00Z"
+
+def CLOCK():
+    return "2026-06-10T21:00:00Z"
+
+
 LEGACY = "demo\n"
 
 
@@ -34,9 +38,14 @@ def test_create_refuses_an_analysis_id_with_a_trailing_newline(store):
 def test_init_refuses_it_with_invalid_file(tmp_path):
     path = tmp_path / "state.json"
     path.write_bytes(state_bytes(analysis=LEGACY))
-    res = cli("init", "--state", str(path), "--store", str(tmp_path / "s.sqlite3"), "--json").rejected("invalid_file")
+    res = cli(
+        "init", "--state", str(path), "--store", str(tmp_path / "s.sqlite3"), "--json"
+    ).rejected("invalid_file")
     assert res.error["details"]["path"] == "$.analysis_id"
-    assert not (tmp_path / "s.sqlite3").exists() or query(str(tmp_path / "s.sqlite3"), "SELECT * FROM analyses") == []
+    assert (
+        not (tmp_path / "s.sqlite3").exists()
+        or query(str(tmp_path / "s.sqlite3"), "SELECT * FROM analyses") == []
+    )
 
 
 def _set(doc: dict, path: str, value: object) -> dict:
@@ -54,7 +63,11 @@ CASES = [
     ("evidence.0.collector", "H1\n", "$.evidence[0].collector"),
     ("evidence.0.budget.action", "B000001\n", "$.evidence[0].budget.action"),
     ("notes.0.id", "N000001\n", "$.notes[0].id"),
-    ("evidence.1.content_hash", None, "$.evidence[1].content_hash"),  # filled below: the real hash + "\n"
+    (
+        "evidence.1.content_hash",
+        None,
+        "$.evidence[1].content_hash",
+    ),  # filled below: the real hash + "\n"
     ("evidence.0.captured_at", "2026-06-10T20:15:00Z\n", "$.evidence[0].captured_at"),
 ]
 
@@ -92,25 +105,42 @@ def test_a_legacy_analysis_can_still_be_cancelled_and_exported_as_stored(store, 
     s = ["--analysis", LEGACY, "--store", store]
     # It cannot be rendered or shown: its stored IDs fail today's checks.
     assert cli("show", *s, "--json").rejected("store_corrupt")
-    refused = cli("export", *s, "--out", str(tmp_path / "checked"), "--json").rejected("store_corrupt")
+    refused = cli("export", *s, "--out", str(tmp_path / "checked"), "--json").rejected(
+        "store_corrupt"
+    )
     assert "--as-stored" in refused.error["message"]
     # But it can be closed, and what is stored can be read out.
     out = cli("cancel", *s, "--json")
     assert out.code == 0, out.err
     assert json.loads(out.out)["status"] == "cancelled"
-    assert query(store, "SELECT status FROM analyses WHERE analysis_id = 'demo\n'") == [("cancelled",)]
-    assert query(store, "SELECT status FROM requests WHERE analysis_id = 'demo\n'") == [("abandoned",)]
+    assert query(store, "SELECT status FROM analyses WHERE analysis_id = 'demo\n'") == [
+        ("cancelled",)
+    ]
+    assert query(store, "SELECT status FROM requests WHERE analysis_id = 'demo\n'") == [
+        ("abandoned",)
+    ]
     assert query(store, "SELECT kind FROM events WHERE analysis_id = 'demo\n' ORDER BY seq") == [
         ("created",), ("request",), ("cancel",)]  # fmt: skip
     assert cli("cancel", *s, "--json").rejected("analysis_closed")
     res = cli("export", *s, "--as-stored", "--out", str(tmp_path / "stored"), "--json")
     assert res.code == 0, res.err
     assert json.loads(res.out) == {"analysis_id": LEGACY, "files": [], "as_stored": True}
-    journal = [msgspec.json.decode(line) for line in (tmp_path / "stored" / "journal.jsonl").read_bytes().splitlines()]
-    assert journal[0] == {"format": "workingset/journal@1", "analysis_id": LEGACY, "encoder": "investigation_project_v8"}
+    journal = [
+        msgspec.json.decode(line)
+        for line in (tmp_path / "stored" / "journal.jsonl").read_bytes().splitlines()
+    ]
+    assert journal[0] == {
+        "format": "workingset/journal@1",
+        "analysis_id": LEGACY,
+        "encoder": "investigation_project_v8",
+    }
     assert [x["kind"] for x in journal[1:]] == ["created", "request", "cancel", "end"]
-    assert journal[1]["state"]["analysis_id"] == LEGACY and journal[2]["request_id"] == "demo\n-r0001"
-    assert all(ev["payload"] is not None for ev in journal[1]["state"]["evidence"] if ev["content_hash"])
+    assert (
+        journal[1]["state"]["analysis_id"] == LEGACY and journal[2]["request_id"] == "demo\n-r0001"
+    )
+    assert all(
+        ev["payload"] is not None for ev in journal[1]["state"]["evidence"] if ev["content_hash"]
+    )
     assert journal[-1] == {"kind": "end", "events": 3, "status": "cancelled", "termination_reason": "cancelled",
                            "state_hash": None}  # fmt: skip
     # The healthy analysis beside it was never touched.

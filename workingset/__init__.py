@@ -5,8 +5,8 @@ from .errors import (
     Code,
     DecisionRejected,
     HashMismatch,
-    ReplayDiverged,
     InvalidFile,
+    ReplayDiverged,
     ReplyUnusable,
     SessionError,
     StoreCorrupt,
@@ -17,14 +17,20 @@ from .errors import (
 )
 from .io.limits import Limits
 from .model.hashing import content_hash
-from .model.state import State, StoredContext, load_state, load_state_or_context, load_stored_context
+from .model.spans import Span, canonical_text, make_span, quote_span
+from .model.state import (
+    State,
+    StoredContext,
+    load_state,
+    load_state_or_context,
+    load_stored_context,
+)
 from .runs.layout import make_stored_context, read_run, verify_context, write_run
 from .session.answers import answer_of
 from .session.frozen_replay import ReplayReport, replay_export
-from .session.schemas import json_schema
-from .model.spans import Span, canonical_text, make_span, quote_span
-from .session.replies import Applied, PendingAction, Recorded, Request, Summary
 from .session.investigation import Investigation
+from .session.replies import Applied, PendingAction, Recorded, Request, Summary
+from .session.schemas import json_schema
 from .store import PostgresStore, SqliteStore, open_store
 
 __all__ = [

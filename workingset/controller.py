@@ -12,12 +12,18 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
-from .model.costs import add_cost
 from .decisions import AnyDecision, Conclude, Query, Recall, assessment_of
 from .errors import SessionError
+from .model.costs import add_cost
 from .model.state import Evidence, HistoryEntry, Note, RecallSelection, State
 
-ACTIVE, PAUSED, COMPLETED, FAILED, CANCELLED = "active", "paused", "completed", "failed", "cancelled"
+ACTIVE, PAUSED, COMPLETED, FAILED, CANCELLED = (
+    "active",
+    "paused",
+    "completed",
+    "failed",
+    "cancelled",
+)
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
 ROOT_CAUSE_FOUND = "root_cause_found"
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -70,7 +76,12 @@ def next_evidence_id(state: State, numbers: Numbers | None = None) -> str:
     return f"E{(numbers or Numbers.of(state)).evidence + 1:06d}"
 
 
-def allocate(state: State, decision: AnyDecision, known_actions: Iterable[str] = (), numbers: Numbers | None = None) -> Allocated:
+def allocate(
+    state: State,
+    decision: AnyDecision,
+    known_actions: Iterable[str] = (),
+    numbers: Numbers | None = None,
+) -> Allocated:
     """Allocate note IDs and, for a query, a budget action ID not used in the state or the store.
 
     `numbers`, when given, are the state's and the store's (then `known_actions` is not needed).
@@ -126,8 +137,15 @@ def apply_decision(state: State, hypothesis_id: str, decision: AnyDecision, ids:
         state.recall[hypothesis_id] = RecallSelection(evidence_refs=list(nxt.evidence_refs), iteration=iteration,
                                                       entries=entries, pages=pages)  # fmt: skip
         # A v14 recall's entries and pages are not evidence IDs: the row's text names them.
-        text = " ".join([*(f"entry={ref}" for ref in entries), *(f"page={item}" for item in pages)]) or None
-        hyp.history.append(HistoryEntry(iteration=iteration, kind="recall", evidence_refs=list(nxt.evidence_refs), text=text))
+        text = (
+            " ".join([*(f"entry={ref}" for ref in entries), *(f"page={item}" for item in pages)])
+            or None
+        )
+        hyp.history.append(
+            HistoryEntry(
+                iteration=iteration, kind="recall", evidence_refs=list(nxt.evidence_refs), text=text
+            )
+        )
     else:
         state.recall.pop(hypothesis_id, None)
     if isinstance(nxt, Query):
@@ -185,7 +203,11 @@ def _id_key(hid: str) -> tuple[int, str]:
 
 def schedule(state: State, busy: Collection[str]) -> str:
     """Pick the next hypothesis: open, iterations left, no query pending; least recently served, then ID."""
-    ready = [h.id for h in state.hypotheses if unavailable_reason(state, h.id) is None and h.id not in busy]
+    ready = [
+        h.id
+        for h in state.hypotheses
+        if unavailable_reason(state, h.id) is None and h.id not in busy
+    ]
     if not ready:
         raise SessionError(
             "every hypothesis that can take a turn has a query pending; record its result first",
@@ -226,7 +248,9 @@ def termination(state: State, status: str, busy: Collection[str]) -> tuple[str, 
     if any(h.disposition == "supported" for h in state.hypotheses):
         return COMPLETED, ROOT_CAUSE_FOUND
     b = state.budget
-    if state.iteration >= b.max_iterations or (b.max_cost is not None and b.cost_used >= b.max_cost):
+    if state.iteration >= b.max_iterations or (
+        b.max_cost is not None and b.cost_used >= b.max_cost
+    ):
         return COMPLETED, BUDGET_EXHAUSTED
     if not busy and all(unavailable_reason(state, h.id) is not None for h in state.hypotheses):
         return COMPLETED, INCONCLUSIVE_HUMAN_REVIEW

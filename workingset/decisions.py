@@ -15,15 +15,23 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
 from .io.limits import Limits, check_json
-from .model.state import EntryRef, EvidenceId, PageRef, State, Unit, entry_refs, split_validation_error
 from .model.spans import MAX_SPANS, Span, canonical_text
+from .model.state import (
+    EntryRef,
+    EvidenceId,
+    PageRef,
+    State,
+    Unit,
+    entry_refs,
+    split_validation_error,
+)
 
 MAX_NOTES = 8
 MAX_RECALL = 4
@@ -72,13 +80,13 @@ class _Answer(_Strict, kw_only=True):
 class Decision(_Answer, kw_only=True):
     """A decision of a version without recall (v1–v7, v10)."""
 
-    next: Union[Query, Conclude]
+    next: Query | Conclude
 
 
 class RecallDecision(_Answer, kw_only=True):
     """A decision of a version with recall (v8, v9, v11 and later)."""
 
-    next: Union[Query, Recall, Conclude]
+    next: Query | Recall | Conclude
 
 
 class CitingConclude(Conclude, tag="conclude"):
@@ -90,13 +98,13 @@ class CitingConclude(Conclude, tag="conclude"):
 class CitingDecision(_Answer, kw_only=True):
     """A decision of a version with spans and without recall."""
 
-    next: Union[Query, CitingConclude]
+    next: Query | CitingConclude
 
 
 class CitingRecallDecision(_Answer, kw_only=True):
     """A decision of a version with spans and recall; also the stored form of every decision."""
 
-    next: Union[Query, Recall, CitingConclude]
+    next: Query | Recall | CitingConclude
 
 
 class PagedRecall(Recall, tag="recall"):
@@ -112,16 +120,18 @@ class PagedRecall(Recall, tag="recall"):
 class PagedRecallDecision(_Answer, kw_only=True):
     """A decision of a version with paged recall (v14)."""
 
-    next: Union[Query, PagedRecall, Conclude]
+    next: Query | PagedRecall | Conclude
 
 
 class StoredRecallDecision(_Answer, kw_only=True):
     """The stored form of every decision: spans and paged recall, each defaulting to empty."""
 
-    next: Union[Query, PagedRecall, CitingConclude]
+    next: Query | PagedRecall | CitingConclude
 
 
-AnyDecision = Union[Decision, RecallDecision, CitingDecision, CitingRecallDecision, PagedRecallDecision]
+AnyDecision = (
+    Decision | RecallDecision | CitingDecision | CitingRecallDecision | PagedRecallDecision
+)
 # The widest schema: the event log stores every version's decisions in it (`spans`, `entries` and
 # `pages` default to []).
 StoredDecision = StoredRecallDecision
@@ -143,7 +153,9 @@ def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
 
 # One fenced block and nothing else: ```json (or a bare ```) on its own line, the closing fence
 # at least as long, only whitespace around. Models often wrap JSON so; the contents are kept as is.
-_FENCED = re.compile(rb"\A\s*(`{3,})[ \t]*(?:json)?[ \t]*\r?\n(.*?)\r?\n[ \t]*\1`*\s*\Z", re.DOTALL | re.IGNORECASE)
+_FENCED = re.compile(
+    rb"\A\s*(`{3,})[ \t]*(?:json)?[ \t]*\r?\n(.*?)\r?\n[ \t]*\1`*\s*\Z", re.DOTALL | re.IGNORECASE
+)
 
 
 def unfence(data: bytes) -> bytes:
@@ -164,12 +176,18 @@ def malformed_hint(data: bytes) -> str:
         return ("; it looks like Markdown with a code fence: send the JSON object alone "
                 "(one ```json block that is the whole answer is also accepted)")  # fmt: skip
     if not text.startswith((b"{", b"[")) and b"{" in text:
-        return "; the answer has text before its JSON object: send the object alone, starting with `{`"
+        return (
+            "; the answer has text before its JSON object: send the object alone, starting with `{`"
+        )
     return f"; {_EXPECTED}"
 
 
 def parse_decision(
-    data: bytes, *, supports_recall: bool, supports_spans: bool = False, limits: Limits | None = None,
+    data: bytes,
+    *,
+    supports_recall: bool,
+    supports_spans: bool = False,
+    limits: Limits | None = None,
     supports_pages: bool = False,
 ) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code.
@@ -183,10 +201,20 @@ def parse_decision(
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        hint = malformed_hint(received) if data is received else " inside its ```json fence" + malformed_hint(data)
-        raise _reject("malformed_json", f"the decision is not parseable JSON ({exc}){hint}", path="$") from None
+        hint = (
+            malformed_hint(received)
+            if data is received
+            else " inside its ```json fence" + malformed_hint(data)
+        )
+        raise _reject(
+            "malformed_json", f"the decision is not parseable JSON ({exc}){hint}", path="$"
+        ) from None
     if not isinstance(raw, dict):
-        raise _reject("malformed_json", f"the decision must be a JSON object, not {_json_type(raw)}; {_EXPECTED}", path="$")
+        raise _reject(
+            "malformed_json",
+            f"the decision must be a JSON object, not {_json_type(raw)}; {_EXPECTED}",
+            path="$",
+        )
     nxt = raw.get("next")
     if not supports_recall and isinstance(nxt, dict) and nxt.get("kind") == "recall":
         raise _reject(
@@ -194,15 +222,21 @@ def parse_decision(
             "this request was rendered by a version without recall; answer with a query or a conclusion",
             path="$.next.kind",
         )
-    decision_type = PagedRecallDecision if supports_pages else DECISION_TYPES[supports_recall, supports_spans]
+    decision_type = (
+        PagedRecallDecision if supports_pages else DECISION_TYPES[supports_recall, supports_spans]
+    )
     try:
-        decision = (_PAGED_DECODER if supports_pages else _DECODERS[supports_recall, supports_spans]).decode(data)
+        decision = (
+            _PAGED_DECODER if supports_pages else _DECODERS[supports_recall, supports_spans]
+        ).decode(data)
     except msgspec.ValidationError as exc:
         message, path = split_validation_error(exc, decision_type)
         raise _reject("schema_violation", f"{message} at {path}", path=path) from None
     if isinstance(decision.next, Recall):
         refs = [*decision.next.evidence_refs, *getattr(decision.next, "entries", ())]
-        if isinstance(decision.next, PagedRecall):  # each list distinct, as its schema says, before the count in all
+        if isinstance(
+            decision.next, PagedRecall
+        ):  # each list distinct, as its schema says, before the count in all
             for listed, path in ((refs, "$.next"), (decision.next.pages, "$.next.pages")):
                 if repeated := _repeated(listed):
                     raise _reject("recall_duplicate", f"a recall names each reference and page once; repeated: "
@@ -362,7 +396,9 @@ def check_recall_retained(decision: AnyDecision, state: State) -> None:
         )
 
 
-def check_spans(decision: AnyDecision, state: State, *, shown: tuple[str, ...] | list[str], request_id: str) -> None:
+def check_spans(
+    decision: AnyDecision, state: State, *, shown: tuple[str, ...] | list[str], request_id: str
+) -> None:
     """Check every span a conclusion cites: a payload shown in full in this request, in range, the same bytes.
 
     Applies to requests whose encoder allows spans (`supports_spans`); runs after rule G.

@@ -79,7 +79,9 @@ class WorkingsetError(Exception):
 
     code = "error"
 
-    def __init__(self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None):
+    def __init__(
+        self, message: str, *, code: str | None = None, details: dict[str, Any] | None = None
+    ):
         super().__init__(message)
         self.message = message
         if code is not None:

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Iterable, Protocol, Sequence, Union
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
 import msgspec
 
@@ -24,11 +25,13 @@ TTLS = ("5m", "1h")
 MAX_BREAKPOINTS = 4  # Anthropic's limit per request
 TOOL_NAME = "submit_decision"
 SCHEMA_NAME = "decision"
-_DESCRIPTION = "The decision answering this request: an optional assessment and notes, then the next step."
+_DESCRIPTION = (
+    "The decision answering this request: an optional assessment and notes, then the next step."
+)
 # Rejections a model cannot fix by answering again: the controller has to act.
 NOT_RETRYABLE = ("stale_request", "analysis_closed")
 
-Answer = Union[str, bytes, dict]
+Answer = str | bytes | dict
 Retry = Sequence[tuple[Answer, DecisionRejected]]
 
 
@@ -130,7 +133,13 @@ def messages(
         fmt = {"name": SCHEMA_NAME, "description": _DESCRIPTION, "schema": schema, "strict": strict}
         out = {"messages": turns, "response_format": {"type": "json_schema", "json_schema": fmt}}
     else:
-        fmt = {"type": "json_schema", "name": SCHEMA_NAME, "description": _DESCRIPTION, "schema": schema, "strict": strict}
+        fmt = {
+            "type": "json_schema",
+            "name": SCHEMA_NAME,
+            "description": _DESCRIPTION,
+            "schema": schema,
+            "strict": strict,
+        }
         out = {"input": turns, "text": {"format": fmt}}
     if marked:
         out["prompt_cache_options"] = {"mode": "explicit"}
@@ -143,15 +152,25 @@ def check_options(provider: str | None, ttl: str | None = None, strict: bool | N
         raise UsageError(f"no provider {provider!r}; available: {', '.join(PROVIDERS)}", code="unknown_provider",
                          details={"valid": list(PROVIDERS)})  # fmt: skip
     if ttl is not None and ttl not in TTLS:
-        raise UsageError(f"a cache TTL is one of {', '.join(TTLS)}, not {ttl!r}", details={"valid": list(TTLS)})
+        raise UsageError(
+            f"a cache TTL is one of {', '.join(TTLS)}, not {ttl!r}", details={"valid": list(TTLS)}
+        )
     if ttl is not None and provider != "anthropic":
-        raise UsageError(f"a TTL sets Anthropic's cache breakpoints; {provider} caches prompts automatically")
+        raise UsageError(
+            f"a TTL sets Anthropic's cache breakpoints; {provider} caches prompts automatically"
+        )
     if strict is not None and provider == "anthropic":
-        raise UsageError("strict chooses the OpenAI schema form; Anthropic gets the frozen schema as a tool")
+        raise UsageError(
+            "strict chooses the OpenAI schema form; Anthropic gets the frozen schema as a tool"
+        )
 
 
-def _anthropic(req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], ttl: str | None) -> dict[str, Any]:
-    mark: dict[str, str] = {"type": "ephemeral"} if ttl is None else {"type": "ephemeral", "ttl": ttl}
+def _anthropic(
+    req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], ttl: str | None
+) -> dict[str, Any]:
+    mark: dict[str, str] = (
+        {"type": "ephemeral"} if ttl is None else {"type": "ephemeral", "ttl": ttl}
+    )
     content = []
     for block, cached in text_blocks(req):
         part: dict[str, Any] = {"type": "text", "text": block}
@@ -169,13 +188,17 @@ def _anthropic(req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], tt
             turns.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use_id, "is_error": True,
                                                        "content": note}]})  # fmt: skip
         else:
-            turns.append({"role": "assistant", "content": [{"type": "text", "text": _as_text(answer)}]})
+            turns.append(
+                {"role": "assistant", "content": [{"type": "text", "text": _as_text(answer)}]}
+            )
             turns.append({"role": "user", "content": [{"type": "text", "text": note}]})
     tool = {"name": TOOL_NAME, "description": _DESCRIPTION, "input_schema": req.decision_schema}
     return {"messages": turns, "tools": [tool], "tool_choice": {"type": "tool", "name": TOOL_NAME}}
 
 
-def _plain_retry(req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], provider: str) -> list[dict[str, Any]]:
+def _plain_retry(
+    req: Renderable, pairs: list[tuple[Answer, DecisionRejected]], provider: str
+) -> list[dict[str, Any]]:
     turns = []
     for answer, err in pairs:
         turns.append({"role": "assistant", "content": _as_text(answer)})
@@ -206,9 +229,13 @@ def _checked(retry: Retry) -> list[tuple[Answer, DecisionRejected]]:
             raise UsageError(f"retry[{i}] must be an (answer, DecisionRejected) pair")
         answer, err = item
         if not isinstance(answer, (str, bytes, dict)):
-            raise UsageError(f"retry[{i}]: the answer is JSON text, bytes or a dict, not {type(answer).__name__}")
+            raise UsageError(
+                f"retry[{i}]: the answer is JSON text, bytes or a dict, not {type(answer).__name__}"
+            )
         if not isinstance(err, DecisionRejected):
-            raise UsageError(f"retry[{i}]: the rejection must be a DecisionRejected, not {type(err).__name__}")
+            raise UsageError(
+                f"retry[{i}]: the rejection must be a DecisionRejected, not {type(err).__name__}"
+            )
         if err.code in NOT_RETRYABLE:
             raise UsageError(
                 f"retry[{i}]: {err.code} is not the model's to fix (the controller answered a stale or closed request)",
@@ -229,7 +256,7 @@ class Rejection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
 class RetryEntry(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """One earlier try of the open request: the answer as received (text, or a tool's input) and its rejection."""
 
-    answer: Union[str, dict[str, Any]]
+    answer: str | dict[str, Any]
     error: Rejection
 
 
@@ -241,7 +268,13 @@ def load_retry(data: bytes, source: str) -> list[tuple[Answer, DecisionRejected]
     from .model.state import decode_strict
 
     entries = decode_strict(data, _RETRY_FILE, source)
-    return [(e.answer, DecisionRejected(e.error.message, code=e.error.code, details=dict(e.error.details))) for e in entries]
+    return [
+        (
+            e.answer,
+            DecisionRejected(e.error.message, code=e.error.code, details=dict(e.error.details)),
+        )
+        for e in entries
+    ]
 
 
 def _as_text(answer: Answer) -> str:

@@ -27,7 +27,9 @@ def swe_agent_0x(raw: Path) -> None:
     keep = [0, 2, 3, 10, 11]
     history = src["history"]
     # history: system, demo, task, then (assistant, observation) per step from index 3
-    picked = [history[0], history[2]] + [history[i] for k in keep for i in (3 + 2 * k, 4 + 2 * k) if i < len(history)]
+    picked = [history[0], history[2]] + [
+        history[i] for k in keep for i in (3 + 2 * k, 4 + 2 * k) if i < len(history)
+    ]
     out = dict(src, trajectory=[src["trajectory"][k] for k in keep], history=picked)
     _dump(out, HERE / "swe-agent-0.x-pydicom-1458.excerpt.traj")
 
@@ -35,7 +37,11 @@ def swe_agent_0x(raw: Path) -> None:
 def _mini_info(info: dict) -> dict:
     """`info` with the config cut to what the importer reads."""
     config = info["config"]
-    agent = {k: config["agent"][k] for k in ("instance_template", "step_limit", "cost_limit") if k in config["agent"]}
+    agent = {
+        k: config["agent"][k]
+        for k in ("instance_template", "step_limit", "cost_limit")
+        if k in config["agent"]
+    }
     return dict(info, config={"agent": agent, "model": config["model"]})
 
 
@@ -44,7 +50,10 @@ def mini_1x(raw: Path) -> None:
     src = json.loads((raw / "mini-v1-gemini3pro-pylint-6386.traj.json").read_text(encoding="utf-8"))
     msgs = src["messages"]
     keep = [0, 1, 2, 3, 12, 13, 100, 101, 102, 103, 110, 111]
-    _dump(dict(src, info=_mini_info(src["info"]), messages=[msgs[i] for i in keep]), HERE / "mini-swe-agent-1.15-pylint-6386.excerpt.traj.json")
+    _dump(
+        dict(src, info=_mini_info(src["info"]), messages=[msgs[i] for i in keep]),
+        HERE / "mini-swe-agent-1.15-pylint-6386.excerpt.traj.json",
+    )
 
 
 def mini_2x(raw: Path) -> None:
@@ -52,7 +61,10 @@ def mini_2x(raw: Path) -> None:
     src = json.loads((raw / "mini-v2-deepseek-sqlfluff-1625.traj.json").read_text(encoding="utf-8"))
     msgs = src["messages"]
     keep = [0, 1, 2, 3, 6, 7, 92, 93, 96, 97]
-    _dump(dict(src, info=_mini_info(src["info"]), messages=[msgs[i] for i in keep]), HERE / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json")
+    _dump(
+        dict(src, info=_mini_info(src["info"]), messages=[msgs[i] for i in keep]),
+        HERE / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json",
+    )
 
 
 def openhands_v1(raw: Path) -> None:
@@ -68,7 +80,9 @@ def openhands_v1(raw: Path) -> None:
     actions = [kinds.index("ThinkAction"), kinds.index("StrReplaceEditorAction"), kinds.index("ExecuteBashAction"),
                len(kinds) - 1 - kinds[::-1].index("ExecuteBashAction"), kinds.index("FinishAction")]  # fmt: skip
     ids = {events[i]["id"] for i in actions}
-    answers = [i for i, e in enumerate(events) if e["kind"] == "ObservationEvent" and e["action_id"] in ids]
+    answers = [
+        i for i, e in enumerate(events) if e["kind"] == "ObservationEvent" and e["action_id"] in ids
+    ]
     keep = sorted({kinds.index("MessageEvent"), kinds.index("Condensation"), *actions, *answers})
     for i in keep:  # byte-exact copies, original names
         shutil.copyfile(files[i], out / "events" / files[i].name)

@@ -16,8 +16,8 @@ empty one; it says nothing about whether the model would use what it can see.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Collection
 
 from ..model.harvest import harvest
 from ..model.state import State
@@ -36,7 +36,11 @@ class Availability:
         return self.visible + self.addressable + self.gone
 
     def __add__(self, other: Availability) -> Availability:
-        return Availability(self.visible + other.visible, self.addressable + other.addressable, self.gone + other.gone)
+        return Availability(
+            self.visible + other.visible,
+            self.addressable + other.addressable,
+            self.gone + other.gone,
+        )
 
     def share(self, part: str) -> float | None:
         """`visible`, `addressable`, `gone` or `reachable` (visible + addressable) as a share of the total, or None."""
@@ -57,7 +61,9 @@ def _count(ev) -> int:
     return n
 
 
-def availability(state: State, shown: Collection[str], indexed: Collection[str], recall: bool) -> Availability:
+def availability(
+    state: State, shown: Collection[str], indexed: Collection[str], recall: bool
+) -> Availability:
     """Count the identifiers of `state`'s evidence by what a context shows, indexes and can recall."""
     shown, indexed = set(shown), set(indexed)
     visible = addressable = gone = 0

@@ -35,9 +35,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Callable, Iterable, Iterator
 
 import xxhash
 
@@ -46,9 +46,14 @@ from ..model.state import State
 from ..providers import MAX_BREAKPOINTS
 from ..tokens.count import common_prefix
 
-OPENAI_BLOCK = 128  # OpenAI's automatic caching (before GPT-5.6) caches prefixes in 128-token increments
+OPENAI_BLOCK = (
+    128  # OpenAI's automatic caching (before GPT-5.6) caches prefixes in 128-token increments
+)
 TTLS = {"5m": 300.0, "1h": 3600.0}
-ANTHROPIC_WRITE = {"5m": 1.25, "1h": 2.0}  # cache-write price per TTL, as a fraction of the full price
+ANTHROPIC_WRITE = {
+    "5m": 1.25,
+    "1h": 2.0,
+}  # cache-write price per TTL, as a fraction of the full price
 LOOKBACK = 20  # block boundaries an Anthropic breakpoint looks for a hit at, its own included
 # Anthropic's minimum cacheable prompt length by model (prefix of the API model name, longest match wins).
 ANTHROPIC_MIN = {
@@ -82,16 +87,24 @@ class Prompt:
     tokens: array  # array("I") of token ids
     breakpoints: tuple[int, ...] = ()  # ascending token offsets of the cache breakpoints
     time: float | None = None  # Unix seconds; None: no later than the previous prompt
-    blocks: tuple[int, ...] = ()  # ascending token offsets of every content block's end; () = unknown
-    implicit: int | None = None  # GPT-5.6: offset of the implicit breakpoint; None: none (explicit mode)
+    blocks: tuple[
+        int, ...
+    ] = ()  # ascending token offsets of every content block's end; () = unknown
+    implicit: int | None = (
+        None  # GPT-5.6: offset of the implicit breakpoint; None: none (explicit mode)
+    )
 
     def __post_init__(self) -> None:
         if not isinstance(self.tokens, array) or self.tokens.typecode != "I":
             object.__setattr__(self, "tokens", array("I", self.tokens))
         points = tuple(self.breakpoints)
         if len(points) > MAX_BREAKPOINTS:
-            raise UsageError(f"{len(points)} cache breakpoints; a request carries at most {MAX_BREAKPOINTS}")
-        if list(points) != sorted(set(points)) or any(not 0 < b <= len(self.tokens) for b in points):
+            raise UsageError(
+                f"{len(points)} cache breakpoints; a request carries at most {MAX_BREAKPOINTS}"
+            )
+        if list(points) != sorted(set(points)) or any(
+            not 0 < b <= len(self.tokens) for b in points
+        ):
             raise UsageError(f"cache breakpoints {points} must ascend within 1..{len(self.tokens)}")
         object.__setattr__(self, "breakpoints", points)
         ends = tuple(self.blocks)
@@ -101,7 +114,9 @@ class Prompt:
             raise UsageError("every cache breakpoint must be at a block's end")
         object.__setattr__(self, "blocks", ends)
         if self.implicit is not None and not 0 < self.implicit <= len(self.tokens):
-            raise UsageError(f"the implicit breakpoint {self.implicit} must lie within 1..{len(self.tokens)}")
+            raise UsageError(
+                f"the implicit breakpoint {self.implicit} must lie within 1..{len(self.tokens)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -111,17 +126,25 @@ class CacheOptions:
     ttl: str = "5m"
     cache_min: int | None = None  # None: the model's minimum (`minimum`), 1,024 without a model
     cached_price: float = 0.1
-    write_price: float | None = None  # None: anthropic 1.25 (5m) or 2.0 (1h), openai-auto 1.0, openai-5.6 1.25
+    write_price: float | None = (
+        None  # None: anthropic 1.25 (5m) or 2.0 (1h), openai-auto 1.0, openai-5.6 1.25
+    )
     model: str | None = None  # the provider model billed (its minimum cacheable length)
     ttl_seconds: float = field(init=False)
 
     def __post_init__(self) -> None:
         if self.ttl not in TTLS:
-            raise UsageError(f"no TTL {self.ttl!r}; available: {', '.join(TTLS)}", details={"valid": list(TTLS)})
+            raise UsageError(
+                f"no TTL {self.ttl!r}; available: {', '.join(TTLS)}", details={"valid": list(TTLS)}
+            )
         if self.cache_min is None:
             object.__setattr__(self, "cache_min", minimum(self.model))
         assert self.cache_min is not None
-        if self.cache_min < 0 or self.cached_price < 0 or (self.write_price is not None and self.write_price < 0):
+        if (
+            self.cache_min < 0
+            or self.cached_price < 0
+            or (self.write_price is not None and self.write_price < 0)
+        ):
             raise UsageError("cache minimum and prices must not be negative")
         object.__setattr__(self, "ttl_seconds", TTLS[self.ttl])
 
@@ -143,7 +166,9 @@ class Billing:
     cost: float  # uncached + write price × written + cached price × read
 
 
-def _bill(tokens: int, read: int, written: int, options: CacheOptions, write_price: float) -> Billing:
+def _bill(
+    tokens: int, read: int, written: int, options: CacheOptions, write_price: float
+) -> Billing:
     uncached = tokens - read - written
     cost = uncached + write_price * written + options.cached_price * read
     return Billing(tokens=tokens, uncached=uncached, written=written, read=read, cost=cost)
@@ -178,7 +203,11 @@ def _window(bounds: tuple[int, ...], point: int) -> tuple[int, ...]:
 
 def anthropic(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Billing]:
     """Read the longest live entry at a block boundary within a breakpoint's lookback; write up to the last breakpoint."""
-    write_price, ttl, floor = options.write("anthropic"), options.ttl_seconds, max(options.cache_min or 0, 1)
+    write_price, ttl, floor = (
+        options.write("anthropic"),
+        options.ttl_seconds,
+        max(options.cache_min or 0, 1),
+    )
     entries: dict[tuple[int, bytes], float] = {}  # (prefix length, digest of the prefix) -> expiry
     for prompt, now in _clock(prompts):
         entries = {key: end for key, end in entries.items() if end >= now}
@@ -207,7 +236,11 @@ def anthropic(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Bill
 
 def openai_auto(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Billing]:
     """Read the longest common prefix with any live prompt, in 128-token blocks from the minimum."""
-    write_price, ttl, floor = options.write("openai-auto"), options.ttl_seconds, options.cache_min or 0
+    write_price, ttl, floor = (
+        options.write("openai-auto"),
+        options.ttl_seconds,
+        options.cache_min or 0,
+    )
     entries: list[tuple[array, float]] = []  # earlier prompts and when they expire
     for prompt, now in _clock(prompts):
         tokens = prompt.tokens
@@ -218,14 +251,18 @@ def openai_auto(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Bi
         cacheable = len(tokens) // OPENAI_BLOCK * OPENAI_BLOCK if len(tokens) >= floor else 0
         if cacheable:
             # An entry that is a prefix of this prompt can serve nothing this one cannot serve longer.
-            entries = [(e, end) for (e, end), n in zip(entries, shared) if n < len(e)] + [(tokens, now + ttl)]
+            entries = [(e, end) for (e, end), n in zip(entries, shared) if n < len(e)] + [
+                (tokens, now + ttl)
+            ]
         yield _bill(len(tokens), read, max(0, cacheable - read), options, write_price)
 
 
 def openai_56(prompts: Iterable[Prompt], options: CacheOptions) -> Iterator[Billing]:
     """Read the longest of the latest live breakpoint entries that is exactly a prefix; write up to 4 breakpoints."""
     write_price, floor = options.write("openai-5.6"), max(options.cache_min or 0, 1)
-    entries: dict[tuple[int, bytes], float] = {}  # (prefix length, digest) -> expiry, oldest written first
+    entries: dict[
+        tuple[int, bytes], float
+    ] = {}  # (prefix length, digest) -> expiry, oldest written first
     for prompt, now in _clock(prompts):
         live = [(key, end) for key, end in entries.items() if end >= now][-OPENAI_MATCH:]
         entries = dict(live)
@@ -252,7 +289,12 @@ MODELS: dict[str, Callable[[Iterable[Prompt], CacheOptions], Iterator[Billing]]]
     "ideal": ideal, "anthropic": anthropic, "openai-auto": openai_auto, "openai-5.6": openai_56,
 }  # fmt: skip
 # The provider whose request body each model bills (`ideal` reads what Anthropic is sent).
-PROVIDER = {"ideal": "anthropic", "anthropic": "anthropic", "openai-auto": "openai", "openai-5.6": "openai"}
+PROVIDER = {
+    "ideal": "anthropic",
+    "anthropic": "anthropic",
+    "openai-auto": "openai",
+    "openai-5.6": "openai",
+}
 
 
 def model_names(values: Iterable[str]) -> tuple[str, ...]:
@@ -263,14 +305,17 @@ def model_names(values: Iterable[str]) -> tuple[str, ...]:
             name = ALIASES.get(name, name)
             if name not in MODELS:
                 raise UsageError(
-                    f"no cache model {name!r}; available: {', '.join(MODELS)}", details={"valid": list(MODELS)}
+                    f"no cache model {name!r}; available: {', '.join(MODELS)}",
+                    details={"valid": list(MODELS)},
                 )
             if name not in out:
                 out.append(name)
     return tuple(out)
 
 
-def bill(model: str, prompts: Iterable[Prompt], options: CacheOptions | None = None) -> tuple[Billing, ...]:
+def bill(
+    model: str, prompts: Iterable[Prompt], options: CacheOptions | None = None
+) -> tuple[Billing, ...]:
     """Bill a run's prompts (in run order) under the named cache model."""
     (name,) = model_names([model])
     return tuple(MODELS[name](prompts, options or CacheOptions()))
@@ -301,4 +346,3 @@ def _seconds(timestamp: str) -> float:
 def state_time(state: State) -> float:
     """When a context of this state was sent: its latest capture time, else the case's opening."""
     return max([_seconds(state.case.opened_at)] + [_seconds(e.captured_at) for e in state.evidence])
-

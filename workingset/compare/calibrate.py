@@ -16,27 +16,27 @@ writes come on top, so a call's input is `prompt_tokens + cache_write_tokens`.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from . import billing, wire
 from ..errors import InvalidFile
 from ..importers._trajectory import dig, fail
 from ..importers.openhands import _load, _source_events
 from ..tokens.count import DEFAULT_ENCODING
+from . import billing, wire
 
-SERVICE = "default"  # the agent's own LLM; the condenser's calls are another prefix and another service
+SERVICE = (
+    "default"  # the agent's own LLM; the condenser's calls are another prefix and another service
+)
 TARGET_POINTS = 2.0  # the issue's target: each share within 2 points on at least 95% of calls
 TARGET_CALLS = 0.95
 EPHEMERAL = {"type": "ephemeral"}
 # openhands/sdk/utils/truncate.py and openhands/tools/execute_bash/constants.py (docs/calibrate.md)
 TEXT_LIMIT = 50_000
 BASH_LIMIT = 30_000
-TRUNCATE_NOTICE = (
-    "<response clipped><NOTE>Due to the max output limit, only part of the full response has been shown to you.</NOTE>"
-)
+TRUNCATE_NOTICE = "<response clipped><NOTE>Due to the max output limit, only part of the full response has been shown to you.</NOTE>"
 ANSWERS = ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation")
 CONVERTIBLE = ("SystemPromptEvent", "MessageEvent", "ActionEvent", *ANSWERS)
 
@@ -76,8 +76,16 @@ class Row:
     def errors(self) -> tuple[float, float]:
         """How far the predicted read and write shares are from the recorded ones, in points."""
         got, want = self.predicted, self.recorded
-        read = 100 * (got.read / got.tokens - want.cache_read / want.input) if got.tokens and want.input else 0.0
-        write = 100 * (got.written / got.tokens - want.cache_write / want.input) if got.tokens and want.input else 0.0
+        read = (
+            100 * (got.read / got.tokens - want.cache_read / want.input)
+            if got.tokens and want.input
+            else 0.0
+        )
+        write = (
+            100 * (got.written / got.tokens - want.cache_write / want.input)
+            if got.tokens and want.input
+            else 0.0
+        )
         return read, write
 
     def within(self, points: float = TARGET_POINTS) -> bool:
@@ -103,7 +111,14 @@ class Calibration:
 
     def to_json(self) -> dict[str, Any]:
         """The `calibrate --json` document."""
-        calls: list[dict[str, Any]] = [{"call": r.call, "recorded": _recorded(r.recorded), "predicted": _predicted(r.predicted)} for r in self.rows]
+        calls: list[dict[str, Any]] = [
+            {
+                "call": r.call,
+                "recorded": _recorded(r.recorded),
+                "predicted": _predicted(r.predicted),
+            }
+            for r in self.rows
+        ]
         return {
             "run": self.run, "model": "anthropic", "tokenizer_ratio": round(self.tokenizer_ratio, 4), "calls": calls,
             "totals": {
@@ -143,7 +158,9 @@ def _usages(base: Mapping[str, Any], file: Path) -> list[tuple[str, Usage, float
         )  # fmt: skip
     costs = metrics.get("costs") if isinstance(metrics.get("costs"), list) else []
     latencies = {
-        l.get("response_id"): l.get("latency") for l in metrics.get("response_latencies") or () if isinstance(l, Mapping)
+        lat.get("response_id"): lat.get("latency")
+        for lat in metrics.get("response_latencies") or ()
+        if isinstance(lat, Mapping)
     }
     out = []
     for i, usage in enumerate(usages):
@@ -154,9 +171,15 @@ def _usages(base: Mapping[str, Any], file: Path) -> list[tuple[str, Usage, float
         read = _count(usage.get("cache_read_tokens", 0), file, f"{at}.cache_read_tokens")
         write = _count(usage.get("cache_write_tokens", 0), file, f"{at}.cache_write_tokens")
         if read > prompt:
-            raise fail(file, at, f"cache_read_tokens ({read}) exceed prompt_tokens ({prompt}), which count them")
+            raise fail(
+                file,
+                at,
+                f"cache_read_tokens ({read}) exceed prompt_tokens ({prompt}), which count them",
+            )
         # The cost is logged when the response arrives; the request left `latency` seconds before.
-        done = dig(costs[i], "timestamp") if i < len(costs) and isinstance(costs[i], Mapping) else None
+        done = (
+            dig(costs[i], "timestamp") if i < len(costs) and isinstance(costs[i], Mapping) else None
+        )
         latency = latencies.get(usage["response_id"])
         sent = None
         if isinstance(done, (int, float)) and not isinstance(done, bool):
@@ -181,7 +204,11 @@ def _texts(content: Any) -> list[str]:
     """The text items of an SDK content list (a string counts as one item)."""
     if isinstance(content, str):
         return [content]
-    return [c["text"] for c in content or () if isinstance(c, Mapping) and isinstance(c.get("text"), str)]
+    return [
+        c["text"]
+        for c in content or ()
+        if isinstance(c, Mapping) and isinstance(c.get("text"), str)
+    ]
 
 
 def _observation(obs: Mapping[str, Any]) -> list[str]:
@@ -201,7 +228,11 @@ def _observation(obs: Mapping[str, Any]) -> list[str]:
         return [truncate(text, BASH_LIMIT)]
     if kind == "StrReplaceEditorObservation":
         return [obs["error"] if obs.get("error") else obs.get("output") or ""]
-    for key in ("content", "message", "output"):  # think, task tracker, finish; MCP results carry content lists
+    for key in (
+        "content",
+        "message",
+        "output",
+    ):  # think, task tracker, finish; MCP results carry content lists
         if key in obs:
             return _texts(obs[key])
     return []
@@ -224,10 +255,18 @@ def view(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
             forgotten.add(str(e.get("id")))
         elif e.get("kind") == "CondensationRequest":
             forgotten.add(str(e.get("id")))
-    kept: list[Mapping[str, Any]] = [e for e in events if e.get("id") not in forgotten and e.get("kind") in CONVERTIBLE]
+    kept: list[Mapping[str, Any]] = [
+        e for e in events if e.get("id") not in forgotten and e.get("kind") in CONVERTIBLE
+    ]
     for e in reversed(events):
-        if e.get("kind") == "Condensation" and e.get("summary") is not None and e.get("summary_offset") is not None:
-            kept.insert(e["summary_offset"], {"kind": "CondensationSummaryEvent", "summary": e["summary"]})
+        if (
+            e.get("kind") == "Condensation"
+            and e.get("summary") is not None
+            and e.get("summary_offset") is not None
+        ):
+            kept.insert(
+                e["summary_offset"], {"kind": "CondensationSummaryEvent", "summary": e["summary"]}
+            )
             break
     calls = {e.get("tool_call_id") for e in kept if e.get("kind") == "ActionEvent"}
     answered = {e.get("tool_call_id") for e in kept if e.get("kind") in ANSWERS}
@@ -241,7 +280,9 @@ def view(events: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
 
 def _tool_call(event: Mapping[str, Any]) -> dict[str, Any]:
     call = event.get("tool_call") or {}
-    function: Mapping[str, Any] = call["function"] if isinstance(call.get("function"), Mapping) else call
+    function: Mapping[str, Any] = (
+        call["function"] if isinstance(call.get("function"), Mapping) else call
+    )
     return {"id": call.get("id", event.get("tool_call_id")), "name": function.get("name", event.get("tool_name", "")),
             "arguments": function.get("arguments") or "{}"}  # fmt: skip
 
@@ -253,13 +294,21 @@ def messages(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     while i < len(events):
         e = events[i]
         kind = e["kind"]
-        if kind == "ActionEvent":  # one assistant message per LLM response (parallel calls share it)
+        if (
+            kind == "ActionEvent"
+        ):  # one assistant message per LLM response (parallel calls share it)
             batch = [e]
             while i + 1 < len(events) and events[i + 1]["kind"] == "ActionEvent" and events[i + 1].get(
                 "llm_response_id") == e.get("llm_response_id"):  # fmt: skip
                 i += 1
                 batch.append(events[i])
-            out.append({"role": "assistant", "texts": _texts(e.get("thought")), "tool_calls": [_tool_call(b) for b in batch]})
+            out.append(
+                {
+                    "role": "assistant",
+                    "texts": _texts(e.get("thought")),
+                    "tool_calls": [_tool_call(b) for b in batch],
+                }
+            )
         elif kind == "SystemPromptEvent":
             out.append({"role": "system", "texts": _texts([e.get("system_prompt")])})
         elif kind == "MessageEvent":
@@ -269,7 +318,9 @@ def messages(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         elif kind == "CondensationSummaryEvent":
             out.append({"role": "user", "texts": [e["summary"]]})
         else:
-            out.append({"role": "tool", "texts": _tool_result(e), "tool_call_id": e.get("tool_call_id")})
+            out.append(
+                {"role": "tool", "texts": _tool_result(e), "tool_call_id": e.get("tool_call_id")}
+            )
         i += 1
     return out
 
@@ -311,7 +362,9 @@ def anthropic_body(tools: list[Mapping[str, Any]], msgs: list[dict[str, Any]]) -
         # The SDK marks the last content item; on a tool message LiteLLM puts it on the tool_result block.
         texts, marked = m["texts"], bool(m.get("cache"))
         if m["role"] == "system":
-            system.extend(_text_block(t, marked and k == len(texts) - 1) for k, t in enumerate(texts))
+            system.extend(
+                _text_block(t, marked and k == len(texts) - 1) for k, t in enumerate(texts)
+            )
             continue
         role = "assistant" if m["role"] == "assistant" else "user"
         if m["role"] == "tool":
@@ -332,7 +385,9 @@ def anthropic_body(tools: list[Mapping[str, Any]], msgs: list[dict[str, Any]]) -
             turns.append({"role": role, "content": content})
     anthropic_tools = []
     for tool in tools:
-        fn: Mapping[str, Any] = tool["function"] if isinstance(tool.get("function"), Mapping) else tool
+        fn: Mapping[str, Any] = (
+            tool["function"] if isinstance(tool.get("function"), Mapping) else tool
+        )
         anthropic_tools.append({"name": fn.get("name"), "description": fn.get("description", ""),
                                 "input_schema": fn.get("parameters") or {"type": "object", "properties": {}}})  # fmt: skip
     return {"tools": anthropic_tools, "system": system, "messages": turns}
@@ -349,7 +404,11 @@ def _placed(events: Sequence[Mapping[str, Any]], response_ids: list[str], file: 
         if e.get("kind") == "ActionEvent" and isinstance(e.get("llm_response_id"), str):
             first.setdefault(e["llm_response_id"], i)
     # A call that answered with a message and no action is the next agent message not yet taken.
-    spare = iter(i for i, e in enumerate(events) if e.get("kind") == "MessageEvent" and e.get("source") == "agent")
+    spare = iter(
+        i
+        for i, e in enumerate(events)
+        if e.get("kind") == "MessageEvent" and e.get("source") == "agent"
+    )
     out = []
     for k, rid in enumerate(response_ids):
         at = first.get(rid)
@@ -376,7 +435,11 @@ def read_calls(source: Path) -> tuple[str, str, list[Call]]:
             raise fail(path, f"{where_in}.kind", "an event must name its kind")
     system = next((e for e in events if e["kind"] == "SystemPromptEvent"), None)
     if system is None or not isinstance(system.get("tools"), list):
-        raise fail(where, "$", "no SystemPromptEvent with tools: the system prompt and tool definitions are unknown")
+        raise fail(
+            where,
+            "$",
+            "no SystemPromptEvent with tools: the system prompt and tool definitions are unknown",
+        )
     places = _placed(events, [rid for rid, _, _ in usages], base_file)
     calls = []
     for k, ((rid, usage, sent), at) in enumerate(zip(usages, places)):
@@ -412,8 +475,10 @@ def calibrate(source: str | Path, options: billing.CacheOptions | None = None, e
     """Bill every agent call of an OpenHands run with the `anthropic` model, beside the recorded bill."""
     name, model, calls = read_calls(Path(source))
     sent = warm_start(calls) if warm else calls
-    billed = billing.bill("anthropic", prompts(sent, encoding), options)[len(sent) - len(calls):]
-    return Calibration(name, model, tuple(Row(c.index, c.recorded, b) for c, b in zip(calls, billed)))
+    billed = billing.bill("anthropic", prompts(sent, encoding), options)[len(sent) - len(calls) :]
+    return Calibration(
+        name, model, tuple(Row(c.index, c.recorded, b) for c, b in zip(calls, billed))
+    )
 
 
 def lines(cal: Calibration) -> Iterator[str]:

@@ -19,18 +19,26 @@ turns to bill. Nothing here calls a model or the network.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator, Mapping, NamedTuple, Sequence
+from datetime import UTC
+from typing import Any, NamedTuple
 
 import msgspec
 
-from .availability import Availability, availability
-from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from ..errors import UnknownEncoder, UsageError
-from ..runs.fixed_prompt import FixedPrompt
 from ..model.state import State, StoredContext
 from ..providers import MAX_BREAKPOINTS, section_ends
-from ..tokens.count import DEFAULT_ENCODING, common_prefix_tokens, count_tokens, encode_at, get_encoding
+from ..runs.fixed_prompt import FixedPrompt
+from ..tokens.count import (
+    DEFAULT_ENCODING,
+    common_prefix_tokens,
+    count_tokens,
+    encode_at,
+    get_encoding,
+)
+from .availability import Availability, availability
+from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 
 # What a user chooses between: the default encoder, and the cheapest cache-native version on bug17.
 DEFAULT_BASE, DEFAULT_CANDIDATE = "v10", "v14"
@@ -50,10 +58,14 @@ class Rendering(NamedTuple):
     text: str
     sections: tuple[tuple[str, int], ...] = ()  # (category, chars), may be empty
     breakpoints: tuple[int, ...] = ()  # character offsets of the cache breakpoints (at most 4)
-    cuts: tuple[int, ...] = ()  # character offsets where tokenization restarts (breakpoints included)
-    reach: Availability | None = None  # identifiers of the state's evidence visible, addressable, gone
+    cuts: tuple[
+        int, ...
+    ] = ()  # character offsets where tokenization restarts (breakpoints included)
+    reach: Availability | None = (
+        None  # identifiers of the state's evidence visible, addressable, gone
+    )
     # The request body sent for this context: (provider, API model or None) -> the JSON the API receives.
-    body: Callable[[str, "str | None"], dict[str, Any]] | None = None
+    body: Callable[[str, str | None], dict[str, Any]] | None = None
 
 
 Renderer = Callable[[State, str], Rendering]
@@ -152,7 +164,9 @@ def change_percent(base: float, value: float) -> float | None:
     return (value - base) / base * 100.0
 
 
-def measure_one(text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = ()) -> Size:
+def measure_one(
+    text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = ()
+) -> Size:
     """Measure one text sent after `prev` (the previous context of its run, "" for the first)."""
     return Size(chars=len(text), tokens=count_tokens(text, encoding),
                 cached=common_prefix_tokens(prev, text, encoding), sections=tuple(sections))  # fmt: skip
@@ -160,7 +174,9 @@ def measure_one(text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections
 
 def measure(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> tuple[Size, ...]:
     """Measure the texts of one strategy, given in run order."""
-    return tuple(measure_one(text, texts[i - 1] if i else "", encoding) for i, text in enumerate(texts))
+    return tuple(
+        measure_one(text, texts[i - 1] if i else "", encoding) for i, text in enumerate(texts)
+    )
 
 
 def compare_texts(
@@ -205,7 +221,11 @@ def prompt(rendering: Rendering, time: float | None, encoding: str = DEFAULT_ENC
     cuts = sorted(set(rendering.cuts) | set(rendering.breakpoints))
     tokens, offsets = encode_at(rendering.text, cuts, encoding)
     at = dict(zip(cuts, offsets))
-    return Prompt(tokens=tokens, breakpoints=tuple(at[b] for b in rendering.breakpoints if at[b] > 0), time=time)
+    return Prompt(
+        tokens=tokens,
+        breakpoints=tuple(at[b] for b in rendering.breakpoints if at[b] > 0),
+        time=time,
+    )
 
 
 # The API model whose body each cache model bills: GPT-5.6 is sent explicit breakpoints, the older models none.
@@ -230,7 +250,9 @@ def sent_prompts(rendering: Rendering, models: Sequence[str], time: float | None
     return out
 
 
-def _bill_run(model: str, options: CacheOptions, run: Sequence[Rendering], encoding: str) -> tuple[Billing, ...]:
+def _bill_run(
+    model: str, options: CacheOptions, run: Sequence[Rendering], encoding: str
+) -> tuple[Billing, ...]:
     meter = Meter(model, options)
     return tuple(meter(prompt(rendering, None, encoding)) for rendering in run)
 
@@ -260,12 +282,21 @@ def version_renderer(label: str) -> Renderer:
         # The blocks and breakpoints of the provider request (`workingset.providers`), exactly.
         rendered = render(state, hypothesis, name)
         points = tuple(rendered.stable_ends()[-MAX_BREAKPOINTS:])
-        reach = availability(state, rendered.shown, rendered.indexed, recall=get_encoder(name).supports_recall)
+        reach = availability(
+            state, rendered.shown, rendered.indexed, recall=get_encoder(name).supports_recall
+        )
 
         def body(provider: str, model: str | None) -> dict[str, Any]:
             return Request.of(rendered, "", state).messages(provider, model=model)
 
-        return Rendering(rendered.text, tuple(rendered.sections), points, tuple(section_ends(rendered.chunks)), reach, body)
+        return Rendering(
+            rendered.text,
+            tuple(rendered.sections),
+            points,
+            tuple(section_ends(rendered.chunks)),
+            reach,
+            body,
+        )
 
     return run
 
@@ -288,12 +319,16 @@ def baseline_renderers(fixed: FixedPrompt | None = None) -> dict[str, Renderer]:
                 at += 2 + len(message)
                 ends.append(at)
             masked = baseline.masked(state)  # type: ignore[attr-defined]
-            reach = availability(state, [ev.id for ev in state.evidence if ev.id not in masked], (), recall=False)
+            reach = availability(
+                state, [ev.id for ev in state.evidence if ev.id not in masked], (), recall=False
+            )
 
             def body(provider: str, model: str | None) -> dict[str, Any]:
                 return baseline.body(state, hypothesis, provider, model)  # type: ignore[attr-defined]
 
-            return Rendering("\n\n".join(messages) + "\n", (), (ends[-1],), tuple(ends), reach, body)
+            return Rendering(
+                "\n\n".join(messages) + "\n", (), (ends[-1],), tuple(ends), reach, body
+            )
 
         return run
 
@@ -318,7 +353,7 @@ def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, 
 
     A baseline sends `fixed`, the run's source agent's fixed prompt (`runs.read_fixed_prompt`), where it has one.
     """
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     render = strategy_renderer(name, fixed)
     for ctx in contexts:
@@ -327,7 +362,7 @@ def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, 
         body = rendering.body(provider, model)
         if model is not None:
             body = {"model": model, **body}
-        sent = datetime.fromtimestamp(state_time(ctx.state), timezone.utc).isoformat().replace("+00:00", "Z")
+        sent = datetime.fromtimestamp(state_time(ctx.state), UTC).isoformat().replace("+00:00", "Z")
         yield {"request_id": ctx.request_id, "sent_at": sent, "body": body}
 
 

@@ -16,14 +16,17 @@ import dataclasses
 import math
 import multiprocessing
 import statistics
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from .engine import Comparison, Renderer
 from ..errors import InvalidFile, UsageError
+from .engine import Comparison, Renderer
 
-PREFIX = "prefix"  # the cost model of `total.effective_cost`: the ideal prefix cache at --cached-price
+PREFIX = (
+    "prefix"  # the cost model of `total.effective_cost`: the ideal prefix cache at --cached-price
+)
 MANY_FORMAT = "workingset/compare-many@1"
 
 # What the forked workers read: set by `compare_runs` before the pool starts (see parallel.py).
@@ -34,7 +37,9 @@ def is_run(path: str | Path) -> bool:
     """Whether `path` is one run: a run file, or a directory holding a run file or stored-context files."""
     path = Path(path)
     try:
-        return path.is_file() or (path.is_dir() and any(p.suffix == ".json" and not p.is_dir() for p in path.iterdir()))
+        return path.is_file() or (
+            path.is_dir() and any(p.suffix == ".json" and not p.is_dir() for p in path.iterdir())
+        )
     except OSError:
         return False
 
@@ -49,7 +54,10 @@ def expand(paths: Sequence[str]) -> list[str]:
             continue
         found = sorted(str(p) for p in root.iterdir() if is_run(p))
         if not found:
-            raise InvalidFile(f"{arg}: neither a run nor a folder holding runs", details={"file": arg, "path": "$"})
+            raise InvalidFile(
+                f"{arg}: neither a run nor a folder holding runs",
+                details={"file": arg, "path": "$"},
+            )
         runs.extend(found)
     twice = sorted({r for r in runs if runs.count(r) > 1})
     if twice:
@@ -77,7 +85,11 @@ def settings(strategies: Sequence[str], encoding: str, cached_price: float, reca
     out: dict[str, Any] = {"strategies": list(strategies), "encoding": encoding, "cached_price": cached_price,
                            "recall": recall, "cache": list(cache)}  # fmt: skip
     if cache:
-        out["cache_options"] = {f.name: getattr(cache_options, f.name) for f in dataclasses.fields(cache_options) if f.init}
+        out["cache_options"] = {
+            f.name: getattr(cache_options, f.name)
+            for f in dataclasses.fields(cache_options)
+            if f.init
+        }
     return out
 
 
@@ -90,7 +102,9 @@ def row(run: str, cmp: Comparison) -> dict[str, Any]:
     for s in cmp.strategies:
         sizes = cmp.sizes[s]
         at = max(range(len(sizes)), key=lambda i: sizes[i].tokens) if sizes else None
-        largest[s] = None if at is None else {"tokens": sizes[at].tokens, "request_id": cmp.labels[at]}
+        largest[s] = (
+            None if at is None else {"tokens": sizes[at].tokens, "request_id": cmp.labels[at]}
+        )
     return {"run": run, "contexts": len(cmp.labels), "cost": costs, "largest": largest}
 
 
@@ -108,7 +122,11 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
         totals = {s: math.fsum(r["cost"][model][s] for r in rows) for s in names}
         per: dict[str, Any] = {}
         for s in names:
-            ratios = [x for x in (_ratio(r["cost"][model][s], r["cost"][model][base]) for r in rows) if x is not None]
+            ratios = [
+                x
+                for x in (_ratio(r["cost"][model][s], r["cost"][model][base]) for r in rows)
+                if x is not None
+            ]
             wins = sum(r["cost"][model][s] == min(r["cost"][model].values()) for r in rows)
             per[s] = {"total": totals[s], "ratio": _ratio(totals[s], totals[base]),
                       "median_ratio": statistics.median(ratios) if ratios else None,
@@ -116,9 +134,17 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
         models[model] = per
     largest = {}
     for s in names:
-        seen = [(r["largest"][s]["tokens"], r["run"], r["largest"][s]["request_id"]) for r in rows if r["largest"][s]]
-        top = max(seen, key=lambda t: t[0]) if seen else None  # the first run of the sorted list on a tie
-        largest[s] = None if top is None else {"tokens": top[0], "run": top[1], "request_id": top[2]}
+        seen = [
+            (r["largest"][s]["tokens"], r["run"], r["largest"][s]["request_id"])
+            for r in rows
+            if r["largest"][s]
+        ]
+        top = (
+            max(seen, key=lambda t: t[0]) if seen else None
+        )  # the first run of the sorted list on a tie
+        largest[s] = (
+            None if top is None else {"tokens": top[0], "run": top[1], "request_id": top[2]}
+        )
     return {"format": MANY_FORMAT, "options": dict(options), "base": base, "runs": len(rows),
             "contexts": sum(r["contexts"] for r in rows), "models": models, "largest": largest,
             "rows": list(rows)}  # fmt: skip
@@ -126,9 +152,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
 
 def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare one run as `compare RUN --json` does; returns (its JSON object, its row)."""
-    from .tables import run_data
-    from .parallel import compare_parallel
     from ..runs.layout import read_run
+    from .parallel import compare_parallel
+    from .tables import run_data
 
     work = _WORK
     contexts = read_run(run)
@@ -181,7 +207,10 @@ def compare_runs(
                         step(1)
     finally:
         _WORK.clear()
-    return {"runs": [data for data, _ in results], "aggregate": aggregate([r for _, r in results], settings)}
+    return {
+        "runs": [data for data, _ in results],
+        "aggregate": aggregate([r for _, r in results], settings),
+    }
 
 
 def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[str, Any]:
@@ -193,13 +222,19 @@ def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[st
     rows: list[Any] = []
     for name, out in zip(names, outputs):
         agg = out.get("aggregate") if isinstance(out, dict) else None
-        if not isinstance(agg, dict) or agg.get("format") != MANY_FORMAT or not isinstance(out.get("runs"), list):
+        if (
+            not isinstance(agg, dict)
+            or agg.get("format") != MANY_FORMAT
+            or not isinstance(out.get("runs"), list)
+        ):
             raise InvalidFile(f"{name}: not an output of compare RUN… --json (no aggregate of format {MANY_FORMAT})",
                               details={"file": name, "path": "$.aggregate"})  # fmt: skip
         if options is None:
             options, first = agg["options"], name
         elif agg["options"] != options:
-            differ = sorted(k for k in {*options, *agg["options"]} if options.get(k) != agg["options"].get(k))
+            differ = sorted(
+                k for k in {*options, *agg["options"]} if options.get(k) != agg["options"].get(k)
+            )
             raise UsageError(f"{name} was made with other options than {first} ({', '.join(differ)}); "
                              "merge only outputs of one command line", details={"differ": differ})  # fmt: skip
         if len(out["runs"]) != len(agg["rows"]):
@@ -210,7 +245,9 @@ def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[st
     seen = [r["run"] for r in rows]
     twice = sorted({r for r in seen if seen.count(r) > 1})
     if twice:
-        raise UsageError(f"a run is in more than one output: {', '.join(twice)}", details={"runs": twice})
+        raise UsageError(
+            f"a run is in more than one output: {', '.join(twice)}", details={"runs": twice}
+        )
     order = sorted(range(len(rows)), key=lambda i: rows[i]["run"])
     assert options is not None
     return {"runs": [runs[i] for i in order], "aggregate": aggregate(rows, options)}
@@ -248,7 +285,9 @@ def merged(files: Sequence[str]) -> dict[str, Any]:
         try:
             outputs.append(msgspec.json.decode(read_file(name)))
         except msgspec.DecodeError as exc:
-            raise InvalidFile(f"{name}: not JSON ({exc})", details={"file": name, "path": "$"}) from None
+            raise InvalidFile(
+                f"{name}: not JSON ({exc})", details={"file": name, "path": "$"}
+            ) from None
     return merge(outputs, files)
 
 
@@ -265,8 +304,12 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
     parts = [f"{agg['runs']} runs, {agg['contexts']:,} contexts; tokens: {agg['options']['encoding']}; "
              f"ratios relative to {base}; wins: runs where a strategy costs least (ties count for each)"]  # fmt: skip
     for model, per in agg["models"].items():
-        title = (f"Cost model {PREFIX}: the longest common token prefix with the previous context is read at "
-                 f"{agg['options']['cached_price']:g}x" if model == PREFIX else f"Cost model {model} (--cache {model})")
+        title = (
+            f"Cost model {PREFIX}: the longest common token prefix with the previous context is read at "
+            f"{agg['options']['cached_price']:g}x"
+            if model == PREFIX
+            else f"Cost model {model} (--cache {model})"
+        )
         rows = []
         for s in names:
             top = agg["largest"][s]
@@ -283,7 +326,9 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
             cheapest = min(names, key=lambda s: costs[s])
             rows.append([r["run"], f"{r['contexts']}", f"{costs[base]:,.1f}", cheapest,
                          _x(_ratio(costs[cheapest], costs[base]))] + [_x(_ratio(costs[s], costs[base])) for s in names[1:]])  # fmt: skip
-        headers = ["run", "contexts", f"{base} cost", "cheapest", "its ratio"] + [f"{s}" for s in names[1:]]
+        headers = ["run", "contexts", f"{base} cost", "cheapest", "its ratio"] + [
+            f"{s}" for s in names[1:]
+        ]
         parts += ["", f"Each run (cost model {PREFIX}; ratio of each strategy's effective cost to {base}'s)",
                   _table(headers, rows)]  # fmt: skip
     return "\n".join(parts) + "\n"

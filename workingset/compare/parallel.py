@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
-from .engine import Comparison, Renderer, compare_contexts
 from ..errors import UsageError
 from ..model.state import StoredContext
+from .engine import Comparison, Renderer, compare_contexts
 
 # What the forked workers read: set by `compare_parallel` before the pool starts.
 _WORK: dict[str, Any] = {}
@@ -27,7 +28,9 @@ def _measure(name: str) -> Comparison:
     from ..tokens.count import counted_on_disk
 
     with counted_on_disk(_WORK["token_cache"]):
-        return compare_contexts(_WORK["contexts"], {name: _WORK["renderers"][name]}, **_WORK["options"])
+        return compare_contexts(
+            _WORK["contexts"], {name: _WORK["renderers"][name]}, **_WORK["options"]
+        )
 
 
 def _join(parts: Mapping[str, Comparison], order: Sequence[str]) -> Comparison:
@@ -41,7 +44,10 @@ def _join(parts: Mapping[str, Comparison], order: Sequence[str]) -> Comparison:
         if set(value) == {order[0]}:  # keyed by strategy
             joined[f.name] = {name: getattr(parts[name], f.name)[name] for name in order}
         else:  # keyed by something else (a cache model), then by strategy
-            joined[f.name] = {key: {name: getattr(parts[name], f.name)[key][name] for name in order} for key in value}
+            joined[f.name] = {
+                key: {name: getattr(parts[name], f.name)[key][name] for name in order}
+                for key in value
+            }
     return dataclasses.replace(first, **joined)
 
 
@@ -65,7 +71,9 @@ def compare_parallel(
     _WORK.update(contexts=contexts, renderers=renderers, options=options, token_cache=token_cache)
     parts: dict[str, Comparison] = {}
     try:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(renderers)), mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(
+            max_workers=min(jobs, len(renderers)), mp_context=multiprocessing.get_context("fork")
+        ) as pool:
             futures = {pool.submit(_measure, name): name for name in renderers}
             for future in as_completed(futures):
                 parts[futures[future]] = future.result()

@@ -10,9 +10,9 @@ from typing import Any
 
 from tabulate import SEPARATING_LINE, tabulate
 
-from .engine import SECTION_ORDER, UNASSIGNED, Comparison, Size, Totals, change_percent
 from .availability import Availability
 from .billing import Billing
+from .engine import SECTION_ORDER, UNASSIGNED, Comparison, Size, Totals, change_percent
 
 
 def _pct(base: float, value: float) -> float | None:
@@ -32,14 +32,21 @@ def _size_dict(size: Size, cached_price: float) -> dict[str, Any]:
     return _numbers(size, size.cost(cached_price))
 
 
-CHANGE_KEYS = ("chars", "tokens", "uncached_tokens", "effective_cost")  # the numbers `change_percent` compares
+CHANGE_KEYS = (
+    "chars",
+    "tokens",
+    "uncached_tokens",
+    "effective_cost",
+)  # the numbers `change_percent` compares
 
 
 def _changes(base: dict[str, Any], other: dict[str, Any]) -> dict[str, float | None]:
     return {k: _pct(base[k], other[k]) for k in CHANGE_KEYS}
 
 
-def to_data(cmp: Comparison, *, sections: bool = False, availability: bool = False) -> dict[str, Any]:
+def to_data(
+    cmp: Comparison, *, sections: bool = False, availability: bool = False
+) -> dict[str, Any]:
     """Return the comparison as plain data (the `--json` output, minus what the CLI adds)."""
     base = cmp.strategies[0]
     contexts = []
@@ -68,11 +75,16 @@ def to_data(cmp: Comparison, *, sections: bool = False, availability: bool = Fal
     if cmp.caches:
         data["cache"] = _cache_data(cmp)
     if availability and cmp.availability:
-        data["availability"] = {s: availability_data(cmp, s) for s in cmp.strategies if s in cmp.availability}
+        data["availability"] = {
+            s: availability_data(cmp, s) for s in cmp.strategies if s in cmp.availability
+        }
     if sections:
         data["sections"] = {
             "total": {s: cmp.sections(s) for s in cmp.strategies},
-            "last": {s: cmp.sections(s, len(cmp.labels) - 1) if cmp.labels else {} for s in cmp.strategies},
+            "last": {
+                s: cmp.sections(s, len(cmp.labels) - 1) if cmp.labels else {}
+                for s in cmp.strategies
+            },
         }
     return data
 
@@ -91,7 +103,9 @@ def _cache_data(cmp: Comparison) -> dict[str, Any]:
     for model, runs in cmp.caches.items():
         total = {s: _billing(cmp.cache_total(model, s)) for s in cmp.strategies}
         for s in cmp.strategies[1:]:
-            total[s]["change_percent"] = _pct(total[base]["effective_cost"], total[s]["effective_cost"])
+            total[s]["change_percent"] = _pct(
+                total[base]["effective_cost"], total[s]["effective_cost"]
+            )
         out[model] = {
             "ttl": None if model == "ideal" else "30m" if model == "openai-5.6" else opts.ttl,
             "cache_min": None if model == "ideal" else opts.cache_min,
@@ -115,7 +129,11 @@ def _cache_caption(cmp: Comparison, model: str) -> str:
         "openai-5.6": "GPT-5.6 family: entries at the explicit and implicit breakpoints, matched exactly",
     }.get(model, model)  # fmt: skip
     ttl = "30m" if model == "openai-5.6" else opts.ttl
-    when = "the contexts' capture times" if cmp.timed else "no distinct times in the run: all turns taken to be within the TTL"
+    when = (
+        "the contexts' capture times"
+        if cmp.timed
+        else "no distinct times in the run: all turns taken to be within the TTL"
+    )
     return (f"Cache model {model}: {where}; TTL {ttl} ({when}); nothing under {opts.cache_min:,} tokens "
             f"cached; {price}, writes {opts.write(model):g}x")  # fmt: skip
 
@@ -154,11 +172,16 @@ def _summary_rows(cmp: Comparison, field: str) -> list:
     """Per-context rows then total and last, of one Size field, one column per strategy."""
     rows: list = []
     for i, label in enumerate(cmp.labels):
-        rows.append([label, cmp.hypotheses[i]] + [_n(getattr(cmp.sizes[s][i], field)) for s in cmp.strategies])
+        rows.append(
+            [label, cmp.hypotheses[i]]
+            + [_n(getattr(cmp.sizes[s][i], field)) for s in cmp.strategies]
+        )
     rows.append(SEPARATING_LINE)
     rows.append(["total", ""] + [_n(getattr(cmp.total(s), field)) for s in cmp.strategies])
     if cmp.labels:
-        rows.append(["last", cmp.hypotheses[-1]] + [_n(getattr(cmp.last(s), field)) for s in cmp.strategies])
+        rows.append(
+            ["last", cmp.hypotheses[-1]] + [_n(getattr(cmp.last(s), field)) for s in cmp.strategies]
+        )
     return rows
 
 
@@ -176,7 +199,16 @@ def _pair_table(cmp: Comparison) -> str:
     rows.append(row("total", "", cmp.total(b), cmp.total(c)))
     if cmp.labels:
         rows.append(row("last", cmp.hypotheses[-1], cmp.last(b), cmp.last(c)))
-    headers = ["context", "hyp", f"{b} chars", f"{c} chars", "change", f"{b} tokens", f"{c} tokens", "change"]
+    headers = [
+        "context",
+        "hyp",
+        f"{b} chars",
+        f"{c} chars",
+        "change",
+        f"{b} tokens",
+        f"{c} tokens",
+        "change",
+    ]
     return _table(headers, rows, left=2)
 
 
@@ -184,10 +216,17 @@ def _cache_table(cmp: Comparison) -> str:
     headers = ["context", "hyp"] + [f"{s} {k}" for s in cmp.strategies for k in ("cached", "new")]
     rows: list = []
     for i, label in enumerate(cmp.labels):
-        cells = [x for s in cmp.strategies for x in (_n(cmp.sizes[s][i].cached), _n(cmp.sizes[s][i].uncached))]
+        cells = [
+            x
+            for s in cmp.strategies
+            for x in (_n(cmp.sizes[s][i].cached), _n(cmp.sizes[s][i].uncached))
+        ]
         rows.append([label, cmp.hypotheses[i]] + cells)
     rows.append(SEPARATING_LINE)
-    rows.append(["total", ""] + [_n(x) for s in cmp.strategies for x in (cmp.total(s).cached, cmp.total(s).uncached)])
+    rows.append(
+        ["total", ""]
+        + [_n(x) for s in cmp.strategies for x in (cmp.total(s).cached, cmp.total(s).uncached)]
+    )
     if cmp.labels:
         last = [_n(x) for s in cmp.strategies for x in (cmp.last(s).cached, cmp.last(s).uncached)]
         rows.append(["last", cmp.hypotheses[-1]] + last)
@@ -202,7 +241,7 @@ def _overview(cmp: Comparison) -> str:
     for s in cmp.strategies:
         t = cmp.total(s)
 
-        def change(base_value: float, value: float) -> str:
+        def change(base_value: float, value: float, s: str = s) -> str:
             # The base is what the changes are relative to: its change cells stay empty.
             return "" if s == base else _p(_pct(base_value, value))
 
@@ -218,7 +257,9 @@ def _overview(cmp: Comparison) -> str:
 def _sections_table(cmp: Comparison, index: int | None) -> str:
     per = {s: cmp.sections(s, index) for s in cmp.strategies}
     seen = {c for d in per.values() for c in d}
-    order = [c for c in SECTION_ORDER if c in seen] + sorted(seen - set(SECTION_ORDER) - {UNASSIGNED})
+    order = [c for c in SECTION_ORDER if c in seen] + sorted(
+        seen - set(SECTION_ORDER) - {UNASSIGNED}
+    )
     order += [UNASSIGNED] if UNASSIGNED in seen else []
     rows = []
     for category in order:
@@ -231,7 +272,12 @@ def _sections_table(cmp: Comparison, index: int | None) -> str:
 
 
 def to_text(
-    cmp: Comparison, *, sections: bool = False, recall: bool = True, availability: bool = False, summary: bool = False
+    cmp: Comparison,
+    *,
+    sections: bool = False,
+    recall: bool = True,
+    availability: bool = False,
+    summary: bool = False,
 ) -> str:
     """Render the comparison as the tables `workingset compare` prints (`summary`: totals only)."""
     base = cmp.strategies[0]
@@ -300,15 +346,34 @@ def _availability_table(cmp: Comparison) -> str:
         total, data = cmp.availability_total(s), availability_data(cmp, s)
         rows.append([s, _n(total.visible), _n(total.addressable), _n(total.gone), _share(total.share("visible")),
                      _share(total.share("addressable")), _share(total.share("gone")), _share(data["min_reachable_share"])])  # fmt: skip
-    headers = ["strategy", "visible", "addressable", "gone", "visible %", "addressable %", "gone %", "lowest reachable %"]
+    headers = [
+        "strategy",
+        "visible",
+        "addressable",
+        "gone",
+        "visible %",
+        "addressable %",
+        "gone %",
+        "lowest reachable %",
+    ]
     return _table(headers, rows, left=1)
 
 
 def run_data(
-    directory: str, run: list, cmp: Comparison, *, recall: bool, sections: bool = False, availability: bool = False
+    directory: str,
+    run: list,
+    cmp: Comparison,
+    *,
+    recall: bool,
+    sections: bool = False,
+    availability: bool = False,
 ) -> dict[str, Any]:
     """Return `compare --json`'s object for a run read by `runs.read_run` and its comparison."""
-    data = {"run": directory, "recall": recall, **to_data(cmp, sections=sections, availability=availability)}
+    data = {
+        "run": directory,
+        "recall": recall,
+        **to_data(cmp, sections=sections, availability=availability),
+    }
     for (path, _), entry in zip(run, data["contexts"]):
         entry["file"] = path.name
     return data

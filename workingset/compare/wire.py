@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import dataclasses
 from array import array
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import msgspec
 
-from .billing import Prompt
 from ..errors import UsageError
 from ..tokens.count import DEFAULT_ENCODING, encode_at
+from .billing import Prompt
 
 PARTS = ("tools", "system", "messages")
 
@@ -62,7 +63,9 @@ def _content_text(block: Mapping[str, Any]) -> str:
     A tool result carries text for the model to read, so its content counts as that text
     (each nested block's), not as an escaped JSON string of it.
     """
-    if block.get("type") in ("text", "input_text", "output_text") and isinstance(block.get("text"), str):
+    if block.get("type") in ("text", "input_text", "output_text") and isinstance(
+        block.get("text"), str
+    ):
         return block["text"]
     content = block.get("content")
     if block.get("type") == "tool_result" and isinstance(content, (str, list)):
@@ -85,17 +88,28 @@ def _message_blocks(index: int, message: Mapping[str, Any]) -> Iterator[Block]:
             yield Block(_content_text(part), "messages", index, role, _marked(part))
     elif content is not None:
         raise UsageError(f"messages[{index}]: content must be a string or a list of blocks")
-    for call in message.get("tool_calls") or ():  # OpenAI Chat Completions: calls beside the content
+    for call in (
+        message.get("tool_calls") or ()
+    ):  # OpenAI Chat Completions: calls beside the content
         yield Block(_json(call), "messages", index, role, False)
 
 
 def body_blocks(body: Mapping[str, Any], provider: str) -> list[Block]:
     """The content blocks of a request body, in the order the provider builds its prompt."""
     if provider not in ("anthropic", "openai"):
-        raise UsageError(f"no provider {provider!r}; available: anthropic, openai", details={"valid": ["anthropic", "openai"]})
+        raise UsageError(
+            f"no provider {provider!r}; available: anthropic, openai",
+            details={"valid": ["anthropic", "openai"]},
+        )
     out: list[Block] = []
     for tool in body.get("tools") or ():
-        out.append(Block(_json({k: v for k, v in tool.items() if k != "cache_control"}), "tools", cache=_marked(tool)))
+        out.append(
+            Block(
+                _json({k: v for k, v in tool.items() if k != "cache_control"}),
+                "tools",
+                cache=_marked(tool),
+            )
+        )
     schema = body.get("response_format")
     if provider == "openai" and isinstance(schema, Mapping) and schema.get("type") == "json_schema":
         out.append(Block(_json(schema), "system"))
@@ -111,7 +125,10 @@ def body_blocks(body: Mapping[str, Any], provider: str) -> list[Block]:
 
 
 def to_prompt(
-    blocks: list[Block], time: float | None = None, encoding: str = DEFAULT_ENCODING, implicit: int | None = None
+    blocks: list[Block],
+    time: float | None = None,
+    encoding: str = DEFAULT_ENCODING,
+    implicit: int | None = None,
 ) -> Prompt:
     """Tokenize each block on its own; block ends and breakpoints become exact token offsets.
 
@@ -129,7 +146,12 @@ def to_prompt(
                   implicit=at_implicit)  # fmt: skip
 
 
-def body_prompt(body: Mapping[str, Any], provider: str, time: float | None = None, encoding: str = DEFAULT_ENCODING) -> Prompt:
+def body_prompt(
+    body: Mapping[str, Any],
+    provider: str,
+    time: float | None = None,
+    encoding: str = DEFAULT_ENCODING,
+) -> Prompt:
     """A request body as its cache bills it: `body_blocks`, the implicit breakpoints placed, `to_prompt`."""
     blocks = body_blocks(body, provider)
     implicit = None
@@ -137,7 +159,11 @@ def body_prompt(body: Mapping[str, Any], provider: str, time: float | None = Non
         # Automatic caching: "the system automatically applies the cache breakpoint to the last cacheable block".
         blocks[-1] = dataclasses.replace(blocks[-1], cache=True)
     options = body.get("prompt_cache_options")
-    if provider == "openai" and not (isinstance(options, Mapping) and options.get("mode") == "explicit"):
-        latest = [i for i, b in enumerate(blocks) if b.part == "messages" and b.role in ("user", "tool")]
+    if provider == "openai" and not (
+        isinstance(options, Mapping) and options.get("mode") == "explicit"
+    ):
+        latest = [
+            i for i, b in enumerate(blocks) if b.part == "messages" and b.role in ("user", "tool")
+        ]
         implicit = latest[-1] if latest else None
     return to_prompt(blocks, time, encoding, implicit)

@@ -24,7 +24,22 @@ from .v12 import V12
 from .v13 import V13
 from .v14 import V14
 
-ENCODERS = {1: V1(), 2: V2(), 3: V3(), 4: V4(), 5: V5(), 6: V6(), 7: V7(), 8: V8(), 9: V9(), 10: V10(), 11: V11(), 12: V12(), 13: V13(), 14: V14()}
+ENCODERS = {
+    1: V1(),
+    2: V2(),
+    3: V3(),
+    4: V4(),
+    5: V5(),
+    6: V6(),
+    7: V7(),
+    8: V8(),
+    9: V9(),
+    10: V10(),
+    11: V11(),
+    12: V12(),
+    13: V13(),
+    14: V14(),
+}
 PREFIX = "investigation_project_v"
 LATEST = max(ENCODERS)
 # The version of new analyses (`init`, `Investigation.create`, `schema decision`): v10 until the lead switches
@@ -41,7 +56,7 @@ def get_encoder(name: str) -> V1:
     base, colon, options = name.partition(":")
     number = None
     for prefix in (PREFIX, "v"):
-        tail = base[len(prefix):] if base.startswith(prefix) else None
+        tail = base[len(prefix) :] if base.startswith(prefix) else None
         if tail and tail.isascii() and tail.isdigit() and not tail.startswith("0"):
             number = int(tail)
             break
@@ -55,7 +70,9 @@ def get_encoder(name: str) -> V1:
         return encoder
     with_options = getattr(encoder, "with_options", None)
     if with_options is None:
-        raise UnknownEncoder(f"no encoder {name!r}: v{number} takes no options", details={"valid": [f"v{number}"]})
+        raise UnknownEncoder(
+            f"no encoder {name!r}: v{number} takes no options", details={"valid": [f"v{number}"]}
+        )
     return with_options(options)
 
 

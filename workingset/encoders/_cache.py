@@ -51,7 +51,9 @@ class BlockCache:
         self._chars = 0
         self.hits = self.misses = 0
 
-    def block(self, encoder: Any, ev: Evidence, view: Any, render: Callable[[Evidence, Any], str]) -> str:
+    def block(
+        self, encoder: Any, ev: Evidence, view: Any, render: Callable[[Evidence, Any], str]
+    ) -> str:
         """The block of `ev` as `render(ev, view)` writes it, rendered at most once per key."""
         if encoder.version not in CACHED_VERSIONS:
             return render(ev, view)

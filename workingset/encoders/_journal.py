@@ -40,7 +40,9 @@ INDEX_COLUMNS = (
 _RANK = {"history": 0, "note": 1, "evidence": 2}
 # An entry's order is one integer, (iteration, rank, position) read as the digits of a number
 # in this base: it sorts like that tuple, with no tuple to allocate for each entry.
-_POSITIONS = 2**48  # > any position: a history row's is its hypothesis's index * 1,000,000 + its own
+_POSITIONS = (
+    2**48
+)  # > any position: a history row's is its hypothesis's index * 1,000,000 + its own
 
 _TEXTS: dict[tuple, str] = {}
 _TEXT_CHARS = 0
@@ -65,18 +67,32 @@ class Entries:
     hypotheses: list[str | None] = field(default_factory=list)  # a history row's hypothesis
     orders: list[int] = field(default_factory=list)  # where each entry goes (`_order`)
 
-    def extend(self, kind: str, source: list[Any], skip: int, hypothesis: str | None = None, offset: int = 0) -> None:
+    def extend(
+        self,
+        kind: str,
+        source: list[Any],
+        skip: int,
+        hypothesis: str | None = None,
+        offset: int = 0,
+    ) -> None:
         """Add the items of one source but its first `skip`; `offset` + an item's position in the source orders it."""
         items = source[skip:]
         self.kinds += [kind] * len(items)
         self.items += items
         self.hypotheses += [hypothesis] * len(items)
-        self.orders += [_order(item.iteration, kind, offset + pos) for pos, item in enumerate(items, skip)]
+        self.orders += [
+            _order(item.iteration, kind, offset + pos) for pos, item in enumerate(items, skip)
+        ]
 
     def sorted(self) -> Entries:
         """The entries by order (each source is added in its own order; a sort merges them)."""
         ranked = sorted(range(len(self.orders)), key=self.orders.__getitem__)
-        return Entries(*([column[i] for i in ranked] for column in (self.kinds, self.items, self.hypotheses, self.orders)))
+        return Entries(
+            *(
+                [column[i] for i in ranked]
+                for column in (self.kinds, self.items, self.hypotheses, self.orders)
+            )
+        )
 
 
 def entries(state: State, skip: list[int] | None = None) -> Entries:
@@ -96,7 +112,11 @@ def entries(state: State, skip: list[int] | None = None) -> Entries:
 
 def _without_nulls(record: dict[str, Any]) -> dict[str, Any]:
     """Leave out what the reader is told to read as absent: null, an empty list, a zero cost."""
-    return {k: v for k, v in record.items() if v is not None and v != [] and not (k == "cost" and v == 0)}
+    return {
+        k: v
+        for k, v in record.items()
+        if v is not None and v != [] and not (k == "cost" and v == 0)
+    }
 
 
 def history_text(row: HistoryEntry, hypothesis: str) -> str:
@@ -108,7 +128,16 @@ def history_text(row: HistoryEntry, hypothesis: str) -> str:
 
 def note_text(note: Note) -> str:
     """A note's record line, then its text verbatim in a code block (JSON escapes cost tokens)."""
-    record = compact(_without_nulls({"entry": note.kind, "id": note.id, "hypothesis": note.hypothesis, "iteration": note.iteration}))
+    record = compact(
+        _without_nulls(
+            {
+                "entry": note.kind,
+                "id": note.id,
+                "hypothesis": note.hypothesis,
+                "iteration": note.iteration,
+            }
+        )
+    )
     return record + "\n" + fence(note.text)
 
 
@@ -140,7 +169,9 @@ def payload_lines(ev: Evidence, same_as: str | None) -> list[str]:
     if payload is None:
         return [UNKNOWN_PAYLOAD]
     if same_as is not None:  # the payload is shown at its reference; an empty one keeps its remark
-        return [empty_rows_remark(ev)] if isinstance(payload, RowsPayload) and not payload.rows else []
+        return (
+            [empty_rows_remark(ev)] if isinstance(payload, RowsPayload) and not payload.rows else []
+        )
     if isinstance(payload, TextPayload):
         return [fence(payload.text, payload.language)]
     if payload.rows:
@@ -205,12 +236,16 @@ class Format:
         return index_block(count, rows)
 
     def evidence_text(self, ev: Evidence, same_as: str | None = None) -> str:
-        return _cached((self.key, "evidence", _evidence_key(ev), same_as), self.evidence, ev, same_as)
+        return _cached(
+            (self.key, "evidence", _evidence_key(ev), same_as), self.evidence, ev, same_as
+        )
 
     def index_row_text(self, ev: Evidence) -> str:
         return _cached((self.key, "index", _evidence_key(ev)), self.index_row, ev)
 
-    def entry_text(self, kind: str, item: Any, hypothesis: str | None, same_as: str | None = None) -> str:
+    def entry_text(
+        self, kind: str, item: Any, hypothesis: str | None, same_as: str | None = None
+    ) -> str:
         """An entry's text, rendered once per process for each distinct content."""
         if kind == "evidence":
             return self.evidence_text(item, same_as)
@@ -238,7 +273,9 @@ class Plan:
     # append-only blocks. A turn appends a new iteration, so last turn's journal ends at a cut.
     cuts: list[int] = field(default_factory=list)
     last_iteration: int | None = None  # the iteration of the body's last entry
-    index_text: str = ""  # the captioned index block the journal starts with ("" while nothing is archived)
+    index_text: str = (
+        ""  # the captioned index block the journal starts with ("" while nothing is archived)
+    )
     archived_ids: frozenset[str] = frozenset()
 
 
@@ -256,7 +293,9 @@ class _Walk:
         self.fmt = fmt
         self.kinds: list[str] = []  # the entries walked (see `Entries`)
         self.items: list[Any] = []
-        self.texts: list[str] = []  # each entry's text as it stands (an evidence item's changes with its reference)
+        self.texts: list[
+            str
+        ] = []  # each entry's text as it stands (an evidence item's changes with its reference)
         self.sizes: list[int] = []
         self.same_as: list[str | None] = []
         self.archived: list[Evidence] = []
@@ -381,7 +420,10 @@ class Journal:
             walk.add(kind, item, hypothesis)
             if walk.size + walk.index_size > self.threshold:
                 self.compactions += 1
-                while walk.size + walk.index_size > limit // self.fmt.compact_to and walk.archive_oldest():
+                while (
+                    walk.size + walk.index_size > limit // self.fmt.compact_to
+                    and walk.archive_oldest()
+                ):
                     pass
                 # Notes and decisions are never archived: where they alone pass half the
                 # limit, the next compaction waits until half a limit more has been
@@ -432,7 +474,9 @@ class Journal:
                     cuts.append(at)
                     last = item.iteration
                 at += len(text) + 2
-            shown = previous.shown + [item for kind, item in zip(new.kinds, new.items) if kind == "evidence"]
+            shown = previous.shown + [
+                item for kind, item in zip(new.kinds, new.items) if kind == "evidence"
+            ]
             same_as = dict(previous.same_as)
             same_as.update({walk.items[pos].id: walk.same_as[pos] for pos in range(first, len(walk.items))
                             if walk.same_as[pos]})  # fmt: skip

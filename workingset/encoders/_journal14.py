@@ -21,9 +21,9 @@ is a prefix of the next one's until a compaction rewrites it.
 from __future__ import annotations
 
 import functools
-from operator import attrgetter
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 from ..model.state import Evidence, State
@@ -67,7 +67,9 @@ def page(text: str, size: int, number: int) -> str | None:
 def paged_text(ref: str, text: str, size: int) -> tuple[str, int]:
     """The entry as the journal writes it when longer than a page: its head line, then page 1 fenced; and the page count."""
     bounds = page_bounds(text, size)
-    return PAGED.format(ref=ref, chars=len(text), pages=len(bounds)) + "\n" + fence(text[: bounds[0]]), len(bounds)
+    return PAGED.format(ref=ref, chars=len(text), pages=len(bounds)) + "\n" + fence(
+        text[: bounds[0]]
+    ), len(bounds)
 
 
 def decision_refs(state: State) -> dict[int, str]:
@@ -108,15 +110,23 @@ class Plan14:
 
     index_text: str = ""
     body: str = ""
-    blocks: list[str] = field(default_factory=list)  # the body one iteration's entries a block: joined by blank lines, the body
-    shown: list[Evidence] = field(default_factory=list)  # evidence in the journal (whole or its first page)
+    blocks: list[str] = field(
+        default_factory=list
+    )  # the body one iteration's entries a block: joined by blank lines, the body
+    shown: list[Evidence] = field(
+        default_factory=list
+    )  # evidence in the journal (whole or its first page)
     archived: list[Evidence] = field(default_factory=list)  # evidence archived, journal order
     shown_refs: frozenset[str] = frozenset()  # every reference whose entry is in the journal
     whole_refs: frozenset[str] = frozenset()  # those shown whole (not paged)
     archived_refs: AbstractSet[str] = frozenset()  # the walk's own set: read it, never change it
-    pages: dict[str, int] = field(default_factory=dict)  # page count of every paged entry, shown or archived
+    pages: dict[str, int] = field(
+        default_factory=dict
+    )  # page count of every paged entry, shown or archived
     same_as: dict[str, str] = field(default_factory=dict)  # `same_as_targets` of the state
-    positions: dict[str, int] = field(default_factory=dict)  # each evidence ID's position in the state's evidence
+    positions: dict[str, int] = field(
+        default_factory=dict
+    )  # each evidence ID's position in the state's evidence
     compactions: int = 0
 
 
@@ -130,8 +140,12 @@ class Spans:
 
     def __init__(self, state: State):
         self.state = state
-        self.ranks: dict[str, tuple[Any, int]] = {}  # ref -> (group, rank within the group), made at the first range
-        self.runs: dict[Any, list[list[Any]]] = {}  # group -> runs [first, last, last rank], groups in order of first use
+        self.ranks: dict[
+            str, tuple[Any, int]
+        ] = {}  # ref -> (group, rank within the group), made at the first range
+        self.runs: dict[
+            Any, list[list[Any]]
+        ] = {}  # group -> runs [first, last, last rank], groups in order of first use
         self.size = 0
 
     @staticmethod
@@ -202,10 +216,14 @@ class Walk14:
         self.cursor = 0  # entries before this position are archived
         self.threshold, self.compactions = limit, 0
         self.archived_ev: list[Evidence] = []
-        self.first: dict[str, Evidence] = {}  # the first item of each content hash, in journal order
+        self.first: dict[
+            str, Evidence
+        ] = {}  # the first item of each content hash, in journal order
         self.same_as: dict[str, str] = {}
         self.positions: dict[str, int] = {}  # each evidence ID's position in the state's evidence
-        self.archived_set: set[str] = set()  # refs[:cursor], kept so that a turn does not rebuild it
+        self.archived_set: set[str] = (
+            set()
+        )  # refs[:cursor], kept so that a turn does not rebuild it
 
     def targets(self, evidence: list[Evidence]) -> None:
         """Extend the `same_as` targets (`same_as_targets`) with items appended to the state's evidence."""
@@ -226,16 +244,32 @@ class Walk14:
         fmt, page_size, limit, overhead = self.fmt, self.page_size, self.limit, self.OVERHEAD
         row_room, rows_kept, low = limit // 4, limit // 8, limit // 3
         refs, texts, kinds, items, pages = self.refs, self.texts, self.kinds, self.items, self.pages
-        rows, row_refs, archived_set, archived_ev = self.rows, self.row_refs, self.archived_set, self.archived_ev
+        rows, row_refs, archived_set, archived_ev = (
+            self.rows,
+            self.row_refs,
+            self.archived_set,
+            self.archived_ev,
+        )
         same_as, entry_text, index_row_text = self.same_as, fmt.entry_text, fmt.index_row_text
-        size, rows_size, cursor, span_cursor = self.size, self.rows_size, self.cursor, self.span_cursor
+        size, rows_size, cursor, span_cursor = (
+            self.size,
+            self.rows_size,
+            self.cursor,
+            self.span_cursor,
+        )
         threshold, compactions = self.threshold, self.compactions
-        index = (overhead + spans.size + rows_size) if rows else 0  # the index's size; it changes only at a compaction
+        index = (
+            (overhead + spans.size + rows_size) if rows else 0
+        )  # the index's size; it changes only at a compaction
         for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
             ref = item.id if kind != "history" else decision[id(item)]
-            full = entry_text(kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None)
+            full = entry_text(
+                kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None
+            )
             if len(full) > page_size:  # cached per process, as the entries' texts are
-                paged: tuple[str, int] = _cached(("v14-paged", ref, page_size, full), paged_text, ref, full, page_size)  # type: ignore[assignment]
+                paged: tuple[str, int] = _cached(
+                    ("v14-paged", ref, page_size, full), paged_text, ref, full, page_size
+                )  # type: ignore[assignment]
                 text, pages[ref] = paged
             else:
                 text = full
@@ -276,7 +310,12 @@ class Walk14:
                         span_cursor += 1
             index = (overhead + spans.size + rows_size) if rows else 0
             threshold = max(limit, size + overhead + spans.size + rows_size + limit // 2)
-        self.size, self.rows_size, self.cursor, self.span_cursor = size, rows_size, cursor, span_cursor
+        self.size, self.rows_size, self.cursor, self.span_cursor = (
+            size,
+            rows_size,
+            cursor,
+            span_cursor,
+        )
         self.threshold, self.compactions = threshold, compactions
 
     def result(self) -> Plan14:
@@ -338,7 +377,9 @@ class Journal14(Journal):
         if new is not None:
             ev_ids = [ev.id for ev in state.evidence[len(old[0]) :]]
             note_ids = [n.id for n in state.notes[len(old[1]) :]]
-            if (ev_ids and min(ev_ids) <= self.top[0]) or (note_ids and min(note_ids) <= self.top[1]):
+            if (ev_ids and min(ev_ids) <= self.top[0]) or (
+                note_ids and min(note_ids) <= self.top[1]
+            ):
                 new = None
         if new is None:
             self.w = Walk14(self.limit, self.page_size, self.fmt)

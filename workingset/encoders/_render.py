@@ -8,9 +8,9 @@ reads the clock, the locale or the hash seed.
 from __future__ import annotations
 
 import functools
-
 import re
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import msgspec
 
@@ -127,7 +127,13 @@ _RECALL = {
     "required": ["kind", "evidence_refs"],
     "properties": {
         "kind": {"const": "recall"},
-        "evidence_refs": {"type": "array", "minItems": 1, "maxItems": 4, "uniqueItems": True, "items": _EID},
+        "evidence_refs": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": 4,
+            "uniqueItems": True,
+            "items": _EID,
+        },
     },
 }
 
@@ -160,7 +166,10 @@ _SPAN = {
 
 _CITING_CONCLUDE = {
     **_CONCLUDE,
-    "properties": {**_CONCLUDE["properties"], "spans": {"type": "array", "maxItems": 16, "items": _SPAN}},
+    "properties": {
+        **_CONCLUDE["properties"],
+        "spans": {"type": "array", "maxItems": 16, "items": _SPAN},
+    },
 }
 
 

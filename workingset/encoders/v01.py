@@ -17,7 +17,15 @@ from ..model.hashing import hash_text
 from ..model.state import Evidence, Hypothesis, RowsPayload, State
 from ._api import RenderedContext, View
 from ._cache import BLOCKS
-from ._render import UNKNOWN_PAYLOAD, compact, decision_schema, fence, heading, indented, join_blocks
+from ._render import (
+    UNKNOWN_PAYLOAD,
+    compact,
+    decision_schema,
+    fence,
+    heading,
+    indented,
+    join_blocks,
+)
 
 Chunk = tuple[str, str]  # (section category, text)
 
@@ -212,7 +220,9 @@ class V1:
             '"conclude" (settle the hypothesis: a disposition, a diagnosis and the evidence it rests on)',
         ]
         if self.supports_recall:
-            kinds.insert(1, '"recall" (show up to 4 archived evidence items in full in your next context)')
+            kinds.insert(
+                1, '"recall" (show up to 4 archived evidence items in full in your next context)'
+            )
         return "; ".join(kinds)
 
     def task_lines(self, view: View) -> list[str]:
@@ -233,10 +243,14 @@ class V1:
                 f'with "evidence_ref": "{pending}".'
             )
         else:
-            lines.append(f'assessment: not allowed. {h.id} has no unsettled previous result: omit "assessment".')
+            lines.append(
+                f'assessment: not allowed. {h.id} has no unsettled previous result: omit "assessment".'
+            )
         lines.append(f"next: one of {self.next_kinds()}.")
         lines.append("Cite only evidence shown in full in this context.")
-        lines.append("Answer with one JSON object that matches the output schema below, and nothing else.")
+        lines.append(
+            "Answer with one JSON object that matches the output schema below, and nothing else."
+        )
         return lines
 
     def task_section(self, view: View) -> str:

@@ -26,5 +26,9 @@ class V4(V3):
     def payload_blocks(self, ev: Evidence, view: View) -> list[str]:
         blocks = super().payload_blocks(ev, view)
         if isinstance(ev.payload, RowsPayload):
-            blocks.append(rows_caption(len(ev.payload.rows)) + "\n" + table(ev.payload.columns, ev.payload.rows))
+            blocks.append(
+                rows_caption(len(ev.payload.rows))
+                + "\n"
+                + table(ev.payload.columns, ev.payload.rows)
+            )
         return blocks

@@ -58,9 +58,11 @@ class V7(V6):
 
     def budget_section(self, view: View) -> str:
         rows = [[ev.id, ev.budget.action, ev.budget.status, ev.budget.cost] for ev in view.shown]
-        return "\n".join([
-            heading(2, "Budget"),
-            self.record(to_plain(view.state.budget)),
-            rows_caption(len(rows), "evidence budget"),
-            table(EVIDENCE_BUDGET_COLUMNS, rows),
-        ])
+        return "\n".join(
+            [
+                heading(2, "Budget"),
+                self.record(to_plain(view.state.budget)),
+                rows_caption(len(rows), "evidence budget"),
+                table(EVIDENCE_BUDGET_COLUMNS, rows),
+            ]
+        )

@@ -77,14 +77,16 @@ class V8(V7):
             [ev.id, ev.collector, ev.scope, *capture_cells(ev), "unknown" if ev.payload is None else "archived"]
             for ev in view.indexed
         ]  # fmt: skip
-        return "\n".join([
-            heading(2, "evidence_index"),
-            "Archived evidence, one row per item. A row records that a capture exists and how it was "
-            "made; it is not proof of what its payload contained. Payload `archived` is retained and "
-            "can be recalled; `unknown` was never retained.",
-            rows_caption(len(rows), "evidence_index"),
-            table(INDEX_COLUMNS, rows),
-        ])
+        return "\n".join(
+            [
+                heading(2, "evidence_index"),
+                "Archived evidence, one row per item. A row records that a capture exists and how it was "
+                "made; it is not proof of what its payload contained. Payload `archived` is retained and "
+                "can be recalled; `unknown` was never retained.",
+                rows_caption(len(rows), "evidence_index"),
+                table(INDEX_COLUMNS, rows),
+            ]
+        )
 
     def evidence_title(self, ev: Evidence, view: View) -> str:
         return super().evidence_title(ev, view) + f" [{', '.join(view.roles[ev.id])}]"
@@ -100,24 +102,30 @@ class V8(V7):
 
     def hypotheses_chunks(self, view: View) -> list[Chunk]:
         h = view.selected
-        selected = "\n".join([
-            heading(2, f"Selected hypothesis {h.id}"),
-            self.record(self.hypothesis_record(h, view)),
-            history_table(h),
-        ])
+        selected = "\n".join(
+            [
+                heading(2, f"Selected hypothesis {h.id}"),
+                self.record(self.hypothesis_record(h, view)),
+                history_table(h),
+            ]
+        )
         others = [h2 for h2 in view.state.hypotheses if h2.id != h.id]
         rows = [[getattr(o, c) for c in OTHER_HYPOTHESIS_COLUMNS] for o in others]
-        compact_others = "\n".join([
-            heading(2, "Other hypotheses"),
-            rows_caption(len(rows), "hypotheses"),
-            table(OTHER_HYPOTHESIS_COLUMNS, rows),
-        ])
+        compact_others = "\n".join(
+            [
+                heading(2, "Other hypotheses"),
+                rows_caption(len(rows), "hypotheses"),
+                table(OTHER_HYPOTHESIS_COLUMNS, rows),
+            ]
+        )
         return [("selected_hypothesis", selected), ("other_hypotheses", compact_others)]
 
     # -- notes and the turn --------------------------------------------------------------
 
     def shown_notes(self, view: View) -> list:
-        return [n for n in view.state.notes if n.hypothesis is None or n.hypothesis == view.selected.id]
+        return [
+            n for n in view.state.notes if n.hypothesis is None or n.hypothesis == view.selected.id
+        ]
 
     def task_lines(self, view: View) -> list[str]:
         lines = super().task_lines(view)
@@ -125,7 +133,7 @@ class V8(V7):
             lines.insert(
                 -2,
                 "Evidence listed only in the evidence_index is archived: you have not seen its contents. "
-                "To assess or cite it, recall it first (next.kind \"recall\", 1 to 4 IDs); recalled items "
+                'To assess or cite it, recall it first (next.kind "recall", 1 to 4 IDs); recalled items '
                 "are shown in full in your next context.",
             )
         return lines

@@ -32,9 +32,13 @@ class V9(V8):
         full = [n for n in notes if is_open_question(n) or n.iteration > horizon]
         older = [n for n in notes if not (is_open_question(n) or n.iteration > horizon)]
         rows = [[n.id, n.kind, n.status, n.iteration, len(n.text)] for n in older]
-        return "\n".join([
-            heading(2, "Notes"),
-            notes_table(full),
-            rows_caption(len(rows), "notes_index (older notes, not shown; length in characters)"),
-            table(NOTES_INDEX_COLUMNS, rows),
-        ])
+        return "\n".join(
+            [
+                heading(2, "Notes"),
+                notes_table(full),
+                rows_caption(
+                    len(rows), "notes_index (older notes, not shown; length in characters)"
+                ),
+                table(NOTES_INDEX_COLUMNS, rows),
+            ]
+        )

@@ -46,5 +46,9 @@ class V10(V9):
         prev = view.selected.control.previous_result
         unsettled = [eid for eid, roles in view.roles.items() if "unsettled" in roles]
         lines.insert(2, f"previous result of {view.selected.id}: {prev or 'none'}")
-        lines.insert(3, "unsettled results (awaiting assessment by their collectors): " + (", ".join(sorted(unsettled)) or "none"))
+        lines.insert(
+            3,
+            "unsettled results (awaiting assessment by their collectors): "
+            + (", ".join(sorted(unsettled)) or "none"),
+        )
         return lines

@@ -37,7 +37,15 @@ MIN_BUDGET, MAX_BUDGET = 20_000, 100_000_000
 TAIL_RESERVE_MIN = 6_000
 ENTITY_COLUMNS = ("id", "kind", "name", "source")
 HYPOTHESIS_COLUMNS = ("id", "title", "mechanism")
-CONTROL_COLUMNS = ("id", "confidence", "disposition", "iterations_used", "iteration_limit", "previous_result", "recall_selection")
+CONTROL_COLUMNS = (
+    "id",
+    "confidence",
+    "disposition",
+    "iterations_used",
+    "iteration_limit",
+    "previous_result",
+    "recall_selection",
+)
 
 PROTOCOL = """\
 You investigate a production problem by testing hypotheses with queries. Each turn you work on one selected hypothesis and answer with one decision.
@@ -76,7 +84,9 @@ class V11(V10):
     stable_sections = ("preamble", "case", "journal")
     journal_format: Format = V11_FORMAT
     protocol = PROTOCOL
-    default_budget = DEFAULT_BUDGET  # the budget of the plain name; a later version may choose its own
+    default_budget = (
+        DEFAULT_BUDGET  # the budget of the plain name; a later version may choose its own
+    )
 
     def __init__(self, budget: int | None = None):
         self.budget = self.default_budget if budget is None else budget
@@ -89,7 +99,11 @@ class V11(V10):
     def with_options(self, options: str) -> V11:
         """The encoder for `budget=N` (characters, from MIN_BUDGET to MAX_BUDGET)."""
         key, _, value = options.partition("=")
-        if key != "budget" or not (value.isascii() and value.isdigit()) or not MIN_BUDGET <= int(value) <= MAX_BUDGET:
+        if (
+            key != "budget"
+            or not (value.isascii() and value.isdigit())
+            or not MIN_BUDGET <= int(value) <= MAX_BUDGET
+        ):
             raise UnknownEncoder(
                 f"v{self.version} takes one option, budget=N with N from {MIN_BUDGET} to {MAX_BUDGET} characters; got {options!r}",
                 details={"option": options},
@@ -103,11 +117,13 @@ class V11(V10):
 
     @cached_property
     def preamble(self) -> str:
-        return "\n\n".join([
-            f"# Investigation context\nencoder: investigation_project_v{self.version}",
-            self.protocol,
-            heading(2, "Output schema") + "\n" + fence(compact(self.decision_schema), "json"),
-        ])
+        return "\n\n".join(
+            [
+                f"# Investigation context\nencoder: investigation_project_v{self.version}",
+                self.protocol,
+                heading(2, "Output schema") + "\n" + fence(compact(self.decision_schema), "json"),
+            ]
+        )
 
     @property
     def tail_reserve(self) -> int:
@@ -115,7 +131,9 @@ class V11(V10):
 
     # -- what is shown -----------------------------------------------------------------
 
-    def render(self, state: State, hypothesis: str, journal: Journal | None = None) -> RenderedContext:
+    def render(
+        self, state: State, hypothesis: str, journal: Journal | None = None
+    ) -> RenderedContext:
         """Render as every version does; `journal`, kept by a caller between the turns of one
         analysis, lets the walk resume where the last render stopped (same bytes, less work)."""
         selected = self.selected(state, hypothesis)
@@ -129,7 +147,9 @@ class V11(V10):
         """The journal's room: the budget less the preamble, the case and the tail's reserve."""
         return max(self.budget - len(self.preamble) - len(case_text) - 4 - self.tail_reserve, 0)
 
-    def select(self, state: State, selected: Hypothesis, journal: Journal | None = None) -> JournalView:
+    def select(
+        self, state: State, selected: Hypothesis, journal: Journal | None = None
+    ) -> JournalView:
         roles = self.roles(state, selected)
         case_text = self.case_text(state)
         limit = self.journal_limit(case_text)
@@ -164,15 +184,19 @@ class V11(V10):
         case = state.case
         entities = [[e.id, e.kind, e.name, e.source] for e in case.entities]
         hypotheses = [[h.id, h.title, h.mechanism] for h in state.hypotheses]
-        return "\n".join([
-            heading(2, "Case"),
-            f"analysis: {state.analysis_id}",
-            compact({"title": case.title, "statement": case.statement, "opened_at": case.opened_at}),
-            rows_caption(len(entities), "entities"),
-            table(ENTITY_COLUMNS, entities),
-            rows_caption(len(hypotheses), "hypotheses"),
-            table(HYPOTHESIS_COLUMNS, hypotheses),
-        ])
+        return "\n".join(
+            [
+                heading(2, "Case"),
+                f"analysis: {state.analysis_id}",
+                compact(
+                    {"title": case.title, "statement": case.statement, "opened_at": case.opened_at}
+                ),
+                rows_caption(len(entities), "entities"),
+                table(ENTITY_COLUMNS, entities),
+                rows_caption(len(hypotheses), "hypotheses"),
+                table(HYPOTHESIS_COLUMNS, hypotheses),
+            ]
+        )
 
     def journal_blocks(self, view: JournalView) -> list[str]:
         """The journal: its heading, the evidence_index once anything is archived, then the entries.
@@ -184,7 +208,11 @@ class V11(V10):
         assert view.journal is not None
         body, cuts = view.journal.body, view.journal.cuts
         ends = [cut - 2 for cut in cuts[1:]] + [len(body)]
-        return [heading(2, "Journal"), view.journal.index_text, *(body[a:b] for a, b in zip(cuts, ends))]
+        return [
+            heading(2, "Journal"),
+            view.journal.index_text,
+            *(body[a:b] for a, b in zip(cuts, ends)),
+        ]
 
     # -- the tail --------------------------------------------------------------------------
 
@@ -241,8 +269,12 @@ class V11(V10):
             lines.append(f'assessment: REQUIRED. {h.id}\'s previous result {pending} is unsettled: include "assessment" '
                          f'with "evidence_ref": "{pending}".')  # fmt: skip
         else:
-            lines.append(f'assessment: not allowed. {h.id} has no unsettled previous result: omit "assessment".')
-        lines.append("Answer for the selected hypothesis with one JSON object that matches the output schema, and nothing else.")
+            lines.append(
+                f'assessment: not allowed. {h.id} has no unsettled previous result: omit "assessment".'
+            )
+        lines.append(
+            "Answer for the selected hypothesis with one JSON object that matches the output schema, and nothing else."
+        )
         return lines
 
 

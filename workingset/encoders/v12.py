@@ -23,7 +23,8 @@ v12 writes each of them shorter:
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from msgspec.structs import astuple
 
@@ -53,7 +54,9 @@ Past the context budget, the oldest evidence becomes evidence_index rows (descri
 Rules: give "assessment" exactly when required, for the evidence named; its confidence becomes the hypothesis's. Up to 8 notes. next: "query", "recall" or "conclude". Cite only evidence shown in full. A decision that breaks a rule is rejected with a code and changes nothing: answer again."""
 
 
-_JSON_WORD = re.compile(r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\Z")
+_JSON_WORD = re.compile(
+    r"^(?:true|false|null|-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)\Z"
+)
 
 
 def _value(value: Any) -> str:
@@ -83,7 +86,9 @@ def _pair(key: str, value: Any) -> str:
 
 def head_line(ev: Evidence, fields: dict[str, Any], pair: Callable[[str, Any], str] = _pair) -> str:
     """`ID collector #iteration scope captured_at`, then `pair(key, value)` of each set field (unset: None, a cost of 0)."""
-    pairs = " ".join(pair(k, v) for k, v in fields.items() if v is not None and not (k == "cost" and v == 0))
+    pairs = " ".join(
+        pair(k, v) for k, v in fields.items() if v is not None and not (k == "cost" and v == 0)
+    )
     return f"{ev.id} {ev.collector} #{ev.iteration} {_value(ev.scope)} {ev.captured_at} {pairs}"
 
 
@@ -110,7 +115,10 @@ class V12Format(Format):
         return "\n".join(lines + payload_lines(ev, same_as))
 
     def note(self, note: Note) -> str:
-        return f"{note.id} {_value(note.hypothesis)} #{note.iteration} {_value(note.kind)}\n" + fence(note.text)
+        return (
+            f"{note.id} {_value(note.hypothesis)} #{note.iteration} {_value(note.kind)}\n"
+            + fence(note.text)
+        )
 
     def history(self, row: HistoryEntry, hypothesis: str) -> str:
         head = [hypothesis, f"#{row.iteration}", _value(row.kind), *row.evidence_refs]
@@ -184,5 +192,7 @@ class V12(V11):
         return "budget status exceptions: " + (", ".join(status_exceptions(state)) or "none")
 
     def note_status_line(self, state: State) -> str:
-        listed = "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in notes_by_status(state))
+        listed = "; ".join(
+            f"{_value(status)} {', '.join(ids)}" for status, ids in notes_by_status(state)
+        )
         return "note status: " + (listed or "none set")

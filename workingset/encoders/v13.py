@@ -56,7 +56,12 @@ Rules: "assessment" exactly when "assess:" names a result, for it; its confidenc
 
 def _outlined_pattern(pattern: str) -> bool:
     """A pattern an outline can hold: anchored (`^…$`, `$` last only), with no space or comma to end it early."""
-    return pattern.startswith("^") and pattern.endswith("$") and "$" not in pattern[:-1] and not {" ", ","} & set(pattern)
+    return (
+        pattern.startswith("^")
+        and pattern.endswith("$")
+        and "$" not in pattern[:-1]
+        and not {" ", ","} & set(pattern)
+    )
 
 
 def schema_outline(schema: dict[str, Any]) -> str:
@@ -67,7 +72,9 @@ def schema_outline(schema: dict[str, Any]) -> str:
     cannot write, or one that does not belong to the node's type, raises ValueError, so nothing
     of a schema is dropped (tests/test_v13.py reads the outline back to the schema).
     """
-    node = {k: v for k, v in schema.items() if k not in ("$schema", "title")}  # metadata, not constraints
+    node = {
+        k: v for k, v in schema.items() if k not in ("$schema", "title")
+    }  # metadata, not constraints
     kind = node.get("type")
     if "oneOf" in node:
         used, text = {"oneOf"}, " | ".join(schema_outline(part) for part in node["oneOf"])
@@ -75,10 +82,20 @@ def schema_outline(schema: dict[str, Any]) -> str:
         used, text = {"const"}, compact(node["const"])
     elif "enum" in node and len(node["enum"]) >= 2:  # one value would read as a const
         used, text = {"enum"}, "|".join(compact(value) for value in node["enum"])
-    elif kind == "object" and node.get("additionalProperties") is False and set(node.get("required", ())) <= set(node["properties"]):
+    elif (
+        kind == "object"
+        and node.get("additionalProperties") is False
+        and set(node.get("required", ())) <= set(node["properties"])
+    ):
         required = set(node.get("required", ()))
-        keys = (f"{compact(k)}{'' if k in required else '?'}: {schema_outline(v)}" for k, v in node["properties"].items())
-        used, text = {"type", "additionalProperties", "required", "properties"}, "{" + ", ".join(keys) + "}"
+        keys = (
+            f"{compact(k)}{'' if k in required else '?'}: {schema_outline(v)}"
+            for k, v in node["properties"].items()
+        )
+        used, text = (
+            {"type", "additionalProperties", "required", "properties"},
+            "{" + ", ".join(keys) + "}",
+        )
     elif kind == "array":
         low, high = node.get("minItems"), node.get("maxItems")
         count = (f"{low} to {high}" if low is not None and high is not None else
@@ -88,10 +105,15 @@ def schema_outline(schema: dict[str, Any]) -> str:
         used = {"type", "items", "minItems", "maxItems", "uniqueItems"}
         text = f"[{schema_outline(node['items'])}]" + (f" {count}" if count else "")
     elif kind == "string" and ("pattern" not in node or _outlined_pattern(node["pattern"])):
-        used, text = {"type", "pattern"}, "string" + (f" {node['pattern']}" if "pattern" in node else "")
+        used, text = (
+            {"type", "pattern"},
+            "string" + (f" {node['pattern']}" if "pattern" in node else ""),
+        )
     elif kind == "number" and ("minimum" in node) == ("maximum" in node):
         used = {"type", "minimum", "maximum"}
-        text = "number" + (f" {compact(node['minimum'])}..{compact(node['maximum'])}" if "minimum" in node else "")
+        text = "number" + (
+            f" {compact(node['minimum'])}..{compact(node['maximum'])}" if "minimum" in node else ""
+        )
     else:
         raise ValueError(f"no outline for the schema {compact(schema)[:120]}")
     if set(node) - used:
@@ -108,7 +130,13 @@ def index_query(query: str) -> str:
     """An index row's query line: raw when one plain line, else a JSON string; cut past WHOLE characters."""
     if len(query) > WHOLE:
         return _cut("query", query, ": ")
-    if query and "\n" not in query and "\r" not in query and query == query.strip() and not query.startswith('"'):
+    if (
+        query
+        and "\n" not in query
+        and "\r" not in query
+        and query == query.strip()
+        and not query.startswith('"')
+    ):
         return f"query: {query}"
     return f"query: {compact(query)}"
 
@@ -153,12 +181,15 @@ class V13(V12):
 
     @cached_property
     def preamble(self) -> str:
-        return "\n\n".join([
-            f"# Investigation context\nencoder: investigation_project_v{self.version}",
-            self.protocol,
-            heading(2, "Output schema") + "\n`?`: optional key; no other keys.\n"
-            + schema_outline(self.decision_schema),
-        ])
+        return "\n\n".join(
+            [
+                f"# Investigation context\nencoder: investigation_project_v{self.version}",
+                self.protocol,
+                heading(2, "Output schema")
+                + "\n`?`: optional key; no other keys.\n"
+                + schema_outline(self.decision_schema),
+            ]
+        )
 
     def tail_section(self, view: JournalView) -> str:
         state, h = view.state, view.selected
@@ -167,7 +198,10 @@ class V13(V12):
         lines = [
             heading(2, "This turn"),
             f"iteration {state.iteration}/{budget.max_iterations}" + self.cost_part(budget),
-            *(("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id)) for x in state.hypotheses),
+            *(
+                ("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id))
+                for x in state.hypotheses
+            ),
         ]
         if h.control.plan is not None:
             lines.append(f"plan: {compact(h.control.plan)}")
@@ -178,7 +212,10 @@ class V13(V12):
         if exceptions := [e for e in status_exceptions(state) if e != f"{pending} unsettled"]:
             lines.append("budget status: " + ", ".join(exceptions))
         if notes := notes_by_status(state):
-            lines.append("note status: " + "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in notes))
+            lines.append(
+                "note status: "
+                + "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in notes)
+            )
         if view.tail_items:
             lines.append("archived, shown in full this turn:")
             lines.extend(self.journal_format.evidence_text(ev) for ev in view.tail_items)
@@ -188,7 +225,9 @@ class V13(V12):
     @classmethod
     def hypothesis_line(cls, x: Any, recalled: list[str] | None) -> str:
         """v12's line, its last field (the recalled IDs) left out when nothing is recalled."""
-        return f"{cls.hypothesis_head(x)} {','.join(recalled)}" if recalled else cls.hypothesis_head(x)
+        return (
+            f"{cls.hypothesis_head(x)} {','.join(recalled)}" if recalled else cls.hypothesis_head(x)
+        )
 
     @staticmethod
     def cost_part(budget: Any) -> str:

@@ -70,8 +70,18 @@ _RECALL14 = {
     "properties": {
         "kind": {"const": "recall"},
         "evidence_refs": {"type": "array", "maxItems": 4, "uniqueItems": True, "items": _EID},
-        "entries": {"type": "array", "maxItems": 4, "uniqueItems": True, "items": {"type": "string", "pattern": _REF}},
-        "pages": {"type": "array", "maxItems": 4, "uniqueItems": True, "items": {"type": "string", "pattern": _PAGE}},
+        "entries": {
+            "type": "array",
+            "maxItems": 4,
+            "uniqueItems": True,
+            "items": {"type": "string", "pattern": _REF},
+        },
+        "pages": {
+            "type": "array",
+            "maxItems": 4,
+            "uniqueItems": True,
+            "items": {"type": "string", "pattern": _PAGE},
+        },
     },
 }
 
@@ -129,20 +139,30 @@ class V14(V13):
             "type": "object",
             "additionalProperties": False,
             "required": ["next"],
-            "properties": {"assessment": _ASSESSMENT, "notes": _NOTES, "next": {"oneOf": [_QUERY, _RECALL14, _CONCLUDE]}},
+            "properties": {
+                "assessment": _ASSESSMENT,
+                "notes": _NOTES,
+                "next": {"oneOf": [_QUERY, _RECALL14, _CONCLUDE]},
+            },
         }
 
     @cached_property
     def preamble(self) -> str:
-        return "\n\n".join([
-            f"# Investigation context\nencoder: investigation_project_v{self.version}",
-            self.protocol,
-            heading(2, "Output schema") + "\n`?`: optional key; no other keys.\n" + schema_outline(self.decision_schema),
-        ])
+        return "\n\n".join(
+            [
+                f"# Investigation context\nencoder: investigation_project_v{self.version}",
+                self.protocol,
+                heading(2, "Output schema")
+                + "\n`?`: optional key; no other keys.\n"
+                + schema_outline(self.decision_schema),
+            ]
+        )
 
     # -- entries by reference --------------------------------------------------------------
 
-    def entry_text(self, state: State, ref: str, same_as: dict[str, str] | None = None) -> str | None:
+    def entry_text(
+        self, state: State, ref: str, same_as: dict[str, str] | None = None
+    ) -> str | None:
         """The full text of the entry `ref` names (evidence, note, `H<n>/<k>`, `case`), or None.
 
         `same_as` is the state's `same_as_targets`, when the caller has them."""
@@ -181,7 +201,9 @@ class V14(V13):
             if out.chars <= self.budget:
                 return out
             room = self.journal_limit(view.case_text) if limit is None else limit
-            if room == 0:  # what no walk shrinks (preamble, case page, the tail's lines) passes the budget
+            if (
+                room == 0
+            ):  # what no walk shrinks (preamble, case page, the tail's lines) passes the budget
                 raise TooLarge(
                     f"{self.name}: the preamble, the case and this turn's lines alone take {out.chars} characters, "
                     f"more than the budget of {self.budget}; render with a larger budget (v14:budget=N)",
@@ -203,14 +225,22 @@ class V14(V13):
 
     def new_journal(self, state: State) -> Journal14:
         """A v14 walk to keep between the renders of one analysis's growing state (same bytes as a fresh walk)."""
-        return Journal14(self.journal_limit(self.case_text(state)), self.page_size, self.journal_format)
+        return Journal14(
+            self.journal_limit(self.case_text(state)), self.page_size, self.journal_format
+        )
 
-    def select(self, state: State, selected: Any, journal: Journal | None = None, limit: int | None = None) -> View14:
+    def select(
+        self, state: State, selected: Any, journal: Journal | None = None, limit: int | None = None
+    ) -> View14:
         roles = self.roles(state, selected)
         case_text = self.case_text(state)
         room = self.journal_limit(case_text) if limit is None else limit
         plan: Plan14
-        if isinstance(journal, Journal14) and journal.limit == room and journal.page_size == self.page_size:
+        if (
+            isinstance(journal, Journal14)
+            and journal.limit == room
+            and journal.page_size == self.page_size
+        ):
             plan = journal.plan(state)
         else:
             plan = walk(state, room, self.page_size, self.journal_format)
@@ -228,7 +258,9 @@ class V14(V13):
             plan14=plan, tail_entries=tail, tail_refs=tail_refs,
         )  # fmt: skip
 
-    def tail_entries(self, state: State, selected: Any, plan: Plan14, case_text: str) -> list[tuple[str, str]]:
+    def tail_entries(
+        self, state: State, selected: Any, plan: Plan14, case_text: str
+    ) -> list[tuple[str, str]]:
         """The entries the tail shows: the result to assess when archived, and each recalled one not already in view.
 
         An entry is shown whole when it fits a page, else as the page asked for (page 1 by
@@ -242,7 +274,9 @@ class V14(V13):
         pages: dict[str, int] = {}
         if selection is not None:
             wanted += [r for r in [*selection.evidence_refs, *selection.entries] if r not in wanted]
-            pages = {item.rpartition(":")[0]: int(item.rpartition(":")[2]) for item in selection.pages}
+            pages = {
+                item.rpartition(":")[0]: int(item.rpartition(":")[2]) for item in selection.pages
+            }
         out: list[tuple[str, str]] = []
         for ref in wanted:
             number = pages.get(ref, 1)
@@ -262,7 +296,9 @@ class V14(V13):
             if body is None:  # a stored selection can name a page another budget had
                 out.append((ref, f"{ref} page {number}/{count}, {len(text)} chars: no such page"))
             else:
-                out.append((ref, f"{ref} page {number}/{count}, {len(text)} chars:\n" + fence(body)))
+                out.append(
+                    (ref, f"{ref} page {number}/{count}, {len(text)} chars:\n" + fence(body))
+                )
         return out
 
     def journal_blocks(self, view: JournalView) -> list[str]:
@@ -286,7 +322,10 @@ class V14(V13):
         lines = [
             heading(2, "This turn"),
             f"iteration {state.iteration}/{budget.max_iterations}" + self.cost_part(budget),
-            *(("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id)) for x in state.hypotheses),
+            *(
+                ("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id))
+                for x in state.hypotheses
+            ),
         ]
         # A plan or next checks longer than a page (never seen in a run) is cut as v13 cuts a row's text.
         if h.control.plan is not None:
@@ -297,7 +336,10 @@ class V14(V13):
         pending = state.pending_result(h.id)
         in_view = view.plan14.shown_refs | view.tail_refs
         # Only what the context shows, in evidence order.
-        seen = sorted((ev for ev in view.shown if ev.id != pending), key=lambda ev: view.plan14.positions[ev.id])  # type: ignore[union-attr]
+        seen = sorted(
+            (ev for ev in view.shown if ev.id != pending),
+            key=lambda ev: view.plan14.positions[ev.id],
+        )  # type: ignore[union-attr]
         exceptions = [f"{ev.id} {ev.budget.status}" for ev in seen
                       if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
         if exceptions:
@@ -307,7 +349,13 @@ class V14(V13):
             if note.status is not None and note.id in in_view:
                 by_status.setdefault(note.status, []).append(note.id)
         if by_status:
-            lines.append("note status: " + "; ".join(f"{_value(status)} {', '.join(ids)}" for status, ids in sorted(by_status.items())))
+            lines.append(
+                "note status: "
+                + "; ".join(
+                    f"{_value(status)} {', '.join(ids)}"
+                    for status, ids in sorted(by_status.items())
+                )
+            )
         if view.tail_entries:
             lines.append("archived or paged, shown this turn:")
             lines.extend(text for _, text in view.tail_entries)

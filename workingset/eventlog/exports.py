@@ -27,9 +27,9 @@ import msgspec
 
 from ..errors import StoreCorrupt
 from ..model.hashing import canonical_json, hash_bytes
-from .log import AnswerEvent, CreatedEvent, DecisionEvent, LifecycleEvent, RecordEvent, RequestEvent
 from ..model.state import State
 from ..store import EventRow, Tx
+from .log import AnswerEvent, CreatedEvent, DecisionEvent, LifecycleEvent, RecordEvent, RequestEvent
 
 JOURNAL = "journal.jsonl"
 ANSWERS = "answers.jsonl"
@@ -68,7 +68,9 @@ def journal_lines(tx: Tx, analysis_id: str, after: int = 0) -> list[dict[str, An
     """The analysis's events after `after` in their exported form: plain JSON data, payloads in full."""
     rows = tx.events(analysis_id, after=after)
     decoded = [(row, _decode(analysis_id, row)) for row in rows]
-    wanted = [ev.content_hash for _, event in decoded for ev in _evidence_of(event) if ev.content_hash]
+    wanted = [
+        ev.content_hash for _, event in decoded for ev in _evidence_of(event) if ev.content_hash
+    ]
     payloads = tx.payloads(wanted) if wanted else {}
     lines = []
     for row, event in decoded:
@@ -99,7 +101,9 @@ def stored_lines(tx: Tx, analysis_id: str) -> list[dict[str, Any]]:
             if ev.get("payload") is None and isinstance(digest, str):
                 ev["payload"] = _stored_payload(tx, digest)
         line: dict[str, Any] = {"seq": row.seq, "kind": row.kind, "at": row.at}
-        line.update((k, v) for k, v in fields.items() if k not in line)  # the row's own seq, kind and time win
+        line.update(
+            (k, v) for k, v in fields.items() if k not in line
+        )  # the row's own seq, kind and time win
         lines.append(line)
     return lines
 
@@ -122,7 +126,11 @@ def write_journal(directory: str | os.PathLike[str], header: dict[str, Any], lin
     """Write `journal.jsonl` (header, every event but the answers, end) and `answers.jsonl`."""
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
-    journal = [{"format": JOURNAL_FORMAT, **header}, *(x for x in lines if x["kind"] != "answer"), {"kind": "end", **end}]
+    journal = [
+        {"format": JOURNAL_FORMAT, **header},
+        *(x for x in lines if x["kind"] != "answer"),
+        {"kind": "end", **end},
+    ]
     answers = [x for x in lines if x["kind"] == "answer"]
     paths = []
     for name, items in ((JOURNAL, journal), (ANSWERS, answers)):

@@ -27,17 +27,26 @@ from typing import Any, Literal
 import msgspec
 
 from .. import controller as ctl
-from . import snapshots
-from .view import Replayed
 from ..decisions import Query, StoredDecision
 from ..errors import StoreCorrupt, UsageError, WorkingsetError
+from ..io.limits import Limits
 from ..model.hashing import canonical_json
 from ..model.state import (
-    Capture, Cost, Evidence, Payload, Scope, State, check_capture, check_payload, decode_strict, is_timestamp,
+    Capture,
+    Cost,
+    Evidence,
+    Payload,
+    Scope,
+    State,
+    check_capture,
+    check_payload,
+    decode_strict,
+    is_timestamp,
     validate_state,
 )  # fmt: skip
-from ..io.limits import Limits
 from ..store import EventRow, Manifest, Status, Tx
+from . import snapshots
+from .view import Replayed
 
 
 class _Event(msgspec.Struct, kw_only=True):
@@ -49,7 +58,9 @@ class CreatedEvent(_Event, omit_defaults=True):
     encoder: str
     status: Status
     termination_reason: str | None
-    requests_before: int = 0  # the number of the stored context's request it was created from; new ones follow
+    requests_before: int = (
+        0  # the number of the stored context's request it was created from; new ones follow
+    )
 
 
 class RequestEvent(_Event):
@@ -106,7 +117,9 @@ class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
 
         `size` is the answer's whole size when `data` is only its head (kept as given).
         """
-        limit = error.details.get("limit") if error is not None and error.code == "too_large" else None
+        limit = (
+            error.details.get("limit") if error is not None and error.code == "too_large" else None
+        )
         if size is None and isinstance(limit, int) and 0 <= limit < len(data):
             size, data = len(data), data[:limit]
         try:
@@ -120,7 +133,11 @@ class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
 
     def data(self) -> bytes:
         """The kept bytes: the answer exactly as submitted, or its first `details.limit` bytes when `size` is set."""
-        return base64.b64decode(self.answer) if self.encoding == "base64" else self.answer.encode("utf-8")
+        return (
+            base64.b64decode(self.answer)
+            if self.encoding == "base64"
+            else self.answer.encode("utf-8")
+        )
 
 
 class LifecycleEvent(_Event):
@@ -141,7 +158,9 @@ _DECODERS = {
     "resume": _LIFECYCLE,
     "cancel": _LIFECYCLE,
     "fail": _LIFECYCLE,
-    "answer": msgspec.json.Decoder(AnswerEvent),  # changes nothing: a kept answer, accepted or rejected
+    "answer": msgspec.json.Decoder(
+        AnswerEvent
+    ),  # changes nothing: a kept answer, accepted or rejected
 }
 ANSWER_DECODER = _DECODERS["answer"]
 # The status a lifecycle event must set (resume: any status but these).
@@ -172,8 +191,12 @@ def stored_payload(payload: Payload) -> Payload:
 
 def damaged(analysis_id: str, seq: int | None, what: str, **details: Any) -> StoreCorrupt:
     """The error for damage found in the log of `analysis_id` at event `seq` (None: not one event)."""
-    where = f"event {seq} of {analysis_id}" if seq is not None else f"the event log of {analysis_id}"
-    return StoreCorrupt(f"{where}: {what}", details={"analysis": analysis_id, "seq": seq, **details})
+    where = (
+        f"event {seq} of {analysis_id}" if seq is not None else f"the event log of {analysis_id}"
+    )
+    return StoreCorrupt(
+        f"{where}: {what}", details={"analysis": analysis_id, "seq": seq, **details}
+    )
 
 
 def _decode(analysis_id: str, rows: list[EventRow]) -> list[tuple[EventRow, Any]]:
@@ -185,7 +208,9 @@ def _decode(analysis_id: str, rows: list[EventRow]) -> list[tuple[EventRow, Any]
         try:
             out.append((row, decoder.decode(row.data)))
         except msgspec.DecodeError as exc:
-            raise damaged(analysis_id, row.seq, f"the {row.kind} event is damaged ({exc})", kind=row.kind) from None
+            raise damaged(
+                analysis_id, row.seq, f"the {row.kind} event is damaged ({exc})", kind=row.kind
+            ) from None
     return out
 
 
@@ -194,8 +219,14 @@ def _payloads(tx: Tx, decoded: list[tuple[EventRow, Any]]) -> dict[str, Payload]
     wanted = []
     for row, event in decoded:
         if row.kind == "created":
-            wanted.extend(ev.content_hash for ev in event.state.evidence if ev.content_hash and ev.payload is None)
-        elif row.kind == "record" and event.evidence.content_hash and event.evidence.payload is None:
+            wanted.extend(
+                ev.content_hash
+                for ev in event.state.evidence
+                if ev.content_hash and ev.payload is None
+            )
+        elif (
+            row.kind == "record" and event.evidence.content_hash and event.evidence.payload is None
+        ):
             wanted.append(event.evidence.content_hash)
     return tx.payloads(wanted) if wanted else {}
 
@@ -208,7 +239,9 @@ def _fill(evidence: list[Evidence], payloads: Mapping[str, Payload]) -> None:
     for ev in evidence:
         payload = payloads.get(ev.content_hash)
         if payload is None:
-            raise StoreCorrupt(f"payload {ev.content_hash} of {ev.id} is missing", details={"evidence": ev.id})
+            raise StoreCorrupt(
+                f"payload {ev.content_hash} of {ev.id} is missing", details={"evidence": ev.id}
+            )
         ev.payload = payload
 
 
@@ -244,9 +277,18 @@ def _apply(analysis_id: str, view: Replayed | None, row: EventRow, event: Any) -
         return _apply_checked(analysis_id, view, row, event)
     except StoreCorrupt:
         raise
-    except (WorkingsetError, LookupError, ValueError, TypeError, AttributeError, ArithmeticError) as exc:
+    except (
+        WorkingsetError,
+        LookupError,
+        ValueError,
+        TypeError,
+        AttributeError,
+        ArithmeticError,
+    ) as exc:
         what = exc.message if isinstance(exc, WorkingsetError) else f"{type(exc).__name__}: {exc}"
-        raise damaged(analysis_id, row.seq, f"the {row.kind} event cannot be replayed ({what})", kind=row.kind) from None
+        raise damaged(
+            analysis_id, row.seq, f"the {row.kind} event cannot be replayed ({what})", kind=row.kind
+        ) from None
 
 
 def _validate_externalized(state: State, source: str) -> None:
@@ -256,7 +298,11 @@ def _validate_externalized(state: State, source: str) -> None:
     store, and every read checks its bytes against its content hash. Their hashes are set
     aside for the check (which would want the payload beside each) and put back.
     """
-    hashes = [(ev, ev.content_hash) for ev in state.evidence if ev.payload is None and ev.content_hash is not None]
+    hashes = [
+        (ev, ev.content_hash)
+        for ev in state.evidence
+        if ev.payload is None and ev.content_hash is not None
+    ]
     for ev, _ in hashes:
         ev.content_hash = None
     try:
@@ -286,7 +332,9 @@ def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event
         view.unfilled.extend(ev for ev in event.state.evidence if _stored_elsewhere(ev))
     elif row.kind == "decision":
         is_query = isinstance(event.decision.next, Query)
-        if is_query != (event.action is not None) or (is_query and _number(event.action) <= view.numbers.actions):
+        if is_query != (event.action is not None) or (
+            is_query and _number(event.action) <= view.numbers.actions
+        ):
             raise bad(f"its budget action {event.action} is not the next new one of a query")
         ids = ctl.Allocated(notes=tuple(event.notes), action=event.action)
         if view.apply_decision(event.hypothesis, event.decision, ids) != event.iteration:
@@ -295,7 +343,10 @@ def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event
         ev = event.evidence
         if _number(ev.id) <= view.numbers.evidence:
             raise bad(f"evidence {ev.id} is not newer than the evidence before it")
-        if ev.budget.action != event.action or not 0 < _number(event.action) <= view.numbers.actions:
+        if (
+            ev.budget.action != event.action
+            or not 0 < _number(event.action) <= view.numbers.actions
+        ):
             raise bad(f"it records {event.action}, which no earlier decision reserved")
         if _stored_elsewhere(ev):
             view.unfilled.append(ev)
@@ -315,7 +366,9 @@ def catch_up(tx: Tx, analysis_id: str, view: Replayed | None, upto: int | None =
     """
     if view is None:
         view = snapshots.from_snapshot(tx, analysis_id, upto)
-    decoded = _decode(analysis_id, tx.events(analysis_id, upto=upto, after=view.seq if view is not None else 0))
+    decoded = _decode(
+        analysis_id, tx.events(analysis_id, upto=upto, after=view.seq if view is not None else 0)
+    )
     for row, event in decoded:
         view = _apply(analysis_id, view, row, event)
     if view is None:
@@ -332,7 +385,9 @@ def seed(analysis_id: str, created: EventRow, payloads: Mapping[str, Payload]) -
     return view
 
 
-def replay(tx: Tx, analysis_id: str, upto: int | None = None) -> Iterator[tuple[EventRow, Any, State]]:
+def replay(
+    tx: Tx, analysis_id: str, upto: int | None = None
+) -> Iterator[tuple[EventRow, Any, State]]:
     """Yield (event row, decoded event, state after it) for each event; the one state object is updated in place."""
     decoded = _decode(analysis_id, tx.events(analysis_id, upto))
     payloads = _payloads(tx, decoded)
@@ -356,7 +411,9 @@ class ResultInput(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 _RESULT_DECODER = msgspec.json.Decoder(ResultInput)
 
 
-def decode_result(data: bytes, source: str = "<result>", limits: Limits | None = None) -> ResultInput:
+def decode_result(
+    data: bytes, source: str = "<result>", limits: Limits | None = None
+) -> ResultInput:
     """Decode and check a query result: its limits, strict keys, rows as wide as their columns, numbers in range."""
     result = decode_strict(data, _RESULT_DECODER, source, kind="result", limits=limits)
     check_capture(result.capture, source, "$.capture")

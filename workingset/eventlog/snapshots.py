@@ -88,7 +88,9 @@ def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> Replayed
     view = Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
                     requests_before=snap.requests_before, base_bytes=len(data))  # fmt: skip
     # One pass without a call per item: a snapshot holds no payloads, so this is every hashed item.
-    view.unfilled.extend([ev for ev in snap.state.evidence if ev.content_hash is not None and ev.payload is None])
+    view.unfilled.extend(
+        [ev for ev in snap.state.evidence if ev.content_hash is not None and ev.payload is None]
+    )
     return view
 
 

@@ -38,7 +38,9 @@ class TrustedCodec:
     def __init__(self, tp: Any):
         self.type = tp
         self._originals: dict[type, type] = {}  # twin -> model class
-        self._walks: dict[type, tuple] = {}  # twin -> (getter, how, twin) of its fields that may hold a Struct
+        self._walks: dict[
+            type, tuple
+        ] = {}  # twin -> (getter, how, twin) of its fields that may hold a Struct
         self._twins: dict[type, type] = {}
         self._twin_type = self._strip(tp)
         self._decoder = msgspec.msgpack.Decoder(self._twin_type)
@@ -69,7 +71,7 @@ class TrustedCodec:
             return tp
         args = tuple(self._strip(a) for a in typing.get_args(tp))
         if origin is Union or origin is types.UnionType:
-            return Union[args]
+            return Union[args]  # noqa: UP007 (built from a tuple at run time)
         return origin[args]
 
     def _twin(self, tp: type) -> type:
@@ -78,18 +80,24 @@ class TrustedCodec:
             return found
         (base,) = tp.__bases__
         if base.__struct_fields__:
-            raise TypeError(f"{tp.__name__}: a trusted twin needs a base without fields, not {base.__name__}")
+            raise TypeError(
+                f"{tp.__name__}: a trusted twin needs a base without fields, not {base.__name__}"
+            )
         if any(f.encode_name != f.name for f in fields(tp)):
             raise TypeError(f"{tp.__name__}: a trusted twin does not rename fields")
         c = tp.__struct_config__
         if c.tag_field is not None and getattr(tp, c.tag_field, None) != c.tag:
-            raise TypeError(f"{tp.__name__}: a trusted twin needs its tag as a class attribute {c.tag_field} = {c.tag!r}")
+            raise TypeError(
+                f"{tp.__name__}: a trusted twin needs its tag as a class attribute {c.tag_field} = {c.tag!r}"
+            )
         specs = []
         for f in fields(tp):
             if f.default is not msgspec.NODEFAULT:
                 specs.append((f.name, self._strip(f.type), f.default))
             elif f.default_factory is not msgspec.NODEFAULT:
-                specs.append((f.name, self._strip(f.type), msgspec.field(default_factory=f.default_factory)))
+                specs.append(
+                    (f.name, self._strip(f.type), msgspec.field(default_factory=f.default_factory))
+                )
             else:
                 specs.append((f.name, self._strip(f.type)))
         twin = msgspec.defstruct(
@@ -99,19 +107,27 @@ class TrustedCodec:
             cache_hash=c.cache_hash, repr_omit_defaults=c.repr_omit_defaults,
         )  # fmt: skip
         if c.tag_field is not None:
-            setattr(twin, c.tag_field, c.tag)  # so that a twin converts back to its model class by attribute
+            setattr(
+                twin, c.tag_field, c.tag
+            )  # so that a twin converts back to its model class by attribute
         if twin.__struct_fields__ != tp.__struct_fields__:
             raise TypeError(f"{tp.__name__}: its trusted twin orders its fields differently")
         self._twins[tp] = twin
         self._originals[twin] = tp
         plans = ((f.name, self._plan(f.type)) for f in fields(tp))
-        self._walks[twin] = tuple((attrgetter(name), *plan) for name, plan in plans if plan is not None)
+        self._walks[twin] = tuple(
+            (attrgetter(name), *plan) for name, plan in plans if plan is not None
+        )
         return twin
 
     def _holds_struct(self, tp: Any) -> bool:
         if isinstance(tp, type):
             return issubclass(tp, _Struct)
-        return any(self._holds_struct(a) for a in typing.get_args(tp) if not isinstance(a, (str, int, msgspec.Meta)))
+        return any(
+            self._holds_struct(a)
+            for a in typing.get_args(tp)
+            if not isinstance(a, (str, int, msgspec.Meta))
+        )
 
     def _plan(self, tp: Any) -> tuple[str, type | None] | None:
         """How to reach the Structs in a field of (model) type `tp`, or None if it holds none.
@@ -128,7 +144,12 @@ class TrustedCodec:
             rest = [a for a in args if a is not type(None)]
             if len(rest) == 1:
                 return self._plan(rest[0])
-        if origin is list and len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], _Struct):
+        if (
+            origin is list
+            and len(args) == 1
+            and isinstance(args[0], type)
+            and issubclass(args[0], _Struct)
+        ):
             return "list", self._twins[args[0]]
         if origin is dict and isinstance(args[1], type) and issubclass(args[1], _Struct):
             return "dict", self._twins[args[1]]
@@ -145,7 +166,9 @@ class TrustedCodec:
         for value in values:
             value.__class__ = original
         for get, how, inner in self._walks[twin]:
-            held = [v for v in map(get, values) if v is not None]  # an optional field's None holds nothing
+            held = [
+                v for v in map(get, values) if v is not None
+            ]  # an optional field's None holds nothing
             if not held:
                 continue
             if how == "one":

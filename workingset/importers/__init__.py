@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import UsageError
 from ..io.files import check_new_run_dir
@@ -52,7 +51,10 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
     """Parse `source` in format `fmt` and build one state per agent step."""
     parser = FORMATS.get(fmt)
     if parser is None:
-        raise UsageError(f"no trajectory format {fmt!r}; available: {', '.join(FORMATS)}", details={"valid": list(FORMATS)})
+        raise UsageError(
+            f"no trajectory format {fmt!r}; available: {', '.join(FORMATS)}",
+            details={"valid": list(FORMATS)},
+        )
     if analysis is not None and not _ANALYSIS.match(analysis):
         raise UsageError(f"analysis ID {analysis!r} does not match {ANALYSIS_ID_CHARS}")
     path = Path(source)
@@ -80,10 +82,16 @@ def write_import(imported: Imported, out: str | Path, layout: str = "run", step:
     """
     root = check_new_run_dir(out)  # before rendering anything
     contexts = []
-    rendered = StreamingRender(encoder)  # each state's hash continues from the one before (`_stream`)
+    rendered = StreamingRender(
+        encoder
+    )  # each state's hash continues from the one before (`_stream`)
     with _collection_paused():
         for k, state in enumerate(imported.states, start=1):
-            contexts.append(make_stored_context(imported.request_id(k), encoder, HYPOTHESIS, state, rendered(state, HYPOTHESIS)))
+            contexts.append(
+                make_stored_context(
+                    imported.request_id(k), encoder, HYPOTHESIS, state, rendered(state, HYPOTHESIS)
+                )
+            )
             if step is not None:
                 step(1)
         return write_layout(root, contexts, layout, imported.trajectory.fixed_prompt)

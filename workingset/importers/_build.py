@@ -9,14 +9,25 @@ to state k; whatever follows the last action belongs to the last state.
 
 from __future__ import annotations
 
-from ..model.costs import add_cost
 from ..errors import InvalidFile
+from ..io.limits import MAX_COST
+from ..model.costs import add_cost
 from ..model.hashing import content_hash
 from ..model.state import (
-    Budget, Capture, Case, Control, Entity, Evidence, EvidenceBudget, HistoryEntry,
-    Hypothesis, Note, State, TextPayload, validate_state,
+    Budget,
+    Capture,
+    Case,
+    Control,
+    Entity,
+    Evidence,
+    EvidenceBudget,
+    HistoryEntry,
+    Hypothesis,
+    Note,
+    State,
+    TextPayload,
+    validate_state,
 )  # fmt: skip
-from ..io.limits import MAX_COST
 from ._trajectory import EPOCH, Action, Feedback, Thought, Trajectory, fail
 
 HYPOTHESIS = "H1"
@@ -36,10 +47,14 @@ def _spent(cost_used: float, cost: float, traj: Trajectory, step: int) -> float:
     return total
 
 
-def _evidence(eid: str, item: Action | Feedback, iteration: int, captured_at: str, action: str | None) -> tuple[Evidence, Evidence]:
+def _evidence(
+    eid: str, item: Action | Feedback, iteration: int, captured_at: str, action: str | None
+) -> tuple[Evidence, Evidence]:
     """The item as evidence: (unsettled, settled) for an action; (none, none) for feedback."""
     if isinstance(item, Action):
-        capture = Capture(query=item.query, origin=item.origin, coverage=item.coverage, truncated=item.truncated)
+        capture = Capture(
+            query=item.query, origin=item.origin, coverage=item.coverage, truncated=item.truncated
+        )
         text, cost = item.output, item.cost
     else:
         capture = Capture(query=None, origin=item.origin)
@@ -99,7 +114,15 @@ def build_states(traj: Trajectory, analysis: str) -> list[State]:
         if isinstance(item, Thought):
             cost_used = _spent(cost_used, item.cost, traj, step)
             if item.text.strip():
-                notes.append(Note(id=f"N{len(notes) + 1:06d}", hypothesis=HYPOTHESIS, kind="note", text=item.text, iteration=iteration))
+                notes.append(
+                    Note(
+                        id=f"N{len(notes) + 1:06d}",
+                        hypothesis=HYPOTHESIS,
+                        kind="note",
+                        text=item.text,
+                        iteration=iteration,
+                    )
+                )
             continue
         eid = f"E{len(settled) + 1:06d}"
         if isinstance(item, Feedback):
@@ -108,7 +131,11 @@ def build_states(traj: Trajectory, analysis: str) -> list[State]:
         step += 1
         cost_used = _spent(cost_used, item.cost, traj, step)
         if last is not None:
-            history.append(HistoryEntry(iteration=step, kind="assessment", evidence_refs=[last[1].id], verdict="neutral"))
+            history.append(
+                HistoryEntry(
+                    iteration=step, kind="assessment", evidence_refs=[last[1].id], verdict="neutral"
+                )
+            )
         unsettled, done = _evidence(eid, item, step, when, f"B{step:06d}")
         history.append(HistoryEntry(iteration=step, kind="query", evidence_refs=[eid]))
         settled.append(done)

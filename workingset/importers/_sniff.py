@@ -63,13 +63,17 @@ def _shape(top: Any, path: Path) -> str | None:
             return "mini-swe-agent"
         if "trajectory" in top or "history" in top:
             return "swe-agent"
-        if (isinstance(top.get("kind"), str) and "timestamp" in top) or ("agent" in top and "agent_status" in top):
+        if (isinstance(top.get("kind"), str) and "timestamp" in top) or (
+            "agent" in top and "agent_status" in top
+        ):
             return "openhands-part"  # one event file, or base_state.json
         return None
     if isinstance(top, list) and top and all(isinstance(e, dict) for e in top[:20]):
         head = top[:20]
         if all(isinstance(e.get("kind"), str) for e in head):
             return "openhands"
-        if any("action" in e or "observation" in e for e in head) and all("kind" not in e for e in head):
+        if any("action" in e or "observation" in e for e in head) and all(
+            "kind" not in e for e in head
+        ):
             return "openhands-v0"
     return None

@@ -43,9 +43,13 @@ from ..model.hashing import PREFIX
 from ..model.state import Evidence, Rendered, State
 from ..runs.runfile import common_prefix
 
-SEPARATOR = "\n\n"  # between sections and between the blocks of a section (`render_view`, `join_blocks`)
+SEPARATOR = (
+    "\n\n"  # between sections and between the blocks of a section (`render_view`, `join_blocks`)
+)
 _line = msgspec.json.Encoder().encode_lines  # as `_render.table` encodes its rows, one line per row
-_TICK_RUNS = re.compile(rb"`{3,}")  # `_render.fence`'s runs; a backtick is one byte in UTF-8, never inside another character
+_TICK_RUNS = re.compile(
+    rb"`{3,}"
+)  # `_render.fence`'s runs; a backtick is one byte in UTF-8, never inside another character
 
 
 class _Table:
@@ -62,7 +66,11 @@ class _Table:
         head = _line([list(columns)])
         self._items: list[Any] = []
         # Per line, the column names first: its bytes, then the characters and the longest run up to it.
-        self._lines, self._chars, self._runs = [head], [len(head.decode("utf-8"))], [_longest_run(head)]
+        self._lines, self._chars, self._runs = (
+            [head],
+            [len(head.decode("utf-8"))],
+            [_longest_run(head)],
+        )
 
     def __call__(self, items: list[Any]) -> tuple[bytes, int]:
         """The table of `items` (UTF-8) and its length in characters."""
@@ -78,7 +86,18 @@ class _Table:
         ticks = b"`" * (self._runs[-1] + 1) if self._runs[-1] >= 3 else b"```"
         caption = rows_caption(len(items), self.what).encode("utf-8")
         # The last line's newline is dropped, as `table` drops it before fencing.
-        text = b"".join([caption, b"\n", ticks, b"jsonl\n", *self._lines[:-1], self._lines[-1][:-1], b"\n", ticks])
+        text = b"".join(
+            [
+                caption,
+                b"\n",
+                ticks,
+                b"jsonl\n",
+                *self._lines[:-1],
+                self._lines[-1][:-1],
+                b"\n",
+                ticks,
+            ]
+        )
         return text, len(caption) + 1 + 2 * len(ticks) + 6 + self._chars[-1] - 1 + 1
 
 
@@ -100,7 +119,9 @@ class StreamingRender:
         self._shown: list[Evidence] = []  # the items whose blocks the marks cover, in order
         # (hasher, chars) after the evidence heading, then after each block of `_shown`.
         self._marks: list[tuple[Any, int]] = []
-        self._captures = _Table("captures", ("id", *CAPTURE_COLUMNS), lambda ev: [ev.id, *capture_cells(ev)])
+        self._captures = _Table(
+            "captures", ("id", *CAPTURE_COLUMNS), lambda ev: [ev.id, *capture_cells(ev)]
+        )
         self._budget = _Table("evidence budget", EVIDENCE_BUDGET_COLUMNS, _budget_row)
         self._notes = _Table("notes", NOTE_COLUMNS, attrgetter(*NOTE_COLUMNS))
         self._histories: dict[str, _Table] = {}  # by hypothesis ID
@@ -108,7 +129,9 @@ class StreamingRender:
     def __call__(self, state: State, hypothesis: str) -> Rendered:
         """The size and hash of `state` rendered for `hypothesis`, equal to the full render's."""
         enc = self.encoder
-        if not self.streams or not state.evidence:  # no evidence: v7 writes "(no evidence shown)" instead
+        if (
+            not self.streams or not state.evidence
+        ):  # no evidence: v7 writes "(no evidence shown)" instead
             out = enc.render(state, hypothesis)
             return Rendered(chars=out.chars, hash=out.hash)
         view = enc.select(state, enc.selected(state, hypothesis))
@@ -141,16 +164,28 @@ class StreamingRender:
             pieces.append((value.encode("utf-8"), len(value)))
 
         text(SEPARATOR)
-        pieces.append(self._captures(view.shown))  # the evidence section ends with the captures table
+        pieces.append(
+            self._captures(view.shown)
+        )  # the evidence section ends with the captures table
         text(SEPARATOR + heading(2, "Hypotheses"))
         for h in state.hypotheses:  # `V6.hypothesis_block`: title, record, history table
-            text(SEPARATOR + enc.hypothesis_title(h, view) + "\n" + enc.record(enc.hypothesis_record(h, view)) + "\n")
+            text(
+                SEPARATOR
+                + enc.hypothesis_title(h, view)
+                + "\n"
+                + enc.record(enc.hypothesis_record(h, view))
+                + "\n"
+            )
             if h.id not in self._histories:
-                self._histories[h.id] = _Table("history", HISTORY_COLUMNS, attrgetter(*HISTORY_COLUMNS))
+                self._histories[h.id] = _Table(
+                    "history", HISTORY_COLUMNS, attrgetter(*HISTORY_COLUMNS)
+                )
             pieces.append(self._histories[h.id](h.history))
         text(SEPARATOR + heading(2, "Notes") + "\n")  # `V6.notes_section`
         pieces.append(self._notes(enc.shown_notes(view)))
-        text(SEPARATOR + heading(2, "Budget") + "\n" + enc.record(to_plain(state.budget)) + "\n")  # `V7.budget_section`
+        text(
+            SEPARATOR + heading(2, "Budget") + "\n" + enc.record(to_plain(state.budget)) + "\n"
+        )  # `V7.budget_section`
         pieces.append(self._budget(view.shown))
         text(SEPARATOR + enc.task_section(view) + SEPARATOR + enc.schema_section() + "\n")
         return pieces

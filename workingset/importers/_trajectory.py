@@ -11,16 +11,16 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 
 from ..errors import InvalidFile
-from ..runs.fixed_prompt import FixedPrompt
 from ..io.limits import check_json, read_path
 from ..model.state import ANALYSIS_ID_MAX_CHARS, is_timestamp, split_validation_error
+from ..runs.fixed_prompt import FixedPrompt
 
 T = TypeVar("T")
 
@@ -77,7 +77,9 @@ class Trajectory:
     max_iterations: int | None = None
     max_cost: float | None = None
     remarks: tuple[str, ...] = ()  # what the import left out or could not know, for the user
-    fixed_prompt: FixedPrompt | None = None  # what the agent sent besides its steps, as far as the source records it
+    fixed_prompt: FixedPrompt | None = (
+        None  # what the agent sent besides its steps, as far as the source records it
+    )
 
     @property
     def actions(self) -> int:
@@ -100,7 +102,9 @@ def decode(data: bytes, kind: type[T], file: str | Path) -> T:
     except msgspec.DecodeError as exc:
         raise fail(file, "$", f"not valid JSON ({exc})") from None
     except RecursionError:
-        raise fail(file, "$", f"JSON nested deeper than the limit ({sys.getrecursionlimit()} levels)") from None
+        raise fail(
+            file, "$", f"JSON nested deeper than the limit ({sys.getrecursionlimit()} levels)"
+        ) from None
 
 
 def convert(value: Any, kind: type[T], file: str | Path, path: str) -> T:
@@ -116,7 +120,9 @@ def read_source(path: Path) -> bytes:
     """Read a single-file source; a directory or unreadable path is `invalid_file`."""
     if path.is_dir():
         raise fail(path, "$", "is a directory; this format is one JSON file")
-    return read_path(str(path))  # a FIFO or device is refused, never read; a file over the limit is too_large
+    return read_path(
+        str(path)
+    )  # a FIFO or device is refused, never read; a file over the limit is too_large
 
 
 def text_of(content: Any) -> str | None:
@@ -124,7 +130,9 @@ def text_of(content: Any) -> str | None:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts = [
+            p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+        ]
         return "".join(parts)
     return None
 
@@ -153,7 +161,7 @@ def from_epoch(seconds: float | int, file: str | Path, path: str) -> str:
     """An RFC 3339 UTC timestamp for Unix seconds (microseconds kept when given)."""
     if not 0 <= seconds <= LAST_UNIX_SECOND:
         raise fail(file, path, f"a Unix time out of range (0 … {LAST_UNIX_SECOND}): {seconds!r}")
-    moment = datetime.fromtimestamp(seconds, timezone.utc)
+    moment = datetime.fromtimestamp(seconds, UTC)
     if isinstance(seconds, int) or moment.microsecond == 0:
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")

@@ -22,9 +22,10 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import UsageError, WorkingsetError
 from ..io.files import check_new_run_dir, os_error
@@ -119,7 +120,9 @@ def _unique(name: str, taken: set[str]) -> str:
     return candidate
 
 
-def find_sources(folder: str | os.PathLike[str], out: str | os.PathLike[str] | None = None) -> list[Source]:
+def find_sources(
+    folder: str | os.PathLike[str], out: str | os.PathLike[str] | None = None
+) -> list[Source]:
     """Every trajectory under `folder`, in sorted path order, each with its format and unique run name."""
     root = Path(folder)
     if not root.is_dir():
@@ -163,10 +166,14 @@ def import_folder(folder: str | os.PathLike[str], out: str | os.PathLike[str], l
                 steps = _import_one(src, target, layout, encoder)
                 result.imported.append({**entry, "format": src.format, "steps": steps})
             except WorkingsetError as err:
-                result.failed.append({"source": str(src.path), "code": err.code, "message": err.message})
+                result.failed.append(
+                    {"source": str(src.path), "code": err.code, "message": err.message}
+                )
             except OSError as exc:
                 named = os_error(exc)
-                result.failed.append({"source": str(src.path), "code": named.code, "message": named.message})
+                result.failed.append(
+                    {"source": str(src.path), "code": named.code, "message": named.message}
+                )
         if step is not None:
             step(1)
     return result

@@ -29,18 +29,30 @@ from typing import Any
 from msgspec import Struct
 
 from ..errors import WorkingsetError
-from ..runs.fixed_prompt import FixedPrompt, PrefixMessage
 from ..io.limits import check_json
+from ..runs.fixed_prompt import FixedPrompt, PrefixMessage
 from ._trajectory import (
+    Action,
+    Feedback,
+    Item,
+    Thought,
+    Trajectory,
+    decode,
     dig,
-    Action, Feedback, Item, Thought, Trajectory, decode, fail, first_line, from_epoch, number,
-    read_source, text_of,
+    fail,
+    first_line,
+    from_epoch,
+    number,
+    read_source,
+    text_of,
 )  # fmt: skip
 
 DEFAULT_REGEX = r"```bash\s*\n(.*?)\n```"
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 _ELIDED = re.compile(r"<elided_chars>\s*\d+ characters elided\s*</elided_chars>")
-_RETURNCODE = re.compile(r"^(?:<exception>.*?</exception>\s*)?<returncode>(-?\d+)</returncode>", re.DOTALL)
+_RETURNCODE = re.compile(
+    r"^(?:<exception>.*?</exception>\s*)?<returncode>(-?\d+)</returncode>", re.DOTALL
+)
 _TASK = re.compile(r"\{\{-?\s*task\s*-?\}\}")
 _JINJA = re.compile(r"\{\{|\{%|\{#")
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -69,7 +81,6 @@ class _Traj(Struct):
     info: dict[str, Any] = {}
     trajectory_format: str | None = None
     instance_id: str | None = None
-
 
 
 def _statement(message: str, template: Any) -> str:
@@ -105,14 +116,21 @@ def _output_facts(text: str | None, returncode: Any = None) -> tuple[str | None,
 
 def _timestamp(extra: dict[str, Any], source: Path, path: str) -> str | None:
     """The message's Unix time (`extra.timestamp`, else the response's `created`) as RFC 3339."""
-    for key, value in (("timestamp", extra.get("timestamp")), ("response.created", dig(extra, "response", "created"))):
+    for key, value in (
+        ("timestamp", extra.get("timestamp")),
+        ("response.created", dig(extra, "response", "created")),
+    ):
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
             return from_epoch(value, source, f"{path}.extra.{key}")
     return None
 
 
 def _cost(extra: dict[str, Any]) -> float:
-    return number(extra["cost"]) if "cost" in extra else number(dig(extra, "response", "usage", "cost"))
+    return (
+        number(extra["cost"])
+        if "cost" in extra
+        else number(dig(extra, "response", "usage", "cost"))
+    )
 
 
 def _feedback_origin(msg: _Message, after_bad_reply: bool) -> str:
@@ -123,7 +141,9 @@ def _feedback_origin(msg: _Message, after_bad_reply: bool) -> str:
     return "format_error" if after_bad_reply and msg.role == "user" else msg.role
 
 
-def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str, source: Path) -> tuple[list[tuple[str, str | None, str]], str]:
+def _commands(
+    msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str, source: Path
+) -> tuple[list[tuple[str, str | None, str]], str]:
     """(command, tool_call_id, tool name) for each action of an assistant reply, and its thought."""
     content = text_of(msg.content) or ""
     if text_mode:
@@ -131,7 +151,9 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
         if len(found) != 1:
             return [], content
         m = found[0]
-        return [(m.group(1).strip(), None, "bash")], (content[: m.start()] + content[m.end() :]).strip()
+        return [(m.group(1).strip(), None, "bash")], (
+            content[: m.start()] + content[m.end() :]
+        ).strip()
     parsed = dig(msg.extra, "actions")
     parsed = [a for a in parsed if isinstance(a, dict)] if isinstance(parsed, list) else []
     by_id = {a["tool_call_id"]: a for a in parsed if isinstance(a.get("tool_call_id"), str)}
@@ -144,12 +166,18 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
         if not isinstance(command, str):
             raw = call.function.arguments if call.function else ""
             try:
-                check_json(raw.encode("utf-8", "surrogatepass"), "file", str(source))  # model output: bounded first
+                check_json(
+                    raw.encode("utf-8", "surrogatepass"), "file", str(source)
+                )  # model output: bounded first
                 command = json.loads(raw)["command"]
             except (ValueError, TypeError, KeyError, RecursionError, WorkingsetError):
                 command = raw  # kept exactly as the model wrote it
             if not isinstance(command, str):
-                raise fail(source, f"{path}.tool_calls[{k}].function.arguments", "the command is not a string")
+                raise fail(
+                    source,
+                    f"{path}.tool_calls[{k}].function.arguments",
+                    "the command is not a string",
+                )
         out.append((command, call.id, call.function.name if call.function else "bash"))
     return out, content
 
@@ -157,7 +185,11 @@ def _commands(msg: _Message, text_mode: bool, regex: re.Pattern[str], path: str,
 def _fixed_prompt(msgs: list[_Message], task_at: int) -> FixedPrompt:
     """The system message and the messages up to the instance message (the rendered instance template)."""
     system = next((text_of(m.content) for m in msgs[:task_at] if m.role == "system"), None)
-    prefix = [PrefixMessage(role=m.role, text=text_of(m.content) or "") for m in msgs[: task_at + 1] if m.role in ("user", "assistant")]
+    prefix = [
+        PrefixMessage(role=m.role, text=text_of(m.content) or "")
+        for m in msgs[: task_at + 1]
+        if m.role in ("user", "assistant")
+    ]
     return FixedPrompt(agent="mini-swe-agent", system=system, prefix=tuple(prefix))
 
 
@@ -177,14 +209,18 @@ def parse(source: Path) -> Trajectory:
     remarks: list[str] = []
     if (fmt == "mini-swe-agent-1" and not text_mode) or (fmt == "mini-swe-agent-1.1" and text_mode):
         read_as = "tool calls" if tool_shaped else "text actions"
-        remarks.append(f"trajectory_format {fmt!r} disagrees with the messages; read as {read_as}, as the messages hold")
+        remarks.append(
+            f"trajectory_format {fmt!r} disagrees with the messages; read as {read_as}, as the messages hold"
+        )
     config = dig(traj.info, "config") or {}
     regex = re.compile(dig(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
     by_call = {m.tool_call_id: i for i, m in enumerate(msgs) if m.role == "tool" and m.tool_call_id}
 
     items: list[Item] = []
     used: set[int] = set()
-    pending: list[int] = []  # indices in `items` of the last reply's actions still lacking an output
+    pending: list[
+        int
+    ] = []  # indices in `items` of the last reply's actions still lacking an output
     after_bad_reply = False
     for i in range(task_at + 1, len(msgs)):
         msg, path = msgs[i], f"$.messages[{i}]"
@@ -198,12 +234,18 @@ def parse(source: Path) -> Trajectory:
             after_bad_reply = not commands
             pending = []
             for k, (command, call_id, tool) in enumerate(commands):
-                at = by_call.get(call_id) if not text_mode else (i + 1 if i + 1 < len(msgs) and msgs[i + 1].role == "user" else None)
+                at = (
+                    by_call.get(call_id)
+                    if not text_mode
+                    else (i + 1 if i + 1 < len(msgs) and msgs[i + 1].role == "user" else None)
+                )
                 out_msg = msgs[at] if at is not None else None
                 output = text_of(out_msg.content) if out_msg else None
                 if at is not None:
                     used.add(at)
-                coverage, truncated = _output_facts(output, dig(out_msg.extra, "returncode") if out_msg else None)
+                coverage, truncated = _output_facts(
+                    output, dig(out_msg.extra, "returncode") if out_msg else None
+                )
                 action = Action(
                     query=command, origin=f"mini-swe-agent:{tool}", output=output, coverage=coverage,
                     truncated=truncated, cost=cost if k == 0 else 0.0,
@@ -214,17 +256,26 @@ def parse(source: Path) -> Trajectory:
                     pending.append(len(items) - 1)
         elif msg.role == "exit" and pending and text_of(msg.content) is not None:
             # The submit command's output is the submission, which v2 stores here.
-            marked = [k for k in pending if any(m in getattr(items[k], "query", "") for m in SUBMIT_MARKERS)]
+            marked = [
+                k
+                for k in pending
+                if any(m in getattr(items[k], "query", "") for m in SUBMIT_MARKERS)
+            ]
             at = (marked or pending)[-1]
             items[at] = replace(items[at], output=text_of(msg.content))
             pending = []
         elif text_of(msg.content):
             origin = _feedback_origin(msg, after_bad_reply)
             items.append(Feedback(text_of(msg.content) or "", f"mini-swe-agent:{origin}", when))
-    statement = _statement(text_of(msgs[task_at].content) or "", dig(config, "agent", "instance_template"))
+    statement = _statement(
+        text_of(msgs[task_at].content) or "", dig(config, "agent", "instance_template")
+    )
     step_limit, cost_limit = dig(config, "agent", "step_limit"), dig(config, "agent", "cost_limit")
     version = dig(traj.info, "mini_version")
-    opened_at = next((t for i, m in enumerate(msgs) if (t := _timestamp(m.extra, source, f"$.messages[{i}]"))), None)
+    opened_at = next(
+        (t for i, m in enumerate(msgs) if (t := _timestamp(m.extra, source, f"$.messages[{i}]"))),
+        None,
+    )
     name = traj.instance_id or source.name.removesuffix(".json").removesuffix(".traj")
     return Trajectory(
         source=str(source), name=name, title=traj.instance_id or first_line(statement), statement=statement,

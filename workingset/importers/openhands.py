@@ -17,19 +17,29 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any
 
 from msgspec import Meta, Struct
 
-from ..runs.fixed_prompt import FixedPrompt, PrefixMessage, openai_tool
 from ..io.limits import MAX_COUNT
-
+from ..runs.fixed_prompt import FixedPrompt, PrefixMessage, openai_tool
 from ._trajectory import (
+    Action,
+    Feedback,
+    Item,
+    Thought,
+    Trajectory,
+    between,
+    convert,
+    decode,
     dig,
-    Action, Feedback, Item, Thought, Trajectory, between, convert, decode, fail, first_line,
-    read_source, text_of, with_offset,
+    fail,
+    first_line,
+    read_source,
+    text_of,
+    with_offset,
 )  # fmt: skip
 
 _EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
@@ -86,7 +96,9 @@ def _fixed_prompt(system: _SystemPrompt | None, task: str | None) -> FixedPrompt
         return None
     prompt = system.system_prompt
     text = text_of(prompt if isinstance(prompt, (list, str)) else [prompt])
-    tools = tuple(t for t in (openai_tool(d) for d in system.tools if isinstance(d, dict)) if t is not None)
+    tools = tuple(
+        t for t in (openai_tool(d) for d in system.tools if isinstance(d, dict)) if t is not None
+    )
     prefix = () if task is None else (PrefixMessage(role="user", text=task),)
     return FixedPrompt(agent="openhands", system=text, prefix=prefix, tools=tools)
 
@@ -117,7 +129,9 @@ class _Base(Struct):
     """The parts of `base_state.json` the import reads; every other key is left alone."""
 
     agent: dict[str, Any] = {}
-    max_iterations: Annotated[int, Meta(ge=1, le=MAX_COUNT)] | None = None  # a budget's limit: at least 1
+    max_iterations: Annotated[int, Meta(ge=1, le=MAX_COUNT)] | None = (
+        None  # a budget's limit: at least 1
+    )
     agent_status: str | None = None
     stats: _Stats | None = None
 
@@ -131,13 +145,19 @@ class _Call:
     at: float | None
 
 
-def _source_events(source: Path) -> tuple[Path, list[tuple[Path, str, dict[str, Any]]], Path | None]:
+def _source_events(
+    source: Path,
+) -> tuple[Path, list[tuple[Path, str, dict[str, Any]]], Path | None]:
     """(events folder or file, [(file, JSON path, event)], base_state.json or None) of a source."""
     if source.is_file():  # a single-file list of V1 events (`traj_*.json`)
         events = decode(read_source(source), list[dict[str, Any]], source)
         return source, [(source, f"$[{i}]", e) for i, e in enumerate(events)], None
     if not source.is_dir():
-        raise fail(source, "$", "an OpenHands conversation is a directory (with base_state.json and events/)")
+        raise fail(
+            source,
+            "$",
+            "an OpenHands conversation is a directory (with base_state.json and events/)",
+        )
     events_dir = None
     if any(_EVENT_FILE.match(p.name) for p in source.iterdir()):
         events_dir = source  # the events/ folder itself
@@ -146,15 +166,23 @@ def _source_events(source: Path) -> tuple[Path, list[tuple[Path, str, dict[str, 
             events_dir = candidate
     if events_dir is None:
         raise fail(source, "$", "not an OpenHands V1 conversation directory: no events/ folder")
-    files = sorted((int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name)))
+    files = sorted(
+        (int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name))
+    )
     if not files:
         raise fail(events_dir, "$", "no event-NNNNN-*.json files")
     for (number, first), (again, second) in zip(files, files[1:]):
         if number == again:  # the number is the order: two of one number leave it unknown
-            raise fail(second, "$", f"two event files have the number {number}: {first.name} and {second.name}")
+            raise fail(
+                second,
+                "$",
+                f"two event files have the number {number}: {first.name} and {second.name}",
+            )
     path = events_dir.parent / "base_state.json"
     base = path if path.exists() or path.is_symlink() else None
-    conversation = source.parent if events_dir == source else source  # given the events/ folder: its parent
+    conversation = (
+        source.parent if events_dir == source else source
+    )  # given the events/ folder: its parent
     for file in [p for _, p in files] + ([base] if base else []):
         _inside(file, conversation)
     return events_dir, [(p, "$", _load(p, dict[str, Any])) for _, p in files], base
@@ -167,7 +195,11 @@ def _inside(path: Path, conversation: Path) -> None:
     could make the import read (and put into every rendered context) any file the user can.
     """
     if path.is_symlink():
-        raise fail(path, "$", "is a symbolic link; a conversation's files must be regular files in its directory")
+        raise fail(
+            path,
+            "$",
+            "is a symbolic link; a conversation's files must be regular files in its directory",
+        )
     if not path.resolve().is_relative_to(conversation.resolve()):
         raise fail(path, "$", f"resolves outside the conversation directory {conversation}")
 
@@ -186,7 +218,9 @@ def _calls(base: _Base) -> dict[str, _Call]:
     return out
 
 
-def _offset(events: list[tuple[Path, str, dict[str, Any]]], calls: dict[str, _Call]) -> timedelta | None:
+def _offset(
+    events: list[tuple[Path, str, dict[str, Any]]], calls: dict[str, _Call]
+) -> timedelta | None:
     """The UTC offset of naive event times: an action's time minus its model call's Unix time."""
     for _, _, event in events:
         call = calls.get(str(event.get("llm_response_id")))
@@ -196,7 +230,9 @@ def _offset(events: list[tuple[Path, str, dict[str, Any]]], calls: dict[str, _Ca
             except ValueError:
                 continue
             if local.tzinfo is None:
-                delta = (local.replace(tzinfo=timezone.utc) - datetime.fromtimestamp(call.at, timezone.utc)).total_seconds()
+                delta = (
+                    local.replace(tzinfo=UTC) - datetime.fromtimestamp(call.at, UTC)
+                ).total_seconds()
                 quarters = round(delta / 900)  # offsets are whole quarter hours
                 if abs(quarters) <= 14 * 4:
                     return timedelta(seconds=quarters * 900)
@@ -257,9 +293,15 @@ def parse(source: Path) -> Trajectory:
             for key in (answer.action_id, answer.tool_call_id):
                 if key:
                     answers.setdefault(key, answer)
-    charged = {str(e.get("llm_response_id")) for _, _, e in events if e.get("kind") == "ActionEvent"}
+    charged = {
+        str(e.get("llm_response_id")) for _, _, e in events if e.get("kind") == "ActionEvent"
+    }
     # Model calls that answer no action (the condenser's): charged where they happened.
-    loose = sorted(((c.at if c.at is not None else float("inf")), rid) for rid, c in calls.items() if rid not in charged)
+    loose = sorted(
+        ((c.at if c.at is not None else float("inf")), rid)
+        for rid, c in calls.items()
+        if rid not in charged
+    )
 
     items: list[Item] = []
     task: str | None = None
@@ -270,7 +312,11 @@ def parse(source: Path) -> Trajectory:
     naive = False
     system: _SystemPrompt | None = None
     for (path, at, event), head in zip(events, heads):
-        when = with_offset(head.timestamp, offset or timedelta(0), path, f"{at}.timestamp") if head.timestamp else None
+        when = (
+            with_offset(head.timestamp, offset or timedelta(0), path, f"{at}.timestamp")
+            if head.timestamp
+            else None
+        )
         naive = naive or (when is not None and when != head.timestamp)  # an offset was attached
         opened_at = opened_at or when
         moment = _utc(when)
@@ -280,21 +326,35 @@ def parse(source: Path) -> Trajectory:
             ev = convert(event, _ActionEvent, path, at)
             items.append(Thought(text_of(ev.thought) or "", 0.0, when))
             call = ev.tool_call
-            arguments = call.function.arguments if call and call.function else (call.arguments if call else None)
-            if ev.action.get("kind") == "ExecuteBashAction" and isinstance(ev.action.get("command"), str):
+            arguments = (
+                call.function.arguments
+                if call and call.function
+                else (call.arguments if call else None)
+            )
+            if ev.action.get("kind") == "ExecuteBashAction" and isinstance(
+                ev.action.get("command"), str
+            ):
                 query = ev.action["command"]
             elif arguments is not None:
                 query = arguments
             else:
-                raise fail(path, f"{at}.tool_call.function.arguments", "the action has neither a command nor tool-call arguments")
+                raise fail(
+                    path,
+                    f"{at}.tool_call.function.arguments",
+                    "the action has neither a command nor tool-call arguments",
+                )
             finished = finished or ev.action.get("kind") == "FinishAction"
-            answer = answers.get(ev.id) or (answers.get(ev.tool_call_id) if ev.tool_call_id else None)
+            answer = answers.get(ev.id) or (
+                answers.get(ev.tool_call_id) if ev.tool_call_id else None
+            )
             output, coverage, truncated = _output(answer)
             rid = ev.llm_response_id
             cost = calls[rid].cost if rid in calls and rid not in charged else 0.0
             charged.add(rid or "")
             tool = ev.tool_name or str(ev.action.get("kind", "tool"))
-            items.append(Action(query, f"openhands:{tool}", output, coverage, truncated, cost, when))
+            items.append(
+                Action(query, f"openhands:{tool}", output, coverage, truncated, cost, when)
+            )
         elif head.kind == "MessageEvent":
             text = text_of(convert(event, _Message, path, at).llm_message.get("content")) or ""
             if head.source == "user" and task is None:
@@ -311,9 +371,19 @@ def parse(source: Path) -> Trajectory:
     remarks = _remarks(base, base_file, calls, charged, offset, naive, finished, task is None)
     remarks += [f"skipped {n} {kind} event(s)" for kind, n in sorted(skipped.items())]
     if skipped.get("Condensation"):
-        remarks.append("Condensation: every forgotten event is imported in full; the summary is not")
-    statement = between(task, "<issue_description>\n", "\n</issue_description>") if task is not None else None
-    statement = statement if statement is not None else (task if task is not None else "(the source holds no task message)")
+        remarks.append(
+            "Condensation: every forgotten event is imported in full; the summary is not"
+        )
+    statement = (
+        between(task, "<issue_description>\n", "\n</issue_description>")
+        if task is not None
+        else None
+    )
+    statement = (
+        statement
+        if statement is not None
+        else (task if task is not None else "(the source holds no task message)")
+    )
     agent_kind = dig(base.agent, "kind")
     model = dig(base.agent, "llm", "model")
     return Trajectory(
@@ -333,7 +403,9 @@ def _remarks(base: _Base, base_file: Path | None, calls: dict[str, _Call], charg
     if no_task:
         out.append("no task: the source holds no MessageEvent from the user; the statement says so")
     if base_file is None:
-        out.append("no base_state.json: the model, the iteration limit and the costs are unknown (costs are 0)")
+        out.append(
+            "no base_state.json: the model, the iteration limit and the costs are unknown (costs are 0)"
+        )
     elif not calls:
         out.append("base_state.json records no model calls (stats.service_to_metrics): costs are 0")
     loose = [c for rid, c in calls.items() if rid not in charged]
@@ -344,6 +416,12 @@ def _remarks(base: _Base, base_file: Path | None, calls: dict[str, _Call], charg
     if naive and offset is None:
         out.append("event times carry no UTC offset and no model call gives it: taken as UTC")
     if not finished or base.agent_status not in (None, "finished"):
-        status = f"agent_status {base.agent_status!r}" if base.agent_status is not None else "no agent_status"
-        out.append(f"the conversation did not finish: {'a finish action' if finished else 'no finish action'}, {status}")
+        status = (
+            f"agent_status {base.agent_status!r}"
+            if base.agent_status is not None
+            else "no agent_status"
+        )
+        out.append(
+            f"the conversation did not finish: {'a finish action' if finished else 'no finish action'}, {status}"
+        )
     return out

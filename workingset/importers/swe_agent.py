@@ -26,7 +26,20 @@ import msgspec
 from msgspec import Struct
 
 from ..runs.fixed_prompt import FixedPrompt, PrefixMessage
-from ._trajectory import Action, dig, Item, Thought, Trajectory, between, decode, fail, first_line, number, read_source, text_of
+from ._trajectory import (
+    Action,
+    Item,
+    Thought,
+    Trajectory,
+    between,
+    decode,
+    dig,
+    fail,
+    first_line,
+    number,
+    read_source,
+    text_of,
+)
 
 # SWE-agent 0.x's default special commands; anything else ran in bash.
 COMMANDS = frozenset({
@@ -82,18 +95,27 @@ def _run_facts(traj: _Traj, remarks: list[str]) -> _RunFacts:
         except (msgspec.DecodeError, RecursionError):
             config = None
     if traj.replay_config is not None and not isinstance(config, dict):
-        remarks.append("replay_config is not a JSON object: the model, instance ID and limits it would give are unknown")
+        remarks.append(
+            "replay_config is not a JSON object: the model, instance ID and limits it would give are unknown"
+        )
         config = {}
     config = config or {}
     model = dig(config, "agent", "model") or {}
     instance = dig(config, "problem_statement", "id")
     if not isinstance(instance, str) or not instance:
         env = traj.environment
-        instance = env if isinstance(env, str) and env and env not in _GENERIC_ENVIRONMENTS else None
+        instance = (
+            env if isinstance(env, str) and env and env not in _GENERIC_ENVIRONMENTS else None
+        )
     name = dig(model, "name")
-    cost_limit, call_limit = dig(model, "per_instance_cost_limit"), dig(model, "per_instance_call_limit")
+    cost_limit, call_limit = (
+        dig(model, "per_instance_cost_limit"),
+        dig(model, "per_instance_call_limit"),
+    )
     if config and not (isinstance(call_limit, int) and call_limit > 0):
-        remarks.append("no call limit in replay_config (per_instance_call_limit 0 or absent): the step limit is the step count")
+        remarks.append(
+            "no call limit in replay_config (per_instance_call_limit 0 or absent): the step limit is the step count"
+        )
     return _RunFacts(
         instance=instance, model=name if isinstance(name, str) and name else None,
         cost_limit=number(cost_limit) or None,
@@ -103,7 +125,10 @@ def _run_facts(traj: _Traj, remarks: list[str]) -> _RunFacts:
 
 def _statement(message: str) -> str:
     """The issue text inside SWE-agent's instance template, or the whole message."""
-    for start, end in (("ISSUE:\n", "\n\nINSTRUCTIONS:\n"), ("<pr_description>\n", "\n</pr_description>")):
+    for start, end in (
+        ("ISSUE:\n", "\n\nINSTRUCTIONS:\n"),
+        ("<pr_description>\n", "\n</pr_description>"),
+    ):
         found = between(message, start, end)
         if found is not None:
             return found
@@ -136,7 +161,13 @@ def _from_history(traj: _Traj, commands: frozenset[str], source: Path) -> list[I
         nxt = history[k + 1][1] if k + 1 < len(history) else None
         output = text_of(nxt.content) if nxt is not None and nxt.role != "assistant" else None
         items.append(Thought(thought))
-        items.append(Action(query=msg.action, origin=f"swe-agent:{_call_name(msg) or _tool(msg.action, commands)}", output=output))
+        items.append(
+            Action(
+                query=msg.action,
+                origin=f"swe-agent:{_call_name(msg) or _tool(msg.action, commands)}",
+                output=output,
+            )
+        )
     return items
 
 
@@ -161,10 +192,18 @@ def parse(source: Path) -> Trajectory:
     if traj.trajectory is not None and not traj.trajectory:
         raise fail(source, "$.trajectory", "the trajectory holds no steps")
     task = next((m for m in traj.history if m.role == "user" and not m.is_demo), None)
-    if traj.trajectory is None and not any(m.role == "assistant" and m.action is not None for m in traj.history):
-        raise fail(source, "$", "no `trajectory` list, and `history` holds no agent actions (assistant messages with an `action`)")
+    if traj.trajectory is None and not any(
+        m.role == "assistant" and m.action is not None for m in traj.history
+    ):
+        raise fail(
+            source,
+            "$",
+            "no `trajectory` list, and `history` holds no agent actions (assistant messages with an `action`)",
+        )
     if task is None or text_of(task.content) is None:
-        raise fail(source, "$.history", "no task message (a user message that is not a demonstration)")
+        raise fail(
+            source, "$.history", "no task message (a user message that is not a demonstration)"
+        )
     system = next((text_of(m.content) or "" for m in traj.history if m.role == "system"), "")
     commands = COMMANDS | set(_DOC_COMMAND.findall(system))
     statement = _statement(text_of(task.content) or "")
@@ -173,10 +212,18 @@ def parse(source: Path) -> Trajectory:
     remarks: list[str] = []
     if traj.trajectory is None:
         items = _from_history(traj, commands, source)
-        remarks.append("no `trajectory` in the source: steps are read from `history`; outputs are the observations as the model saw them")
+        remarks.append(
+            "no `trajectory` in the source: steps are read from `history`; outputs are the observations as the model saw them"
+        )
     for step in traj.trajectory or []:
         items.append(Thought(step.thought))
-        items.append(Action(query=step.action, origin=f"swe-agent:{_tool(step.action, commands)}", output=step.observation))
+        items.append(
+            Action(
+                query=step.action,
+                origin=f"swe-agent:{_tool(step.action, commands)}",
+                output=step.observation,
+            )
+        )
     stats = traj.info.get("model_stats")
     if isinstance(stats, dict) and "instance_cost" in stats:
         costs = f"no per-step costs in the source (its total is ${number(stats['instance_cost']):.4f}); evidence costs are 0"

@@ -12,8 +12,8 @@ import errno
 import io
 import os
 import stat
-from pathlib import Path
 from collections.abc import Iterable
+from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import UsageError, WorkingsetError
@@ -51,7 +51,9 @@ def describe(exc: OSError) -> str:
     return exc.strerror or str(exc) or type(exc).__name__
 
 
-def os_error(exc: OSError, path: str | os.PathLike[str] | None = None, doing: str = "use") -> WorkingsetError:
+def os_error(
+    exc: OSError, path: str | os.PathLike[str] | None = None, doing: str = "use"
+) -> WorkingsetError:
     """The error to report for an OS error on `path` (default: the path the error names)."""
     where = os.fspath(path) if path is not None else exc.filename
     name = errno.errorcode.get(exc.errno or 0)
@@ -84,7 +86,9 @@ class _NonBlockingReader(io.BufferedReader):
     def read(self, size: int | None = -1) -> bytes:
         data = super().read(size)
         if data is None:
-            raise BlockingIOError(errno.EAGAIN, "a pseudo-file that would wait for data", getattr(self, "path", None))
+            raise BlockingIOError(
+                errno.EAGAIN, "a pseudo-file that would wait for data", getattr(self, "path", None)
+            )
         return data
 
 

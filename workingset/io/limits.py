@@ -23,7 +23,9 @@ MiB = 1 << 20
 # Number ranges of the formats: costs (each result's, the budget's and their running sum) and
 # counts (iterations, iteration limits, pages, item counts, character counts).
 MAX_COST = 1e12
-MAX_COUNT = 2**53  # every such integer is exact as a JSON number in any language, and +1 never overflows
+MAX_COUNT = (
+    2**53
+)  # every such integer is exact as a JSON number in any language, and +1 never overflows
 # Decoders recurse once per level and Python allows about 1,000 frames: the depth limit stays well under.
 MAX_DEPTH = 500
 
@@ -64,7 +66,9 @@ class Limits:
             try:
                 values[name] = int(raw.replace("_", ""))
             except ValueError:
-                raise UsageError(f"{var} must be an integer, not {raw!r}", details={"variable": var}) from None
+                raise UsageError(
+                    f"{var} must be an integer, not {raw!r}", details={"variable": var}
+                ) from None
         try:
             return cls(**values)
         except UsageError as err:
@@ -122,7 +126,9 @@ COUNTED_MAX = 256 * MiB
 _COUNT_CHUNK = 1 * MiB
 
 
-def read_counted(stream: IO[bytes], kind: str, source: str, limits: Limits | None = None) -> tuple[bytes, int | None]:
+def read_counted(
+    stream: IO[bytes], kind: str, source: str, limits: Limits | None = None
+) -> tuple[bytes, int | None]:
     """A stream's bytes and None; or, when it is longer than the kind's limit, its first `limit` bytes and its whole size.
 
     The rest is read only to be counted, in chunks, and at most `COUNTED_MAX` bytes of it:
@@ -142,7 +148,9 @@ def read_counted(stream: IO[bytes], kind: str, source: str, limits: Limits | Non
     raise too_large(kind, source, f"more than {limit:,} bytes", limits)
 
 
-def read_path_counted(path: str, kind: str, limits: Limits | None = None) -> tuple[bytes, int | None]:
+def read_path_counted(
+    path: str, kind: str, limits: Limits | None = None
+) -> tuple[bytes, int | None]:
     """`read_counted` for a regular file: its length is its size, and nothing is read past the head."""
     limits = limits or Limits.current()
     limit = limits.max_bytes(kind)

@@ -41,10 +41,15 @@ def prepare_streams() -> WorkingsetError | None:
         if reconfigure is not None:
             try:
                 reconfigure(errors="surrogateescape")
-            except (ValueError, OSError):  # pragma: no cover - a stream that cannot change its error handler
+            except (
+                ValueError,
+                OSError,
+            ):  # pragma: no cover - a stream that cannot change its error handler
                 pass
     if sys.stdout is None:
-        return WorkingsetError("stdout is closed; nothing was done", code="io_error", details={"stream": "stdout"})
+        return WorkingsetError(
+            "stdout is closed; nothing was done", code="io_error", details={"stream": "stdout"}
+        )
     return None
 
 
@@ -102,6 +107,10 @@ def broken_pipe() -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, AttributeError, ValueError):  # pragma: no cover - stdout without a file descriptor
+    except (
+        OSError,
+        AttributeError,
+        ValueError,
+    ):  # pragma: no cover - stdout without a file descriptor
         pass
     return 2

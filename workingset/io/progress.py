@@ -9,21 +9,31 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Callable, Iterator, TextIO
+from typing import TextIO
 
 DELAY = 1.0  # seconds of work before a bar is worth drawing
 
 
 @contextmanager
-def progress(label: str, total: int, stream: TextIO | None = None, delay: float = DELAY) -> Iterator[Callable[[int], None]]:
+def progress(
+    label: str, total: int, stream: TextIO | None = None, delay: float = DELAY
+) -> Iterator[Callable[[int], None]]:
     """Yield `advance(n=1)`; a bar for `total` steps shows on a terminal after `delay` seconds."""
     out = sys.stderr if stream is None else stream
     if not (hasattr(out, "isatty") and out.isatty()):
         yield lambda n=1: None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     start = time.monotonic()
     done = 0

@@ -50,8 +50,15 @@ def make_span(state: State, evidence_ref: str, start: int, end: int) -> Span:
     """The span of bytes `[start, end)` of an evidence item's payload in `state`, with their digest."""
     data = canonical_text(_payload(state, evidence_ref))
     if not 0 <= start < end <= len(data):
-        raise ValueError(f"[{start}, {end}) is not a non-empty range inside the {len(data)} bytes of {evidence_ref}")
-    return Span(evidence_ref=evidence_ref, start=start, end=end, sha256=hashlib.sha256(data[start:end]).hexdigest())
+        raise ValueError(
+            f"[{start}, {end}) is not a non-empty range inside the {len(data)} bytes of {evidence_ref}"
+        )
+    return Span(
+        evidence_ref=evidence_ref,
+        start=start,
+        end=end,
+        sha256=hashlib.sha256(data[start:end]).hexdigest(),
+    )
 
 
 def quote_span(state: State, evidence_ref: str, quote: str) -> Span:

@@ -14,15 +14,15 @@ import math
 import re
 import sys
 from datetime import datetime
-from typing import Annotated, Any, ClassVar, Literal, Union
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 import msgspec.inspect
 from msgspec import Meta, Struct
 
 from ..errors import InvalidFile
-from .hashing import content_hash
 from ..io.limits import MAX_COST, MAX_COUNT, Limits, check_json, read_path
+from .hashing import content_hash
 
 STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
 
@@ -48,7 +48,9 @@ NoteId = Annotated[str, Meta(pattern=whole("N[0-9]{6}"))]
 ActionId = Annotated[str, Meta(pattern=whole("B[0-9]{6}"))]
 RequestId = Annotated[str, Meta(pattern=whole(rf"{ANALYSIS_ID_CHARS}-r[0-9]{{4,}}"))]
 # RFC 3339 with an explicit offset; the calendar itself is checked by is_timestamp.
-TIMESTAMP_PATTERN = whole(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})")
+TIMESTAMP_PATTERN = whole(
+    r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
+)
 Timestamp = Annotated[str, Meta(pattern=TIMESTAMP_PATTERN)]
 Unit = Annotated[float, Meta(ge=0.0, le=1.0)]
 # Every count (iterations, limits, pages, item and character counts) and every cost has a range
@@ -58,7 +60,7 @@ Count = Annotated[int, Meta(ge=0, le=MAX_COUNT)]
 # What a source reports about a capture (page, item count), kept verbatim: some report -1.
 SourceCount = Annotated[int, Meta(ge=-MAX_COUNT, le=MAX_COUNT)]
 Hash = Annotated[str, Meta(pattern=whole("xxh3-128:[0-9a-f]{32}"))]
-Scalar = Union[None, bool, int, float, str]
+Scalar = None | bool | int | float | str
 
 Disposition = Literal["open", "supported", "refuted", "inconclusive", "parked"]
 Scope = Literal["query_result", "log", "code", "metric", "document", "feedback"]
@@ -137,7 +139,9 @@ class Capture(_Strict, kw_only=True):
 
 
 class RowsPayload(Struct, tag_field="kind", tag="rows", forbid_unknown_fields=True, kw_only=True):
-    kind: ClassVar[str] = "rows"  # the tag, readable as an attribute (and by `trusted.TrustedCodec`)
+    kind: ClassVar[str] = (
+        "rows"  # the tag, readable as an attribute (and by `trusted.TrustedCodec`)
+    )
     columns: list[str]
     rows: list[list[Scalar]]
 
@@ -148,7 +152,7 @@ class TextPayload(Struct, tag_field="kind", tag="text", forbid_unknown_fields=Tr
     text: str
 
 
-Payload = Union[RowsPayload, TextPayload]
+Payload = RowsPayload | TextPayload
 
 
 class EvidenceBudget(_Strict, kw_only=True):
@@ -289,16 +293,30 @@ def allowed_values(root: Any, path: str) -> tuple[str, ...] | None:
 
 
 def _members(info: Any) -> list[Any]:
-    return [m for t in info.types for m in _members(t)] if isinstance(info, msgspec.inspect.UnionType) else [info]
+    return (
+        [m for t in info.types for m in _members(t)]
+        if isinstance(info, msgspec.inspect.UnionType)
+        else [info]
+    )
 
 
 def _step(info: Any, name: str, index: str) -> list[Any]:
     out: list[Any] = []
     members = _members(info)
-    if name and any(isinstance(m, msgspec.inspect.StructType) and m.tag_field == name for m in members):
-        return [tuple(m.tag for m in members if isinstance(m, msgspec.inspect.StructType) and m.tag_field == name)]
+    if name and any(
+        isinstance(m, msgspec.inspect.StructType) and m.tag_field == name for m in members
+    ):
+        return [
+            tuple(
+                m.tag
+                for m in members
+                if isinstance(m, msgspec.inspect.StructType) and m.tag_field == name
+            )
+        ]
     for m in members:
-        if index and isinstance(m, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.VarTupleType)):
+        if index and isinstance(
+            m, (msgspec.inspect.ListType, msgspec.inspect.SetType, msgspec.inspect.VarTupleType)
+        ):
             out.append(m.item_type)
         elif name and isinstance(m, msgspec.inspect.DictType):
             out.append(m.value_type)
@@ -308,7 +326,12 @@ def _step(info: Any, name: str, index: str) -> list[Any]:
 
 
 def decode_strict(
-    data: bytes, decoder: msgspec.json.Decoder, source: str, prefix: str = "$", *, kind: str | None = "file",
+    data: bytes,
+    decoder: msgspec.json.Decoder,
+    source: str,
+    prefix: str = "$",
+    *,
+    kind: str | None = "file",
     limits: Limits | None = None,
 ) -> Any:
     """Check the input's limits (`kind`: file or result; None: checked already), then decode it strictly.
@@ -323,38 +346,54 @@ def decode_strict(
         message, path = split_validation_error(exc, decoder.type)
         raise _fail(source, prefix + path[1:], message) from None
     except msgspec.DecodeError as exc:
-        raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None
+        raise InvalidFile(
+            f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}
+        ) from None
 
 
 def _raw_object(data: bytes, source: str) -> dict:
     try:
         raw = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
-        raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None
+        raise InvalidFile(
+            f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}
+        ) from None
     if not isinstance(raw, dict):
         raise _fail(source, "$", "expected a JSON object")
     return raw
 
 
-def load_state(data: bytes, source: str = "<state>", limits: Limits | None = None, *, checked: bool = False) -> State:
+def load_state(
+    data: bytes, source: str = "<state>", limits: Limits | None = None, *, checked: bool = False
+) -> State:
     """Decode and fully validate a bare state; `limits` default to `Limits.current()`."""
-    state = decode_strict(data, _STATE_DECODER, source, kind=None if checked else "file", limits=limits)
+    state = decode_strict(
+        data, _STATE_DECODER, source, kind=None if checked else "file", limits=limits
+    )
     validate_state(state, source)
     return state
 
 
 def load_stored_context(
-    data: bytes, source: str = "<stored context>", limits: Limits | None = None, *, checked: bool = False
+    data: bytes,
+    source: str = "<stored context>",
+    limits: Limits | None = None,
+    *,
+    checked: bool = False,
 ) -> StoredContext:
     """Decode and fully validate one stored context; `limits` default to `Limits.current()`."""
-    ctx = decode_strict(data, _CONTEXT_DECODER, source, kind=None if checked else "file", limits=limits)
+    ctx = decode_strict(
+        data, _CONTEXT_DECODER, source, kind=None if checked else "file", limits=limits
+    )
     validate_state(ctx.state, source, "$.state")
     if ctx.state.hypothesis(ctx.hypothesis) is None:
         raise _fail(source, "$.hypothesis", f"hypothesis {ctx.hypothesis} is not in the state")
     return ctx
 
 
-def load_state_or_context(data: bytes, source: str = "<input>", limits: Limits | None = None) -> State:
+def load_state_or_context(
+    data: bytes, source: str = "<input>", limits: Limits | None = None
+) -> State:
     """Take a bare state, or the state of a stored context (told apart by its `format` key)."""
     check_json(data, "file", source, limits)
     raw = _raw_object(data, source)
@@ -363,7 +402,9 @@ def load_state_or_context(data: bytes, source: str = "<input>", limits: Limits |
     return load_state(data, source, checked=True)
 
 
-def load_start(data: bytes, source: str = "<input>", limits: Limits | None = None) -> tuple[State, int]:
+def load_start(
+    data: bytes, source: str = "<input>", limits: Limits | None = None
+) -> tuple[State, int]:
     """A state to start an analysis from, and the number of the request it comes from (0 for a bare state).
 
     A stored context's request ID ends in its request number (`-r0018`): an analysis created
@@ -429,8 +470,13 @@ def _check_timestamp(value: str, source: str, path: str) -> None:
 
 # Cells that are plainly fine: int64 integers, finite floats. Checked at C speed; anything else
 # (an unsigned 64-bit integer, or a bad cell) takes the exact cell-by-cell path below.
-_PLAIN_CELL = Union[None, bool, Annotated[int, Meta(ge=_INT_MIN, le=2**63 - 1)],
-                    Annotated[float, Meta(ge=-sys.float_info.max, le=sys.float_info.max)], str]  # fmt: skip
+_PLAIN_CELL = (
+    None
+    | bool
+    | Annotated[int, Meta(ge=_INT_MIN, le=2**63 - 1)]
+    | Annotated[float, Meta(ge=-sys.float_info.max, le=sys.float_info.max)]
+    | str
+)
 _PLAIN_ROWS = list[list[_PLAIN_CELL]]
 
 
@@ -445,7 +491,11 @@ def check_payload(payload: Payload | None, source: str, path: str) -> None:
     if isinstance(payload, TextPayload):
         language = payload.language
         if language is not None and _CONTROL_CHAR.search(language):
-            raise _fail(source, f"{path}.language", f"a language holds no control character (a newline, U+2028…; a tab is allowed): {language!r}")
+            raise _fail(
+                source,
+                f"{path}.language",
+                f"a language holds no control character (a newline, U+2028…; a tab is allowed): {language!r}",
+            )
     if isinstance(payload, RowsPayload):
         width = len(payload.columns)
         if set(map(len, payload.rows)) <= {width}:
@@ -456,7 +506,9 @@ def check_payload(payload: Payload | None, source: str, path: str) -> None:
                 pass
         for r, row in enumerate(payload.rows):
             if len(row) != width:
-                raise _fail(source, f"{path}.rows[{r}]", f"row has {len(row)} cells for {width} columns")
+                raise _fail(
+                    source, f"{path}.rows[{r}]", f"row has {len(row)} cells for {width} columns"
+                )
             for c, cell in enumerate(row):
                 check_scalar(cell, source, f"{path}.rows[{r}][{c}]")
 
@@ -472,11 +524,20 @@ def _check_number(
         return
     if cost or unit:
         top = 1.0 if unit else MAX_COST
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and 0 <= value <= top
+        ok = (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and 0 <= value <= top
+        )
         if not ok:
             raise _fail(source, path, f"expected a finite number from 0 to {top:g}, not {value!r}")
     elif isinstance(value, bool) or not isinstance(value, int) or not low <= value <= MAX_COUNT:
-        raise _fail(source, path, f"expected an integer from {'-2^53' if low < 0 else low} to 2^53, not {value!r}")
+        raise _fail(
+            source,
+            path,
+            f"expected an integer from {'-2^53' if low < 0 else low} to 2^53, not {value!r}",
+        )
 
 
 def check_capture(capture: Capture, source: str, path: str) -> None:
@@ -520,7 +581,9 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
     except UnicodeEncodeError:
         # Only a state built in Python can get here: JSON decoding rejects lone surrogates.
         plain = msgspec.to_builtins(state)
-        raise _fail(source, _find_unencodable(plain, root) or root, "string is not valid Unicode") from None
+        raise _fail(
+            source, _find_unencodable(plain, root) or root, "string is not valid Unicode"
+        ) from None
     hids = {h.id for h in state.hypotheses}
     eids = {e.id for e in state.evidence}
     _check_unique([h.id for h in state.hypotheses], source, f"{root}.hypotheses")
@@ -547,7 +610,9 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
             _check_number(entry.confidence, source, f"{hp}.history[{j}].confidence", unit=True)
             for k, ref in enumerate(entry.evidence_refs):
                 if ref not in eids:
-                    raise _fail(source, f"{hp}.history[{j}].evidence_refs[{k}]", f"unknown evidence {ref}")
+                    raise _fail(
+                        source, f"{hp}.history[{j}].evidence_refs[{k}]", f"unknown evidence {ref}"
+                    )
 
     for i, e in enumerate(state.evidence):
         ep = f"{root}.evidence[{i}]"
@@ -564,12 +629,18 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
         check_payload(e.payload, source, f"{ep}.payload")
         expected = content_hash(e.payload)
         if e.content_hash != expected:
-            raise _fail(source, f"{ep}.content_hash", f"content hash {e.content_hash} does not match the payload ({expected})")
+            raise _fail(
+                source,
+                f"{ep}.content_hash",
+                f"content hash {e.content_hash} does not match the payload ({expected})",
+            )
 
     for i, n in enumerate(state.notes):
         _check_number(n.iteration, source, f"{root}.notes[{i}].iteration")
         if n.hypothesis is not None and n.hypothesis not in hids:
-            raise _fail(source, f"{root}.notes[{i}].hypothesis", f"unknown hypothesis {n.hypothesis}")
+            raise _fail(
+                source, f"{root}.notes[{i}].hypothesis", f"unknown hypothesis {n.hypothesis}"
+            )
 
     for hid in sorted(state.recall):
         sel = state.recall[hid]
@@ -578,8 +649,11 @@ def validate_state(state: State, source: str = "<state>", root: str = "$") -> No
             raise _fail(source, rp, f"unknown hypothesis {hid}")
         _check_number(sel.iteration, source, f"{rp}.iteration")
         if not 1 <= len(sel.evidence_refs) + len(sel.entries) <= 4:
-            raise _fail(source, f"{rp}.evidence_refs",
-                        f"a recall selection holds 1 to 4 IDs, not {len(sel.evidence_refs) + len(sel.entries)}")
+            raise _fail(
+                source,
+                f"{rp}.evidence_refs",
+                f"a recall selection holds 1 to 4 IDs, not {len(sel.evidence_refs) + len(sel.entries)}",
+            )
         check_recall_entries(state, sel, source, rp)
         seen: set[str] = set()
         for k, ref in enumerate(sel.evidence_refs):
@@ -612,5 +686,9 @@ def check_recall_entries(state: State, sel: RecallSelection, source: str, rp: st
     for k, item in enumerate(sel.pages):
         ref = item.rpartition(":")[0]
         if ref not in recalled or ref in named:
-            raise _fail(source, f"{rp}.pages[{k}]", f"a page of {ref}, which the selection does not recall once")
+            raise _fail(
+                source,
+                f"{rp}.pages[{k}]",
+                f"a page of {ref}, which the selection does not recall once",
+            )
         named.add(ref)

@@ -10,12 +10,19 @@ from __future__ import annotations
 
 import errno
 import os
-
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-from ..compare.engine import DEFAULT_CACHED_PRICE, Renderer, baseline_renderers, compare_contexts, version_label, version_renderer
 from ..compare.billing import CacheOptions, model_names
+from ..compare.engine import (
+    DEFAULT_CACHED_PRICE,
+    Renderer,
+    baseline_renderers,
+    compare_contexts,
+    version_label,
+    version_renderer,
+)
 from ..errors import UnknownEncoder, UsageError
 from ..io.files import os_error
 from ..runs.fixed_prompt import FixedPrompt
@@ -26,7 +33,9 @@ DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "mask
 DEFAULT_CACHE = ("anthropic", "openai-auto", "ideal")  # the first is the one the page opens with
 
 
-def resolve_strategies(names: Sequence[str], fixed: FixedPrompt | None = None) -> tuple[dict[str, Renderer], dict[str, str | None]]:
+def resolve_strategies(
+    names: Sequence[str], fixed: FixedPrompt | None = None
+) -> tuple[dict[str, Renderer], dict[str, str | None]]:
     """Resolve strategy names to compare's renderers and to encoder names (None for a baseline).
 
     An encoder is named as `compare` names it (`v11`, `v11:budget=60000`); a baseline by
@@ -45,8 +54,11 @@ def resolve_strategies(names: Sequence[str], fixed: FixedPrompt | None = None) -
                 if ":" in name:  # a version's options are wrong: its own message says how
                     raise
                 # say what else a strategy can be
-                raise UnknownEncoder(f"no strategy {name!r}: {err.message}; or a baseline: {', '.join(baselines)}",
-                                     code="unknown_strategy", details={"baselines": list(baselines)}) from None
+                raise UnknownEncoder(
+                    f"no strategy {name!r}: {err.message}; or a baseline: {', '.join(baselines)}",
+                    code="unknown_strategy",
+                    details={"baselines": list(baselines)},
+                ) from None
             renderer, encoder = version_renderer(label), "investigation_project_" + label
         if label in renderers:
             raise UsageError(f"strategy {label} is named twice")
@@ -61,9 +73,17 @@ def cache_series(data: dict[str, Any]) -> dict[str, dict[str, dict[str, list]]]:
 
     Taken as they are from the per-model billings of compare's data (`cache`).
     """
-    keys = {"read": "read_tokens", "written": "written_tokens", "uncached": "uncached_tokens", "cost": "effective_cost"}
+    keys = {
+        "read": "read_tokens",
+        "written": "written_tokens",
+        "uncached": "uncached_tokens",
+        "cost": "effective_cost",
+    }
     return {
-        model: {s: {k: [c[s][field] for c in m["contexts"]] for k, field in keys.items()} for s in data["strategies"]}
+        model: {
+            s: {k: [c[s][field] for c in m["contexts"]] for k, field in keys.items()}
+            for s in data["strategies"]
+        }
         for model, m in data["cache"].items()
     }
 
@@ -141,7 +161,9 @@ def check_output(out: str) -> None:
     """
     path = Path(out)
     if path.is_dir():
-        raise os_error(IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), out), out, "write")
+        raise os_error(
+            IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), out), out, "write"
+        )
     if not path.parent.is_dir():
         code = errno.ENOTDIR if path.parent.exists() else errno.ENOENT
         raise os_error(OSError(code, os.strerror(code), str(path.parent)), out, "write")

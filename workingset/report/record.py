@@ -9,10 +9,12 @@ folder of stored contexts, an import) holds none of this; the page then says so.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..eventlog.exports import ANSWERS, JOURNAL
+
 
 def turn_records(directory: str, request_ids: Sequence[str]) -> dict[str, Any] | None:
     """The recorded decision, rejections and outcome of each request (in order) and the run's outcome; None for a plain run.
@@ -37,7 +39,11 @@ def _turn(events: list[dict[str, Any]], request_id: str) -> dict[str, Any]:
     decision = next((e for e in mine if e["kind"] == "decision"), None)
     if decision is None:
         return {"decision": None, "rejections": rejections, "outcome": _undecided(events, mine)}
-    return {"decision": describe(decision.get("decision")), "rejections": rejections, "outcome": _after(events, decision)}
+    return {
+        "decision": describe(decision.get("decision")),
+        "rejections": rejections,
+        "outcome": _after(events, decision),
+    }
 
 
 def describe(decision: Any) -> str:
@@ -51,12 +57,16 @@ def describe(decision: Any) -> str:
                      f"(confidence {assessment.get('confidence')})")  # fmt: skip
     kind = step.get("kind")
     if kind == "query":
-        parts.append(f"query {step.get('source')}: {step.get('query')} (purpose: {step.get('purpose')})")
+        parts.append(
+            f"query {step.get('source')}: {step.get('query')} (purpose: {step.get('purpose')})"
+        )
     elif kind == "recall":
         parts.append("recall " + ", ".join(map(str, step.get("evidence_refs") or [])))
     elif kind == "conclude":
         cited = ", ".join(map(str, step.get("evidence_refs") or []))
-        parts.append(f"conclude {step.get('disposition')}: {step.get('diagnosis')} (citing {cited})")
+        parts.append(
+            f"conclude {step.get('disposition')}: {step.get('diagnosis')} (citing {cited})"
+        )
     else:
         parts.append(f"{kind}")
     notes = decision.get("notes")
@@ -74,15 +84,23 @@ def _after(events: list[dict[str, Any]], decision: dict[str, Any]) -> str:
     out = []
     action = decision.get("action")
     if action is not None:
-        record = next((e for e in events if e["kind"] == "record" and e.get("action") == action), None)
+        record = next(
+            (e for e in events if e["kind"] == "record" and e.get("action") == action), None
+        )
         evidence = record.get("evidence") if record else None
         if isinstance(evidence, dict):
             capture = evidence.get("capture")
             items = capture.get("item_count") if isinstance(capture, dict) else None
-            out.append(f"{action} ran: its result is {evidence.get('id')}" + (f" ({items} item{'s' * (items != 1)})" if items is not None else ""))
+            out.append(
+                f"{action} ran: its result is {evidence.get('id')}"
+                + (f" ({items} item{'s' * (items != 1)})" if items is not None else "")
+            )
         else:
             out.append(f"{action} decided: no result recorded")
-    elif isinstance(decision.get("decision"), dict) and (decision["decision"].get("next") or {}).get("kind") == "recall":
+    elif (
+        isinstance(decision.get("decision"), dict)
+        and (decision["decision"].get("next") or {}).get("kind") == "recall"
+    ):
         out.append("recalled into the next request")
     status = decision.get("status")
     out.append("the analysis stays active" if status == "active" else
@@ -93,7 +111,9 @@ def _after(events: list[dict[str, Any]], decision: dict[str, Any]) -> str:
 def _undecided(events: list[dict[str, Any]], mine: list[dict[str, Any]]) -> str:
     """A request no decision answered: open at the end, or closed by the lifecycle event that followed it."""
     after = max((e["seq"] for e in mine), default=0)
-    closing = next((e for e in events if e["seq"] > after and e["kind"] in ("cancel", "fail")), None)
+    closing = next(
+        (e for e in events if e["seq"] > after and e["kind"] in ("cancel", "fail")), None
+    )
     if closing is None:
         return "no decision accepted: the request was still open"
     why = f": {closing['message']}" if closing.get("message") else ""

@@ -17,8 +17,9 @@ An edit list holds, in order:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from difflib import SequenceMatcher
-from typing import Any, Sequence
+from typing import Any
 
 _ASTRAL = re.compile("[\U00010000-\U0010ffff]")
 
@@ -137,5 +138,7 @@ def expand_ids(ranges: Sequence[str]) -> list[str]:
             continue
         a, b = _ID.match(first), _ID.match(last)
         width = len(a.group(2))
-        out.extend(f"{a.group(1)}{n:0{width}d}" for n in range(int(a.group(2)), int(b.group(2)) + 1))
+        out.extend(
+            f"{a.group(1)}{n:0{width}d}" for n in range(int(a.group(2)), int(b.group(2)) + 1)
+        )
     return out

@@ -10,14 +10,15 @@ index where the name changes.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 
 from ..compare.baselines import BASELINES, unrecoverable
 from ..compare.engine import API_MODEL, Rendering, prompt, sent_prompts
-from ..model.state import StoredContext
 from ..model.hashing import hash_text
+from ..model.state import StoredContext
 from ..tokens.count import prefix_chars
 from .texts import LineTable, edits, id_ranges, utf16_offsets
 
@@ -33,7 +34,9 @@ def _sections(chunks: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
     return out
 
 
-def _view(state: Any, hypothesis: str, name: str, encoder: str | None, sent: Rendering) -> dict[str, Any]:
+def _view(
+    state: Any, hypothesis: str, name: str, encoder: str | None, sent: Rendering
+) -> dict[str, Any]:
     """The text, sections and evidence lists of one context under one strategy."""
     if encoder is None:
         # A transcript: its sections are its messages (compare cuts it where each one ends).
@@ -48,7 +51,9 @@ def _view(state: Any, hypothesis: str, name: str, encoder: str | None, sent: Ren
             "shown": id_ranges(rendered.shown), "indexed": id_ranges(rendered.indexed)}  # fmt: skip
 
 
-def _text_chars(rendering: Rendering, model: str, counts: Sequence[int], encoding: str) -> list[int]:
+def _text_chars(
+    rendering: Rendering, model: str, counts: Sequence[int], encoding: str
+) -> list[int]:
     """Where in the text each count of billed tokens ends: the models bill the request body
     (the tool first, then the text's blocks), so a count is found in its block and mapped to
     that block's place in the text; a count that ends before the text (in the tool) is 0."""
@@ -59,11 +64,19 @@ def _text_chars(rendering: Rendering, model: str, counts: Sequence[int], encodin
         return prefix_chars(prompt(rendering, None, encoding).tokens, counts, encoding)
     sent = sent_prompts(rendering, (model,), None, CacheOptions(), encoding)[model]
     blocks = body_blocks(rendering.body(PROVIDER[model], API_MODEL.get(model)), PROVIDER[model])
-    starts, at, where = [], 0, 0  # each block's token start, and its text's start in the rendering's text
+    starts, at, where = (
+        [],
+        0,
+        0,
+    )  # each block's token start, and its text's start in the rendering's text
     places = []
     for block, end in zip(blocks, _ends(blocks, sent)):
         starts.append((at, end))
-        found = rendering.text.find(block.text, where) if block.part == "messages" and block.text else -1
+        found = (
+            rendering.text.find(block.text, where)
+            if block.part == "messages" and block.text
+            else -1
+        )
         places.append(found)
         where = found + len(block.text) if found >= 0 else where
         at = end
@@ -115,7 +128,9 @@ def view_data(
             view = _view(state, ctx.hypothesis, name, encoder, sent[name][i])
             text = view.pop("text")
             if hash_text(text) != sent[name][i].text:
-                raise AssertionError(f"{name} rendered {ctx.request_id} differently for the viewer than for compare")
+                raise AssertionError(
+                    f"{name} rendered {ctx.request_id} differently for the viewer than for compare"
+                )
             rendering = sent[name][i]._replace(text=text)
             served = {}
             for model, per in series.items():
@@ -126,13 +141,20 @@ def view_data(
                 at += n
                 ends.append(at)
             points = list(rendering.breakpoints)
-            marks = utf16_offsets(text, [len(text), *ends, *points, *(c for s in served.values() for c in s)])
+            marks = utf16_offsets(
+                text, [len(text), *ends, *points, *(c for s in served.values() for c in s)]
+            )
             view["length"], marks = marks[0], marks[1:]
             # One section name per change of name, the ends as one list (a transcript has hundreds).
             names = [cat for cat, _ in view["sections"]]
-            view["names"] = [[k, cat] for k, cat in enumerate(names) if not k or names[k - 1] != cat]
+            view["names"] = [
+                [k, cat] for k, cat in enumerate(names) if not k or names[k - 1] != cat
+            ]
             view["sections"] = marks[: len(ends)]
-            view["breakpoints"], marks = marks[len(ends) : len(ends) + len(points)], marks[len(ends) + len(points) :]
+            view["breakpoints"], marks = (
+                marks[len(ends) : len(ends) + len(points)],
+                marks[len(ends) + len(points) :],
+            )
             view["served"] = {model: marks[2 * k : 2 * k + 2] for k, model in enumerate(served)}
             ids = table.ids(text)
             out[name].append({"edits": edits(prev[name], ids), **view})

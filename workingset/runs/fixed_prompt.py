@@ -64,7 +64,10 @@ def convert(value: Any, source: str, path: str = "$") -> FixedPrompt:
     except msgspec.ValidationError as exc:
         message, where = split_validation_error(exc)
         at = path + where[1:]
-        raise InvalidFile(f"{source}: not a fixed prompt ({message}) at {at}", details={"file": source, "path": at}) from None
+        raise InvalidFile(
+            f"{source}: not a fixed prompt ({message}) at {at}",
+            details={"file": source, "path": at},
+        ) from None
 
 
 def load(data: bytes, source: str) -> FixedPrompt:
@@ -73,7 +76,9 @@ def load(data: bytes, source: str) -> FixedPrompt:
     try:
         value = msgspec.json.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise InvalidFile(f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}) from None
+        raise InvalidFile(
+            f"{source}: not valid JSON ({exc})", details={"file": source, "path": "$"}
+        ) from None
     return convert(value, source)
 
 

@@ -17,8 +17,18 @@ from pathlib import Path
 from ..encoders import ENCODERS, get_encoder
 from ..errors import InvalidFile, UsageError, WorkingsetError
 from ..io.files import check_new_run_dir, describe, os_code, write_new_files
-from .fixed_prompt import FIXED_PROMPT_FILE, FixedPrompt, dump as dump_fixed_prompt, load as load_fixed_prompt
-from ..model.state import STORED_CONTEXT_FORMAT, Rendered, State, StoredContext, dump_json, load_stored_context, read_file
+from ..model.state import (
+    STORED_CONTEXT_FORMAT,
+    Rendered,
+    State,
+    StoredContext,
+    dump_json,
+    load_stored_context,
+    read_file,
+)
+from .fixed_prompt import FIXED_PROMPT_FILE, FixedPrompt
+from .fixed_prompt import dump as dump_fixed_prompt
+from .fixed_prompt import load as load_fixed_prompt
 from .runfile import RUN_FILE, RUN_FORMAT, is_run_file, pack, unpack, unpack_fixed_prompt
 
 
@@ -55,15 +65,22 @@ def pick_context(path: str | os.PathLike, request: str | None = None) -> StoredC
     """One stored context: a stored-context file, or the context `request` of a run."""
     root = Path(path)
     if request is None:
-        if holds_a_run(root) or is_run_file(data := read_file(str(root))):  # unreadable: `invalid_file`
-            raise UsageError(f"{root} is a run: name the context to render with --request <request ID>")
+        if holds_a_run(root) or is_run_file(
+            data := read_file(str(root))
+        ):  # unreadable: `invalid_file`
+            raise UsageError(
+                f"{root} is a run: name the context to render with --request <request ID>"
+            )
         return load_stored_context(data, str(root))
     run = read_run(root)
     for _, ctx in run:
         if ctx.request_id == request:
             return ctx
     ids = [ctx.request_id for _, ctx in run]
-    raise UsageError(f"no request {request!r} in {root}; it holds {ids[0]} … {ids[-1]} ({len(ids)} contexts)", details={"valid": ids})
+    raise UsageError(
+        f"no request {request!r} in {root}; it holds {ids[0]} … {ids[-1]} ({len(ids)} contexts)",
+        details={"valid": ids},
+    )
 
 
 def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
@@ -78,22 +95,37 @@ def read_run(directory: str | os.PathLike) -> list[tuple[Path, StoredContext]]:
     try:
         if _packed(root):
             path = root if root.is_file() else root / RUN_FILE
-            if root.is_dir() and any(p.suffix == ".json" and p.name not in (RUN_FILE, FIXED_PROMPT_FILE) for p in root.iterdir()):
+            if root.is_dir() and any(
+                p.suffix == ".json" and p.name not in (RUN_FILE, FIXED_PROMPT_FILE)
+                for p in root.iterdir()
+            ):
                 raise InvalidFile(f"{root}: holds both a run file ({RUN_FILE}) and stored-context files; keep one layout",
                                   details={"file": str(root), "path": "$"})  # fmt: skip
             data = read_file(str(path))
             if not is_run_file(data):
                 raise InvalidFile(f"{path}: not a run file (format {RUN_FORMAT}); a run is a directory or a run file",
                                   details={"file": str(path), "path": "$.format"})  # fmt: skip
-            return [(path.with_name(f"{path.name}#{ctx.request_id}"), ctx) for ctx in unpack(data, str(path))]
+            return [
+                (path.with_name(f"{path.name}#{ctx.request_id}"), ctx)
+                for ctx in unpack(data, str(path))
+            ]
         if not stat.S_ISDIR(os.stat(root).st_mode):
-            raise InvalidFile(f"{root}: not a directory", details={"file": str(root), "path": "$", "reason": "not_a_directory"})
-        files = sorted(p for p in root.iterdir() if p.suffix == ".json" and p.name != FIXED_PROMPT_FILE and not p.is_dir())
+            raise InvalidFile(
+                f"{root}: not a directory",
+                details={"file": str(root), "path": "$", "reason": "not_a_directory"},
+            )
+        files = sorted(
+            p
+            for p in root.iterdir()
+            if p.suffix == ".json" and p.name != FIXED_PROMPT_FILE and not p.is_dir()
+        )
     except OSError as exc:
         raise InvalidFile(f"{root}: cannot list ({describe(exc)})",
                           details={"file": str(root), "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
     if not files:
-        raise InvalidFile(f"{root}: no stored-context files (*.json)", details={"file": str(root), "path": "$"})
+        raise InvalidFile(
+            f"{root}: no stored-context files (*.json)", details={"file": str(root), "path": "$"}
+        )
     return [(p, load_context_file(p)) for p in files]
 
 
@@ -111,7 +143,11 @@ def read_fixed_prompt(directory: str | os.PathLike) -> FixedPrompt | None:
     return load_fixed_prompt(read_file(str(path)), str(path)) if path.is_file() else None
 
 
-def write_run(directory: str | os.PathLike, contexts: Iterable[StoredContext], fixed_prompt: FixedPrompt | None = None) -> list[Path]:
+def write_run(
+    directory: str | os.PathLike,
+    contexts: Iterable[StoredContext],
+    fixed_prompt: FixedPrompt | None = None,
+) -> list[Path]:
     """Write each context as `<request_id>.json` into a new directory or one holding no `.json` files.
 
     Each context is encoded and written as it comes (an iterator is never held whole); all
@@ -137,7 +173,11 @@ def _packed(path: Path) -> bool:
     return path.is_file() or (path / RUN_FILE).is_file()
 
 
-def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None) -> list[Path]:
+def write_run_file(
+    directory: str | os.PathLike,
+    contexts: list[StoredContext],
+    fixed_prompt: FixedPrompt | None = None,
+) -> list[Path]:
     """Write the contexts as one run file, `<directory>/run.json` (created, never overwritten); returns its path."""
     root = check_new_run_dir(directory)
     return write_new_files(root, [(RUN_FILE, pack(contexts, fixed_prompt))])
@@ -146,7 +186,10 @@ def write_run_file(directory: str | os.PathLike, contexts: list[StoredContext], 
 def check_layout(layout: str) -> None:
     """Refuse a layout that is not one of `LAYOUTS` (`usage_error`, listing them)."""
     if layout not in LAYOUTS:
-        raise UsageError(f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}", details={"valid": list(LAYOUTS)})
+        raise UsageError(
+            f"no run layout {layout!r}; available: {', '.join(LAYOUTS)}",
+            details={"valid": list(LAYOUTS)},
+        )
 
 
 def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], layout: str,
@@ -156,7 +199,9 @@ def write_layout(directory: str | os.PathLike, contexts: list[StoredContext], la
     return (write_run_file if layout == "run" else write_run)(directory, contexts, fixed_prompt)
 
 
-def convert_run(source: str | os.PathLike, out: str | os.PathLike, layout: str | None = None) -> tuple[str, list[Path]]:
+def convert_run(
+    source: str | os.PathLike, out: str | os.PathLike, layout: str | None = None
+) -> tuple[str, list[Path]]:
     """Rewrite a run in the other layout (or `layout`), its fixed prompt included; returns (the layout written, its paths)."""
     src = Path(source)
     if layout is None:
@@ -196,7 +241,14 @@ def verify_context(path: str, ctx: StoredContext) -> Verdict:
         return Verdict(**base, status="unrecorded", chars=out.chars, hash=out.hash)
     rec = ctx.rendered
     if rec.hash == out.hash and rec.chars == out.chars:
-        return Verdict(**base, status="ok", recorded_chars=rec.chars, recorded_hash=rec.hash, chars=out.chars, hash=out.hash)
+        return Verdict(
+            **base,
+            status="ok",
+            recorded_chars=rec.chars,
+            recorded_hash=rec.hash,
+            chars=out.chars,
+            hash=out.hash,
+        )
     diff = [
         f"chars: recorded {rec.chars}, re-rendered {out.chars} ({out.chars - rec.chars:+d})",
         f"hash: recorded {rec.hash}, re-rendered {out.hash}",
@@ -204,10 +256,14 @@ def verify_context(path: str, ctx: StoredContext) -> Verdict:
     ]
     for enc in ENCODERS.values():
         if enc.name != out.encoder and enc.render(ctx.state, ctx.hypothesis).hash == rec.hash:
-            diff.append(f"the recorded hash is what {enc.name} renders: the file's encoder field is wrong")
+            diff.append(
+                f"the recorded hash is what {enc.name} renders: the file's encoder field is wrong"
+            )
             break
     else:
-        diff.append("no encoder version reproduces the recorded hash: the state or the recorded hash was changed")
+        diff.append(
+            "no encoder version reproduces the recorded hash: the state or the recorded hash was changed"
+        )
     return Verdict(
         **base, status="mismatch", recorded_chars=rec.chars, recorded_hash=rec.hash,
         chars=out.chars, hash=out.hash, diff=tuple(diff),

@@ -32,10 +32,10 @@ import msgspec
 from msgspec.structs import replace
 
 from ..errors import InvalidFile
-from .fixed_prompt import FixedPrompt, convert
-from ..model.hashing import canonical_json, hash_bytes
 from ..io.limits import Limits, check_json, too_large
+from ..model.hashing import canonical_json, hash_bytes
 from ..model.state import Evidence, StoredContext, load_stored_context
+from .fixed_prompt import FixedPrompt, convert
 
 RUN_FORMAT = "workingset/run@1"
 RUN_FILE = "run.json"  # the name of a run file inside a run directory
@@ -50,7 +50,9 @@ class _RunFile(msgspec.Struct, forbid_unknown_fields=True):
     format: str
     objects: dict[str, Any]
     contexts: list[dict[str, Any]]
-    fixed_prompt: dict[str, Any] | None = None  # the source agent's (`fixed_prompt.py`); absent in older files
+    fixed_prompt: dict[str, Any] | None = (
+        None  # the source agent's (`fixed_prompt.py`); absent in older files
+    )
 
 
 def _fail(source: str, path: str, message: str) -> InvalidFile:
@@ -67,7 +69,9 @@ def common_prefix(a: list[Any], b: list[Any]) -> int:
     n = min(len(a), len(b))
     if a[:n] == b[:n]:  # the common case, an append-only list
         return n
-    if n > 1 and a[: n - 1] == b[: n - 1]:  # the next: only the last item changed (an import's settled result)
+    if (
+        n > 1 and a[: n - 1] == b[: n - 1]
+    ):  # the next: only the last item changed (an import's settled result)
         return n - 1
     lo, hi = 0, n  # a[:lo] == b[:lo] and a[:hi] != b[:hi]
     while hi - lo > 1:
@@ -112,14 +116,18 @@ def pack(contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None)
     def ref(obj: Any, record: Callable[[Any], str] | None = None) -> str:
         key = keys.get(id(obj))
         if key is None:
-            key = keys[id(obj)] = record(obj) if record is not None else put(msgspec.to_builtins(obj))
+            key = keys[id(obj)] = (
+                record(obj) if record is not None else put(msgspec.to_builtins(obj))
+            )
         return key
 
     # The previous context's lists: (records, their keys) by list name.
     before: dict[Any, tuple[list[Any], list[str]]] = {}
     lists: dict[Any, tuple[list[Any], list[str]]] = {}
 
-    def keyed(name: Any, records: list[Any], record: Callable[[Any], str] | None = None) -> dict[str, Any]:
+    def keyed(
+        name: Any, records: list[Any], record: Callable[[Any], str] | None = None
+    ) -> dict[str, Any]:
         old, old_keys = before.get(name, ([], []))
         keep = common_prefix(records, old)
         keys = old_keys[:keep] + [ref(r, record) for r in records[keep:]]
@@ -130,7 +138,9 @@ def pack(contexts: list[StoredContext], fixed_prompt: FixedPrompt | None = None)
     for ctx in contexts:
         st = ctx.state
         # The context without its long lists; each list becomes a delta of record keys below.
-        shell = replace(st, evidence=[], notes=[], hypotheses=[replace(h, history=[]) for h in st.hypotheses])
+        shell = replace(
+            st, evidence=[], notes=[], hypotheses=[replace(h, history=[]) for h in st.hypotheses]
+        )
         data = msgspec.to_builtins(replace(ctx, state=shell))
         state = data["state"]
         state["case"] = ref(st.case)
@@ -182,7 +192,9 @@ def unpack(data: bytes, source: str) -> list[StoredContext]:
     limits = Limits.current()
     run = _decode(data, source, limits)
     if run.fixed_prompt is not None:
-        convert(run.fixed_prompt, source, "$.fixed_prompt")  # a damaged one fails the read, not a later compare
+        convert(
+            run.fixed_prompt, source, "$.fixed_prompt"
+        )  # a damaged one fails the read, not a later compare
     objects = run.objects
 
     def get(ref: Any, path: str) -> Any:
@@ -196,7 +208,11 @@ def unpack(data: bytes, source: str) -> list[StoredContext]:
         except msgspec.ValidationError as exc:
             raise _fail(source, path, f"expected {{keep, add}} ({exc})") from None
         if not 0 <= d.keep <= len(before):
-            raise _fail(source, f"{path}.keep", f"keeps {d.keep} entries; the previous context has {len(before)}")
+            raise _fail(
+                source,
+                f"{path}.keep",
+                f"keeps {d.keep} entries; the previous context has {len(before)}",
+            )
         return before[: d.keep] + d.add
 
     before: dict[Any, list[str]] = {}
@@ -208,7 +224,9 @@ def unpack(data: bytes, source: str) -> list[StoredContext]:
             raise _fail(source, f"{at}.state", "expected a state skeleton with hypotheses")
         lists: dict[Any, list[str]] = {}
         state = dict(state, case=get(state.get("case"), f"{at}.state.case"))
-        lists["evidence"] = expand(state.get("evidence"), before.get("evidence", []), f"{at}.state.evidence")
+        lists["evidence"] = expand(
+            state.get("evidence"), before.get("evidence", []), f"{at}.state.evidence"
+        )
         lists["notes"] = expand(state.get("notes"), before.get("notes", []), f"{at}.state.notes")
         evidence = []
         for k, ref in enumerate(lists["evidence"]):
@@ -217,20 +235,29 @@ def unpack(data: bytes, source: str) -> list[StoredContext]:
                 item = dict(item, payload=get(item["payload"], f"{at}.state.evidence[{k}].payload"))
             evidence.append(item)
         state["evidence"] = evidence
-        state["notes"] = [get(ref, f"{at}.state.notes[{k}]") for k, ref in enumerate(lists["notes"])]
+        state["notes"] = [
+            get(ref, f"{at}.state.notes[{k}]") for k, ref in enumerate(lists["notes"])
+        ]
         hypotheses = []
         for j, hyp in enumerate(state["hypotheses"]):
             if not isinstance(hyp, dict):
                 raise _fail(source, f"{at}.state.hypotheses[{j}]", "expected an object")
             key = ("history", hyp.get("id"))
-            lists[key] = expand(hyp.get("history"), before.get(key, []), f"{at}.state.hypotheses[{j}].history")
-            rows = [get(ref, f"{at}.state.hypotheses[{j}].history[{k}]") for k, ref in enumerate(lists[key])]
+            lists[key] = expand(
+                hyp.get("history"), before.get(key, []), f"{at}.state.hypotheses[{j}].history"
+            )
+            rows = [
+                get(ref, f"{at}.state.hypotheses[{j}].history[{k}]")
+                for k, ref in enumerate(lists[key])
+            ]
             hypotheses.append(dict(hyp, history=rows))
         state["hypotheses"] = hypotheses
         before = lists
         encoded = msgspec.json.encode(dict(data_, state=state))
         where = f"{source} (context {i + 1}, {at})"
-        if len(encoded) > limits.max_bytes("file"):  # built from checked records: only its size is new
+        if len(encoded) > limits.max_bytes(
+            "file"
+        ):  # built from checked records: only its size is new
             raise too_large("file", where, len(encoded), limits)
         contexts.append(load_stored_context(encoded, where, limits, checked=True))
     return contexts

@@ -51,7 +51,9 @@ def _as_dict(reply: Any) -> dict[str, Any]:
         data = dump(mode="json")
         if isinstance(data, dict):
             return data
-    raise UsageError(f"not a provider reply: {type(reply).__name__} is neither an SDK reply object nor a dict")
+    raise UsageError(
+        f"not a provider reply: {type(reply).__name__} is neither an SDK reply object nor a dict"
+    )
 
 
 def _unusable(why: str, provider: str, *, code: str, **details: Any) -> ReplyUnusable:
@@ -62,7 +64,12 @@ def _unusable(why: str, provider: str, *, code: str, **details: Any) -> ReplyUnu
 def _anthropic(data: dict[str, Any]) -> Answer:
     stop = data.get("stop_reason")
     if stop in _TRUNCATED_ANTHROPIC:
-        raise _unusable(f"it stopped at {stop} (raise max_tokens)", "anthropic", code="reply_truncated", stop_reason=stop)
+        raise _unusable(
+            f"it stopped at {stop} (raise max_tokens)",
+            "anthropic",
+            code="reply_truncated",
+            stop_reason=stop,
+        )
     if stop == "refusal":
         raise _unusable("the model declined to answer (stop_reason refusal)", "anthropic", code="reply_refused",
                         stop_reason=stop)  # fmt: skip
@@ -72,7 +79,11 @@ def _anthropic(data: dict[str, Any]) -> Answer:
             value = block.get("input")
             # The API gives an object; anything else goes to `submit` as JSON text, to be rejected there.
             return value if isinstance(value, dict) else json.dumps(value)
-    return _text("".join(b.get("text") or "" for b in blocks if b.get("type") == "text"), "anthropic", stop_reason=stop)
+    return _text(
+        "".join(b.get("text") or "" for b in blocks if b.get("type") == "text"),
+        "anthropic",
+        stop_reason=stop,
+    )
 
 
 def _chat(data: dict[str, Any]) -> Answer:
@@ -86,7 +97,12 @@ def _chat(data: dict[str, Any]) -> Answer:
         raise _unusable("it stopped at the token limit (finish_reason length)", "openai", code="reply_truncated",
                         finish_reason=finish)  # fmt: skip
     if message.get("refusal"):
-        raise _unusable(f"the model refused: {message['refusal']}", "openai", code="reply_refused", finish_reason=finish)
+        raise _unusable(
+            f"the model refused: {message['refusal']}",
+            "openai",
+            code="reply_refused",
+            finish_reason=finish,
+        )
     if finish == "content_filter":
         raise _unusable("content filters withheld it (finish_reason content_filter)", "openai", code="reply_refused",
                         finish_reason=finish)  # fmt: skip
@@ -101,9 +117,19 @@ def _response(data: dict[str, Any]) -> Answer:
     provider = "openai-responses"
     reason = (data.get("incomplete_details") or {}).get("reason")
     if data.get("status") == "incomplete" and reason == "max_output_tokens":
-        raise _unusable("it stopped at max_output_tokens (status incomplete)", provider, code="reply_truncated", reason=reason)
+        raise _unusable(
+            "it stopped at max_output_tokens (status incomplete)",
+            provider,
+            code="reply_truncated",
+            reason=reason,
+        )
     if data.get("status") == "incomplete" and reason == "content_filter":
-        raise _unusable("content filters withheld it (status incomplete)", provider, code="reply_refused", reason=reason)
+        raise _unusable(
+            "content filters withheld it (status incomplete)",
+            provider,
+            code="reply_refused",
+            reason=reason,
+        )
     texts = []
     for item in data.get("output") or []:
         if item.get("type") == "function_call" and item.get("name") == TOOL_NAME:
@@ -112,7 +138,9 @@ def _response(data: dict[str, Any]) -> Answer:
             continue
         for part in item.get("content") or []:
             if part.get("type") == "refusal":
-                raise _unusable(f"the model refused: {part.get('refusal')}", provider, code="reply_refused")
+                raise _unusable(
+                    f"the model refused: {part.get('refusal')}", provider, code="reply_refused"
+                )
             if part.get("type") == "output_text":
                 texts.append(part.get("text") or "")
     return _text("".join(texts), provider, status=data.get("status"))

@@ -9,11 +9,11 @@ import msgspec
 from .. import controller as ctl
 from ..encoders import get_encoder
 from ..errors import DecisionRejected, InvalidFile, SessionError, StoreCorrupt, UnknownEncoder
-from ..eventlog.view import Replayed
 from ..eventlog.log import ResultInput, catch_up, check_stored, encode_event, fill, stored_payload
+from ..eventlog.view import Replayed
 from ..model.state import State
-from .replies import PendingAction
 from ..store import ActionRow, AnalysisRow, RequestRecord, Tx
+from .replies import PendingAction
 
 
 def as_bytes(value: str | bytes | dict[str, Any] | msgspec.Struct, what: str = "state") -> bytes:
@@ -40,7 +40,9 @@ class Call:
         self.tx = tx
         self.analysis_id = analysis_id
         self.view = view
-        self.dirty = False  # the view has been changed in memory by this call's own (uncommitted) work
+        self.dirty = (
+            False  # the view has been changed in memory by this call's own (uncommitted) work
+        )
 
     def sync(self) -> Replayed:
         """The kept state with every event committed so far applied (a full replay if there is none)."""
@@ -62,7 +64,9 @@ class Call:
     def complete(self) -> Replayed:
         """The synced state with every payload in place (for rendering or showing it)."""
         view, self.view = self.view, None  # unusable if filling fails half-way
-        self.view = fill(self.tx, view if view is not None else catch_up(self.tx, self.analysis_id, None))
+        self.view = fill(
+            self.tx, view if view is not None else catch_up(self.tx, self.analysis_id, None)
+        )
         return self.view
 
     def change(self) -> Replayed:
@@ -98,13 +102,21 @@ def externalize(tx: Tx, state: State, payloads: dict[str, Any]) -> State:
 
 def check_result_matches(result: ResultInput, action: ActionRow) -> None:
     """A result must be of the query its action decided: `capture.origin` is its source, `capture.query` its query."""
-    for field, got, expected in (("origin", result.capture.origin, action.source), ("query", result.capture.query, action.query)):
+    for field, got, expected in (
+        ("origin", result.capture.origin, action.source),
+        ("query", result.capture.query, action.query),
+    ):
         if got != expected:
             raise SessionError(
                 f"the result's capture.{field} {got!r} is not the {'source' if field == 'origin' else 'query'} "
                 f"{expected!r} that {action.action_id} decided; record the result of that query",
                 code="result_mismatch",
-                details={"action": action.action_id, "path": f"$.capture.{field}", "expected": expected, "got": got},
+                details={
+                    "action": action.action_id,
+                    "path": f"$.capture.{field}",
+                    "expected": expected,
+                    "got": got,
+                },
             )
 
 
@@ -129,7 +141,9 @@ def closed(row: AnalysisRow, decision: bool = False) -> SessionError | DecisionR
                details={"status": row.status, "termination_reason": row.termination_reason})  # fmt: skip
 
 
-def stale(tx: Tx, analysis_id: str, request_id: str, open_req: RequestRecord | None) -> DecisionRejected:
+def stale(
+    tx: Tx, analysis_id: str, request_id: str, open_req: RequestRecord | None
+) -> DecisionRejected:
     known = tx.request(analysis_id, request_id)
     if known is not None:
         why = f"request {request_id} was already {known.status}"
@@ -145,7 +159,9 @@ def stored_encoder(name: str, owner: str) -> Any:
     try:
         return get_encoder(name)
     except UnknownEncoder as err:
-        raise StoreCorrupt(f"{owner} names an unknown encoder ({err.message})", details={"encoder": name}) from None
+        raise StoreCorrupt(
+            f"{owner} names an unknown encoder ({err.message})", details={"encoder": name}
+        ) from None
 
 
 def points_nowhere(path: str, analysis_id: str, req: RequestRecord, seq: int) -> StoreCorrupt:

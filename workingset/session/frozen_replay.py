@@ -28,7 +28,14 @@ from typing import Any
 import msgspec
 
 from ..errors import InvalidFile, WorkingsetError
-from ..eventlog.exports import ANSWERS, JOURNAL, JOURNAL_FORMAT, event_hashes, journal_lines, state_hash
+from ..eventlog.exports import (
+    ANSWERS,
+    JOURNAL,
+    JOURNAL_FORMAT,
+    event_hashes,
+    journal_lines,
+    state_hash,
+)
 from ..io.limits import check_json
 from ..model.state import State, StoredContext, read_file, validate_state
 from ..runs.layout import load_context_file, make_stored_context
@@ -94,7 +101,11 @@ def replay_export(directory: str | Path) -> ReplayReport:
         try:
             extra = sorted(set(header) - HEADER_KEYS)
             if extra:
-                raise _Stop(Divergence("journal header", None, f"$.{extra[0]}", header[extra[0]], "(absent)"))
+                raise _Stop(
+                    Divergence(
+                        "journal header", None, f"$.{extra[0]}", header[extra[0]], "(absent)"
+                    )
+                )
             for step in steps:
                 run.step(step)
             run.finish(end)
@@ -134,15 +145,21 @@ class _Run:
         try:
             self._call(kind, first)
         except WorkingsetError as err:
-            if kind != "answer":  # only an answer may be refused, and only as recorded (compared below)
-                raise _Stop(Divergence(name, first["seq"], "$", "accepted", f"{err.code}: {err.message}")) from None
+            if (
+                kind != "answer"
+            ):  # only an answer may be refused, and only as recorded (compared below)
+                raise _Stop(
+                    Divergence(name, first["seq"], "$", "accepted", f"{err.code}: {err.message}")
+                ) from None
         assert self.inv is not None
         with self.inv.store.read() as tx:
             got = journal_lines(tx, self.inv.analysis_id, after=self.seq)
         _compare(name, lines, got)
         for line, digest in zip(got, event_hashes(got)):
             # The time and the answer bytes went in as recorded: only the export's own hash can catch an edit.
-            recorded = self.hashes[line["seq"] - 1] if line["seq"] <= len(self.hashes) else "(absent)"
+            recorded = (
+                self.hashes[line["seq"] - 1] if line["seq"] <= len(self.hashes) else "(absent)"
+            )
             if recorded != digest:
                 raise _Stop(Divergence(f"{name}: its {line['kind']} event", line["seq"],
                                        f"end.event_hashes[{line['seq'] - 1}]", recorded, digest))  # fmt: skip
@@ -157,7 +174,11 @@ class _Run:
         """The header names the analysis and the encoder the created event made (and nothing else)."""
         assert self.inv is not None
         row = self.inv.show()
-        replayed = {"format": JOURNAL_FORMAT, "analysis_id": self.inv.analysis_id, "encoder": row.encoder}
+        replayed = {
+            "format": JOURNAL_FORMAT,
+            "analysis_id": self.inv.analysis_id,
+            "encoder": row.encoder,
+        }
         diff = first_difference(self.header, replayed)
         if diff is not None:
             raise _Stop(Divergence("journal header", None, *diff))
@@ -165,7 +186,9 @@ class _Run:
     def _call(self, kind: str, line: dict[str, Any]) -> None:
         if kind == "created":
             state = _state(line["state"])
-            before = line.get("requests_before", 0)  # created from a stored context: its requests follow that one's
+            before = line.get(
+                "requests_before", 0
+            )  # created from a stored context: its requests follow that one's
             if type(before) is not int:
                 raise InvalidFile(f"{JOURNAL}: the created event's requests_before is not an integer",
                                   details={"file": JOURNAL, "path": "$.requests_before"})  # fmt: skip
@@ -173,7 +196,10 @@ class _Run:
                                             requests_before=before)  # fmt: skip
             return
         if self.inv is None:
-            raise InvalidFile(f"{JOURNAL}: the first event must be `created`", details={"file": JOURNAL, "path": "$"})
+            raise InvalidFile(
+                f"{JOURNAL}: the first event must be `created`",
+                details={"file": JOURNAL, "path": "$"},
+            )
         if kind == "request":
             self.report.requests += 1
             self.inv.next_request(line["hypothesis"])
@@ -210,7 +236,11 @@ class _Run:
         replayed = msgspec.to_builtins(self.inv.state)
         diff = first_difference(msgspec.to_builtins(ctx.state), replayed, "$.state")
         if diff is None:
-            diff = first_difference([ctx.encoder, ctx.hypothesis], [line["encoder"], line["hypothesis"]], "$[encoder, hypothesis]")
+            diff = first_difference(
+                [ctx.encoder, ctx.hypothesis],
+                [line["encoder"], line["hypothesis"]],
+                "$[encoder, hypothesis]",
+            )
         if diff is None:  # every other byte of it too: its format, request ID and rendered size
             again = make_stored_context(rid, line["encoder"], line["hypothesis"], self.inv.state)
             diff = first_difference(msgspec.to_builtins(ctx), msgspec.to_builtins(again))
@@ -220,13 +250,23 @@ class _Run:
     def finish(self, end: dict[str, Any]) -> None:
         if self.contexts:
             rid = sorted(self.contexts)[0]
-            raise _Stop(Divergence(f"stored context {rid}.json", None, "$", "no such request in the journal", "present"))
+            raise _Stop(
+                Divergence(
+                    f"stored context {rid}.json",
+                    None,
+                    "$",
+                    "no such request in the journal",
+                    "present",
+                )
+            )
         assert self.inv is not None
         summary = self.inv.show()
         self.report.state_hash = state_hash(summary.state)
         replayed = {"events": self.seq, "status": summary.status, "termination_reason": summary.termination_reason,
                     "state_hash": self.report.state_hash}  # fmt: skip
-        replayed["event_hashes"] = self.hashes[: self.seq]  # each compared on the way; none may be left over
+        replayed["event_hashes"] = self.hashes[
+            : self.seq
+        ]  # each compared on the way; none may be left over
         recorded = {k: end.get(k) for k in replayed}
         extra = sorted(set(end) - set(replayed) - {"kind"})
         diff = first_difference(recorded, replayed) or (
@@ -265,7 +305,9 @@ def _compare(name: str, recorded: list[dict[str, Any]], replayed: list[dict[str,
         seq = (rec or rep or {}).get("seq")
         if rec is None or rep is None:
             what = f"{(rec or rep)['kind']} event"
-            raise _Stop(Divergence(name, seq, "$", what if rec else "nothing", what if rep else "nothing"))
+            raise _Stop(
+                Divergence(name, seq, "$", what if rec else "nothing", what if rep else "nothing")
+            )
         diff = first_difference(rec, rep)
         if diff is not None:
             raise _Stop(Divergence(f"{name}: its {rec['kind']} event", seq, *diff))
@@ -284,6 +326,7 @@ def _step_name(line: dict[str, Any]) -> str:
 
 # -- reading an export -------------------------------------------------------------------------
 
+
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
     data = read_file(str(path))
     out = []
@@ -292,9 +335,15 @@ def _read_jsonl(path: Path) -> list[dict[str, Any]]:
         try:
             item = msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:
-            raise InvalidFile(f"{path}: line {number} is not JSON ({exc})", details={"file": str(path), "line": number}) from None
+            raise InvalidFile(
+                f"{path}: line {number} is not JSON ({exc})",
+                details={"file": str(path), "line": number},
+            ) from None
         if not isinstance(item, dict):
-            raise InvalidFile(f"{path}: line {number} is not a JSON object", details={"file": str(path), "line": number})
+            raise InvalidFile(
+                f"{path}: line {number} is not a JSON object",
+                details={"file": str(path), "line": number},
+            )
         out.append(item)
     return out
 
@@ -308,7 +357,11 @@ def read_journal(root: Path) -> tuple[dict[str, Any], list[list[dict[str, Any]]]
             raise InvalidFile(f"{root}: no {name}; export the analysis again with this version (`workingset export`)",
                               details={"file": str(root / name), "path": "$"})  # fmt: skip
     journal = _read_jsonl(root / JOURNAL)
-    if not journal or journal[0].get("format") != JOURNAL_FORMAT or not isinstance(journal[0].get("analysis_id"), str):
+    if (
+        not journal
+        or journal[0].get("format") != JOURNAL_FORMAT
+        or not isinstance(journal[0].get("analysis_id"), str)
+    ):
         raise InvalidFile(f"{root / JOURNAL}: the first line must be the header with format {JOURNAL_FORMAT!r}",
                           details={"file": str(root / JOURNAL), "line": 1})  # fmt: skip
     header, events, end = journal[0], journal[1:], {}
@@ -317,19 +370,30 @@ def read_journal(root: Path) -> tuple[dict[str, Any], list[list[dict[str, Any]]]
     answers = _read_jsonl(root / ANSWERS)
     for source, items in ((JOURNAL, events), (ANSWERS, answers)):
         for i, item in enumerate(items):
-            if not isinstance(item.get("seq"), int) or not isinstance(item.get("kind"), str) or not isinstance(item.get("at"), str):
+            if (
+                not isinstance(item.get("seq"), int)
+                or not isinstance(item.get("kind"), str)
+                or not isinstance(item.get("at"), str)
+            ):
                 raise InvalidFile(f"{root / source}: entry {i + 1} lacks seq, kind or at",
                                   details={"file": str(root / source), "line": i + 1})  # fmt: skip
     merged = sorted(events + answers, key=lambda x: x["seq"])
     steps: list[list[dict[str, Any]]] = []
     for item in merged:
-        follows_answer = steps and steps[-1][-1]["kind"] == "answer" and steps[-1][-1].get("outcome") == "accepted"
+        follows_answer = (
+            steps
+            and steps[-1][-1]["kind"] == "answer"
+            and steps[-1][-1].get("outcome") == "accepted"
+        )
         if item["kind"] == "decision" and follows_answer:
             steps[-1].append(item)  # an accepted answer and its decision are one submission
         else:
             steps.append([item])
     if not steps or steps[0][0]["kind"] != "created":
-        raise InvalidFile(f"{root / JOURNAL}: the first event must be `created`", details={"file": str(root / JOURNAL), "line": 2})
+        raise InvalidFile(
+            f"{root / JOURNAL}: the first event must be `created`",
+            details={"file": str(root / JOURNAL), "line": 2},
+        )
     return header, steps, end
 
 
@@ -345,7 +409,10 @@ def _state(raw: Any) -> State:
     try:
         state = msgspec.convert(raw, State)
     except msgspec.ValidationError as exc:
-        raise InvalidFile(f"{JOURNAL}: the created event's state is invalid ({exc})", details={"file": JOURNAL, "path": "$.state"}) from None
+        raise InvalidFile(
+            f"{JOURNAL}: the created event's state is invalid ({exc})",
+            details={"file": JOURNAL, "path": "$.state"},
+        ) from None
     validate_state(state, JOURNAL, "$.state")
     return state
 
@@ -353,7 +420,10 @@ def _state(raw: Any) -> State:
 def _answer_bytes(line: dict[str, Any]) -> bytes:
     answer = line.get("answer")
     if not isinstance(answer, str):
-        raise InvalidFile(f"{ANSWERS}: event {line['seq']} has no answer text", details={"file": ANSWERS, "path": "$.answer"})
+        raise InvalidFile(
+            f"{ANSWERS}: event {line['seq']} has no answer text",
+            details={"file": ANSWERS, "path": "$.answer"},
+        )
     data = base64.b64decode(answer) if line.get("encoding") == "base64" else answer.encode("utf-8")
     size = line.get("size")
     if isinstance(size, int) and size > len(data):

@@ -18,26 +18,44 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .. import controller as ctl
-from .calls import (
-    Call, as_bytes, busy_hypotheses, check_in_log, closed, evidence_ids, externalize, pending_action, points_nowhere,
-    stored_encoder,
-)  # fmt: skip
 from ..encoders import DEFAULT_ENCODER, get_encoder
 from ..errors import SessionError, StoreCorrupt, UsageError
 from ..eventlog.exports import event_hashes, journal_lines, state_hash, stored_lines, write_journal
-from ..io.files import check_new_run_dir
 from ..eventlog.log import CreatedEvent, LifecycleEvent, encode_event, replay, seed
 from ..eventlog.snapshots import snapshot_at_creation, snapshot_due, take_snapshot
+from ..io.files import check_new_run_dir
 from ..io.limits import Limits
 from ..model.state import State, StoredContext, copy_state, load_start, validate_state
-from .replies import Lifecycle, PendingAction, Summary
 from ..runs.layout import make_stored_context, write_run
-from ..store import AnalysisRow, EventRow, PostgresStore, RequestRecord, RequestRow, SqliteStore, Store, Tx, is_url
+from ..store import (
+    AnalysisRow,
+    EventRow,
+    PostgresStore,
+    RequestRecord,
+    RequestRow,
+    SqliteStore,
+    Store,
+    Tx,
+    is_url,
+)
+from .calls import (
+    Call,
+    as_bytes,
+    busy_hypotheses,
+    check_in_log,
+    closed,
+    evidence_ids,
+    externalize,
+    pending_action,
+    points_nowhere,
+    stored_encoder,
+)  # fmt: skip
+from .replies import Lifecycle, PendingAction, Summary
 from .turns import Turns
 
 DEFAULT_STORE = os.path.join(".workingset", "store.sqlite3")
@@ -50,10 +68,12 @@ def default_store_path() -> str:
 
 def utc_now() -> str:
     """The current time as RFC 3339 UTC with a `Z` offset (the default capture time)."""
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _open_store(store: Store | str | os.PathLike[str], must_exist: bool, read_only: bool = False) -> tuple[Store, bool]:
+def _open_store(
+    store: Store | str | os.PathLike[str], must_exist: bool, read_only: bool = False
+) -> tuple[Store, bool]:
     """The store and whether the handle owns it (a PostgreSQL URL or a SQLite path); a SQLite store that
     must exist is never created, nor its schema."""
     if isinstance(store, (SqliteStore, PostgresStore)):
@@ -134,8 +154,13 @@ class Investigation(Turns):
 
     @classmethod
     def open(
-        cls, store: Store | str | os.PathLike[str], analysis_id: str, *, clock: Callable[[], str] = utc_now,
-        limits: Limits | None = None, read_only: bool = False,
+        cls,
+        store: Store | str | os.PathLike[str],
+        analysis_id: str,
+        *,
+        clock: Callable[[], str] = utc_now,
+        limits: Limits | None = None,
+        read_only: bool = False,
     ) -> Investigation:
         """Open an existing analysis; `unknown_analysis` if the store does not hold it.
 
@@ -149,7 +174,9 @@ class Investigation(Turns):
                 raise SessionError(f"no analysis {analysis_id!r} in {db.path}: the store is empty; known: none",
                                    code="unknown_analysis", details={"analysis": analysis_id})  # fmt: skip
             with db.read() as tx:
-                inv._row(tx, checked=False)  # each call checks what it reads; cancel needs no more than this
+                inv._row(
+                    tx, checked=False
+                )  # each call checks what it reads; cancel needs no more than this
         except BaseException:
             inv.close()
             raise
@@ -183,7 +210,9 @@ class Investigation(Turns):
                 row = tx.analysis(aid)
             if row is None:
                 try:
-                    return cls.create(db, state, encoder=enc.name, clock=clock, limits=limits)._owning(owns)
+                    return cls.create(
+                        db, state, encoder=enc.name, clock=clock, limits=limits
+                    )._owning(owns)
                 except SessionError as err:
                     if err.code != "analysis_exists":
                         raise
@@ -237,7 +266,9 @@ class Investigation(Turns):
             try:
                 yield call
             except BaseException:
-                if call.view is not None and not call.dirty:  # untouched: still the state of committed events
+                if (
+                    call.view is not None and not call.dirty
+                ):  # untouched: still the state of committed events
                     views[self.analysis_id] = call.view
                 raise
             if write and call.view is not None and snapshot_due(call.view):
@@ -296,6 +327,7 @@ class Investigation(Turns):
         except ValueError as exc:
             raise StoreCorrupt(f"store {self.store.path}: the manifest of request {req.request_id} is damaged ({exc})",
                                details={"request_id": req.request_id}) from None  # fmt: skip
+
     # -- status transitions ------------------------------------------------------------
 
     def pause(self) -> Lifecycle:
@@ -338,17 +370,23 @@ class Investigation(Turns):
                     raise SessionError(f"analysis {aid} is {row.status}, not paused", code="invalid_transition",
                                        details={"status": row.status})  # fmt: skip
                 state = call.checked(self.store.path, tx.open_request(aid)).state
-                status, reason = ctl.termination(state, row.prior_status or ctl.ACTIVE, busy_hypotheses(tx, aid))
+                status, reason = ctl.termination(
+                    state, row.prior_status or ctl.ACTIVE, busy_hypotheses(tx, aid)
+                )
             else:
                 status = ctl.CANCELLED if verb == "cancel" else ctl.FAILED
                 reason = status
                 tx.abandon_open_requests(aid)
-            event = LifecycleEvent(status=status, prior_status=prior, termination_reason=reason, message=message)
+            event = LifecycleEvent(
+                status=status, prior_status=prior, termination_reason=reason, message=message
+            )
             if verb in ("pause", "resume"):
                 call.change()  # synced above: the kept state's position moves past this event
             call.append(verb, event, self._clock())
             tx.set_status(aid, status, prior, reason)
-            return Lifecycle(analysis_id=aid, status=status, prior_status=prior, termination_reason=reason)
+            return Lifecycle(
+                analysis_id=aid, status=status, prior_status=prior, termination_reason=reason
+            )
 
     # -- export ------------------------------------------------------------------------
 
@@ -382,7 +420,12 @@ class Investigation(Turns):
             row = self._row(call.tx, checked=False)
             lines = stored_lines(call.tx, self.analysis_id)
         header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
-        end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason, "state_hash": None}
+        end = {
+            "events": len(lines),
+            "status": row.status,
+            "termination_reason": row.termination_reason,
+            "state_hash": None,
+        }
         write_journal(directory, header, lines, end)
         return []
 
@@ -390,7 +433,9 @@ class Investigation(Turns):
         with self._call(write=False) as call:
             row = self._row(call.tx)
             requests = call.tx.requests(self.analysis_id)
-            call.tx.actions(self.analysis_id)  # read only to check them: an export reads everything once
+            call.tx.actions(
+                self.analysis_id
+            )  # read only to check them: an export reads everything once
             paths = write_run(directory, self._contexts(call.tx, requests))
             lines = journal_lines(call.tx, self.analysis_id)
             call.sync()
@@ -408,7 +453,10 @@ class Investigation(Turns):
             by_seq.setdefault(req.state_seq, []).append(req)
         for row, event, state in replay(tx, self.analysis_id):
             for req in by_seq.pop(row.seq, ()):
-                if row.kind != "request" or (event.request_id, event.hash) != (req.request_id, req.hash):
+                if row.kind != "request" or (event.request_id, event.hash) != (
+                    req.request_id,
+                    req.hash,
+                ):
                     raise StoreCorrupt(f"store {self.store.path}: request {req.request_id} points at event {row.seq}, "
                                        f"which is not its request event", details={"analysis": self.analysis_id,
                                        "request_id": req.request_id, "seq": row.seq})  # fmt: skip

@@ -28,7 +28,9 @@ class Request(msgspec.Struct, kw_only=True):
     hash: str
     # Not in `next --json` (the protocol fixes its keys): what provider messages are built from.
     block_ends: list[int] = []  # where each section ends in `text` (the text blocks' boundaries)
-    cache_ends: list[int] = []  # where each section the encoder declares stable ends (cache breakpoints)
+    cache_ends: list[
+        int
+    ] = []  # where each section the encoder declares stable ends (cache breakpoints)
     assess: str | None = None  # the evidence ID rule A requires this decision to assess, if any
 
     PROTOCOL_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "encoder", "hypothesis", "text", "shown", "indexed",
@@ -87,7 +89,13 @@ class Applied(msgspec.Struct, kw_only=True):
     query: str | None = None
     purpose: str | None = None
 
-    PROTOCOL_KEYS: ClassVar[tuple[str, ...]] = ("request_id", "applied", "iteration", "status", "action")
+    PROTOCOL_KEYS: ClassVar[tuple[str, ...]] = (
+        "request_id",
+        "applied",
+        "iteration",
+        "status",
+        "action",
+    )
 
     def spec(self) -> dict[str, Any]:
         """The object `submit --json` prints (its documented keys)."""
@@ -154,7 +162,9 @@ def describe(summary: Summary) -> str:
         f"iteration: {s.iteration} of {b.max_iterations} · cost used: {cost_text(b.cost_used)}{limit}",
         f"open request: {summary.open_request or 'none'}",
         "",
-        tabulate(rows, headers=["id", "title", "disposition", "confidence", "iterations", "previous"]),
+        tabulate(
+            rows, headers=["id", "title", "disposition", "confidence", "iterations", "previous"]
+        ),
         "",
     ]
     if summary.pending_actions:
@@ -166,7 +176,9 @@ def describe(summary: Summary) -> str:
     if s.recall:
         for hid in sorted(s.recall):
             sel = s.recall[hid]
-            lines.append(f"recall {hid}: {', '.join(sel.evidence_refs)} (iteration {sel.iteration})")
+            lines.append(
+                f"recall {hid}: {', '.join(sel.evidence_refs)} (iteration {sel.iteration})"
+            )
     else:
         lines.append("recall selections: none")
     return "\n".join(lines) + "\n"

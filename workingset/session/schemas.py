@@ -27,7 +27,11 @@ from ..errors import UsageError
 from ..eventlog.log import ResultInput
 from ..model.state import State, StoredContext
 
-TYPES: dict[str, type[msgspec.Struct]] = {"state": State, "context": StoredContext, "result": ResultInput}
+TYPES: dict[str, type[msgspec.Struct]] = {
+    "state": State,
+    "context": StoredContext,
+    "result": ResultInput,
+}
 KINDS = ("state", "context", "result", "decision")
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -35,19 +39,27 @@ DRAFT = "https://json-schema.org/draft/2020-12/schema"
 def json_schema(kind: str, encoder: str | None = None) -> dict[str, Any]:
     """The JSON Schema of `kind` (state, context, result, decision); `encoder` picks the decision's version."""
     if kind not in KINDS:
-        raise UsageError(f"no schema {kind!r}; available: {', '.join(KINDS)}", details={"valid": list(KINDS)})
+        raise UsageError(
+            f"no schema {kind!r}; available: {', '.join(KINDS)}", details={"valid": list(KINDS)}
+        )
     if kind != "decision":
         if encoder is not None:
             raise UsageError(f"--encoder applies to decision schemas only, not to {kind}")
         return {"$schema": DRAFT, **msgspec.json.schema(TYPES[kind])}
     enc = get_encoder(encoder or DEFAULT_ENCODER)
     paged = getattr(enc, "supports_pages", False)
-    schema = msgspec.json.schema(PagedRecallDecision if paged else DECISION_TYPES[enc.supports_recall, enc.supports_spans])
+    schema = msgspec.json.schema(
+        PagedRecallDecision if paged else DECISION_TYPES[enc.supports_recall, enc.supports_spans]
+    )
     recall = schema["$defs"].get("Recall")
     if recall is not None:
-        recall["properties"]["evidence_refs"].update(minItems=1, maxItems=MAX_RECALL, uniqueItems=True)
+        recall["properties"]["evidence_refs"].update(
+            minItems=1, maxItems=MAX_RECALL, uniqueItems=True
+        )
     paged_recall = schema["$defs"].get("PagedRecall")
-    if paged_recall is not None:  # v14: 1 to 4 references in all, which no schema keyword says (checked after decoding)
+    if (
+        paged_recall is not None
+    ):  # v14: 1 to 4 references in all, which no schema keyword says (checked after decoding)
         for key in ("evidence_refs", "entries", "pages"):
             paged_recall["properties"][key].update(maxItems=MAX_RECALL, uniqueItems=True)
     return {"$schema": DRAFT, "title": f"{enc.name} decision", **schema}

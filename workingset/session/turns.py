@@ -12,25 +12,58 @@ from typing import Any
 import msgspec
 
 from .. import controller as ctl
-from .answers import answer_of
-from .calls import (
-    Call, as_bytes, busy_hypotheses, check_result_matches, closed, evidence_ids, points_nowhere, stale, stored_encoder,
-)  # fmt: skip
-from ..model.costs import add_cost, cost_text
-from ..decisions import Query, Recall, check_decision, check_recall_pages, check_spans, parse_decision
+from ..decisions import (
+    Query,
+    Recall,
+    check_decision,
+    check_recall_pages,
+    check_spans,
+    parse_decision,
+)
 from ..encoders import RenderedContext
 from ..encoders.v11 import V11
-from ..errors import DecisionRejected, InvalidFile, ReplyUnusable, SessionError, StoreCorrupt, UsageError, WorkingsetError
-from ..model.hashing import content_hash
+from ..errors import (
+    DecisionRejected,
+    InvalidFile,
+    ReplyUnusable,
+    SessionError,
+    StoreCorrupt,
+    UsageError,
+    WorkingsetError,
+)
 from ..eventlog.log import (
-    AnswerEvent, DecisionEvent, RecordEvent, Replayed, RequestEvent, ResultInput, as_replayed, catch_up, check_timestamp, decode_result, fill,
+    AnswerEvent,
+    DecisionEvent,
+    RecordEvent,
+    Replayed,
+    RequestEvent,
+    ResultInput,
+    as_replayed,
+    catch_up,
+    check_timestamp,
+    decode_result,
+    fill,
     stored_payload,
 )  # fmt: skip
 from ..io.limits import MAX_COST, Limits, too_large
+from ..model.costs import add_cost, cost_text
+from ..model.hashing import content_hash
 from ..model.state import Evidence, EvidenceBudget
 from ..providers import NOT_RETRYABLE, Answer, check_options
-from .replies import Applied, Recorded, Request
 from ..store import ActionRow, AnalysisRow, Manifest, RequestRecord, Tx
+from .answers import answer_of
+from .calls import (
+    Call,
+    as_bytes,
+    busy_hypotheses,
+    check_result_matches,
+    closed,
+    evidence_ids,
+    points_nowhere,
+    stale,
+    stored_encoder,
+)  # fmt: skip
+from .replies import Applied, Recorded, Request
 
 
 class Turns:
@@ -46,14 +79,19 @@ class Turns:
             state = call.sync().state
             busy = busy_hypotheses(tx, aid)
             if hypothesis is not None and state.hypothesis(hypothesis) is None:
-                ctl.check_choice(state, hypothesis, busy)  # unknown_hypothesis, the most specific code
+                ctl.check_choice(
+                    state, hypothesis, busy
+                )  # unknown_hypothesis, the most specific code
             if open_req is not None:
                 if hypothesis is not None and hypothesis != open_req.hypothesis:
                     raise SessionError(
                         f"request {open_req.request_id} for {open_req.hypothesis} is open; answer it before "
                         f"asking for {hypothesis}",
                         code="request_open",
-                        details={"request_id": open_req.request_id, "hypothesis": open_req.hypothesis},
+                        details={
+                            "request_id": open_req.request_id,
+                            "hypothesis": open_req.hypothesis,
+                        },
                     )
                 return self._rerender(call, open_req)
             if hypothesis is None:
@@ -74,7 +112,9 @@ class Turns:
                                             "open"))  # fmt: skip
             return Request.of(out, rid, state)
 
-    def submit(self, request_id: str, decision: str | bytes | dict[str, Any], *, size: int | None = None) -> Applied:
+    def submit(
+        self, request_id: str, decision: str | bytes | dict[str, Any], *, size: int | None = None
+    ) -> Applied:
         """Validate a decision for the open request and apply it atomically (docs/protocol.md#decisions); reject with a stable code.
 
         Every answer is kept verbatim in the event log (`answer` events, see `journal.AnswerEvent`):
@@ -90,11 +130,19 @@ class Turns:
                 return self._apply_answer(call, request_id, data, size)
             except DecisionRejected as err:
                 rejected = err  # kept below, in this same transaction, before it is raised
-                head, whole = (data[:limit], len(data)) if size is None and len(data) > limit else (data, size)
-                call.append("answer", AnswerEvent.of(request_id, head, err, size=whole), self._clock())
+                head, whole = (
+                    (data[:limit], len(data))
+                    if size is None and len(data) > limit
+                    else (data, size)
+                )
+                call.append(
+                    "answer", AnswerEvent.of(request_id, head, err, size=whole), self._clock()
+                )
         raise rejected
 
-    def _apply_answer(self, call: Call, request_id: str, data: bytes, size: int | None = None) -> Applied:
+    def _apply_answer(
+        self, call: Call, request_id: str, data: bytes, size: int | None = None
+    ) -> Applied:
         """Validate and apply one answer (of `size` bytes when `data` is only its head); a `DecisionRejected` leaves the transaction untouched."""
         aid = self.analysis_id
         tx = call.tx
@@ -105,14 +153,25 @@ class Turns:
         if size is not None:  # where `parse_decision` refuses an answer given whole
             raise too_large("decision", "<decision>", size, self.limits or Limits.current())
         enc = stored_encoder(req.encoder, f"request {req.request_id}")
-        call.checked(self.store.path, req)  # a damaged store keeps no answer (the code `show` and `next` give)
+        call.checked(
+            self.store.path, req
+        )  # a damaged store keeps no answer (the code `show` and `next` give)
         supports_recall = enc.supports_recall
         supports_pages = getattr(enc, "supports_pages", False)
-        parsed = parse_decision(data, supports_recall=supports_recall, supports_spans=enc.supports_spans,
-                                limits=self.limits, supports_pages=supports_pages)
+        parsed = parse_decision(
+            data,
+            supports_recall=supports_recall,
+            supports_spans=enc.supports_spans,
+            limits=self.limits,
+            supports_pages=supports_pages,
+        )
         view = call.sync()
-        if isinstance(parsed.next, Recall) or (enc.supports_spans and getattr(parsed.next, "spans", None)):
-            view = call.complete()  # what a recall or a span is checked against includes the payloads
+        if isinstance(parsed.next, Recall) or (
+            enc.supports_spans and getattr(parsed.next, "spans", None)
+        ):
+            view = (
+                call.complete()
+            )  # what a recall or a span is checked against includes the payloads
         state = view.state
         # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
         shown = self._resolved(req, evidence_ids(state)).shown
@@ -136,7 +195,13 @@ class Turns:
         call.append("decision", event, at)
         tx.set_request_status(aid, request_id, "answered")
         kind = type(parsed.next).__struct_config__.tag
-        applied = Applied(request_id=request_id, applied=kind, iteration=iteration, status=status, action=ids.action)
+        applied = Applied(
+            request_id=request_id,
+            applied=kind,
+            iteration=iteration,
+            status=status,
+            action=ids.action,
+        )
         if isinstance(parsed.next, Query):
             q = parsed.next
             tx.insert_action(ActionRow(aid, ids.action, req.hypothesis, request_id, iteration,
@@ -181,7 +246,11 @@ class Turns:
             action = tx.action(aid, action_id)
             if action is None or action.status != "pending":
                 pending = [a.action_id for a in tx.pending_actions(aid)]
-                why = f"its result was recorded as {action.evidence_id}" if action else "no such action"
+                why = (
+                    f"its result was recorded as {action.evidence_id}"
+                    if action
+                    else "no such action"
+                )
                 raise SessionError(
                     f"{action_id} is not a pending action of analysis {aid} ({why}); pending: {', '.join(pending) or 'none'}",
                     code="unknown_action",
@@ -221,7 +290,9 @@ class Turns:
                 reason = row.termination_reason
             if payload is not None:
                 tx.put_payload(payload)
-            event = RecordEvent(action=action_id, evidence=stored, status=status, termination_reason=reason)
+            event = RecordEvent(
+                action=action_id, evidence=stored, status=status, termination_reason=reason
+            )
             call.append("record", event, self._clock())
             tx.set_action_recorded(aid, action_id, eid)
             if status != row.status:
@@ -282,18 +353,26 @@ class Turns:
             state = view.state
             out = render_kept(view, req.encoder, req.hypothesis)
         else:
-            at = catch_up(call.tx, self.analysis_id, None, upto=req.state_seq) if req.state_seq >= 1 else None
+            at = (
+                catch_up(call.tx, self.analysis_id, None, upto=req.state_seq)
+                if req.state_seq >= 1
+                else None
+            )
             if at is None or at.seq != req.state_seq:
                 raise points_nowhere(self.store.path, self.analysis_id, req, req.state_seq)
             state = fill(call.tx, at).state
-            out = stored_encoder(req.encoder, f"request {req.request_id}").render(state, req.hypothesis)
+            out = stored_encoder(req.encoder, f"request {req.request_id}").render(
+                state, req.hypothesis
+            )
         if out.hash != req.hash:
             raise StoreCorrupt(
                 f"store {self.store.path}: request {req.request_id} no longer re-renders to its recorded hash",
                 details={"request_id": req.request_id},
             )
         row = self._resolved(req, evidence_ids(state))
-        return Request.of(out, req.request_id, state, shown=list(row.shown), indexed=list(row.indexed))
+        return Request.of(
+            out, req.request_id, state, shown=list(row.shown), indexed=list(row.indexed)
+        )
 
     def _require_active(self, tx: Tx, decision: bool = False) -> AnalysisRow:
         row = self._row(tx)
@@ -313,7 +392,9 @@ def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContex
     return enc.render(view.state, hypothesis, journal=journal)
 
 
-def of_action(action: ActionRow, payload: Any, cost: float, item_count: int | None) -> dict[str, Any]:
+def of_action(
+    action: ActionRow, payload: Any, cost: float, item_count: int | None
+) -> dict[str, Any]:
     """The `query_result` of a pending action's own query and source, holding `payload`."""
     capture: dict[str, Any] = {"query": action.query, "origin": action.source}
     if item_count is not None:

@@ -12,8 +12,19 @@ from __future__ import annotations
 import os
 
 from .interface import (
-    ACTION_COLUMNS, REQUEST_COLUMNS, SCHEMA_VERSION, UPGRADABLE, ActionRow, AnalysisRow, EventRow, Manifest,
-    RequestRecord, RequestRow, Status, Tx, _checkpoint,
+    ACTION_COLUMNS,
+    REQUEST_COLUMNS,
+    SCHEMA_VERSION,
+    UPGRADABLE,
+    ActionRow,
+    AnalysisRow,
+    EventRow,
+    Manifest,
+    RequestRecord,
+    RequestRow,
+    Status,
+    Tx,
+    _checkpoint,
 )  # fmt: skip
 from .postgres import PostgresStore, is_url, redact
 from .sqlite import APPLICATION_ID, SqliteStore
@@ -28,7 +39,24 @@ def open_store(target: str | os.PathLike[str]) -> Store:
 
 
 __all__ = [
-    "ACTION_COLUMNS", "APPLICATION_ID", "REQUEST_COLUMNS", "SCHEMA_VERSION", "UPGRADABLE", "ActionRow", "AnalysisRow",
-    "EventRow", "Manifest", "PostgresStore", "RequestRecord", "RequestRow", "SqliteStore", "Status", "Store", "Tx", "_checkpoint",
-    "is_url", "open_store", "redact",
+    "ACTION_COLUMNS",
+    "APPLICATION_ID",
+    "REQUEST_COLUMNS",
+    "SCHEMA_VERSION",
+    "UPGRADABLE",
+    "ActionRow",
+    "AnalysisRow",
+    "EventRow",
+    "Manifest",
+    "PostgresStore",
+    "RequestRecord",
+    "RequestRow",
+    "SqliteStore",
+    "Status",
+    "Store",
+    "Tx",
+    "_checkpoint",
+    "is_url",
+    "open_store",
+    "redact",
 ]

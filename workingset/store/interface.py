@@ -16,15 +16,24 @@ and `postgres` (a database server, for many worker processes).
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
-import typing
 from typing import Any, Literal, Protocol
 
 import msgspec
 
 from ..errors import WorkingsetError
-from ..model.state import ActionId, AnalysisId, Count, EvidenceId, Hash, HypothesisId, Payload, RequestId
+from ..model.state import (
+    ActionId,
+    AnalysisId,
+    Count,
+    EvidenceId,
+    Hash,
+    HypothesisId,
+    Payload,
+    RequestId,
+)
 
 # 2: compact request manifests (`requests.manifest`), the `actions_pending` index.
 # 3: `snapshots`, the latest replayed state of an analysis (a version 2 store gains it on open).
@@ -38,8 +47,13 @@ def older_version(rows: list[tuple]) -> int | None:
     """The version in `schema_version`'s rows if it is one the store upgrades from (`UPGRADABLE`), else None."""
     found = rows[0][0] if len(rows) == 1 else None
     return found if found in UPGRADABLE else None
-REQUEST_COLUMNS = "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
+
+
+REQUEST_COLUMNS = (
+    "analysis_id, number, request_id, hypothesis, encoder, manifest, chars, hash, state_seq, status"
+)
 ACTION_COLUMNS = "analysis_id, action_id, hypothesis, request_id, iteration, source, query, purpose, status, evidence_id"
+
 
 def _checkpoint(step: str) -> None:
     """Called after every write statement and around COMMIT; tests replace it to inject crashes."""
@@ -86,10 +100,17 @@ class Manifest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, k
     def __post_init__(self) -> None:
         stored = (self.shown is not None) + (self.indexed is not None)
         if self.evidence < 0 or stored != (1 if self.order is not None else 2):
-            raise ValueError("a manifest stores one ID list with an order, or both lists without one")
+            raise ValueError(
+                "a manifest stores one ID list with an order, or both lists without one"
+            )
 
     @classmethod
-    def of(cls, shown: tuple[str, ...] | list[str], indexed: tuple[str, ...] | list[str], ids: list[str]) -> Manifest:
+    def of(
+        cls,
+        shown: tuple[str, ...] | list[str],
+        indexed: tuple[str, ...] | list[str],
+        ids: list[str],
+    ) -> Manifest:
         """The compact manifest of a request rendered with evidence `ids` (in state order)."""
         expected = (tuple(shown), tuple(indexed))
         key = "shown" if len(shown) <= len(indexed) else "indexed"
@@ -105,13 +126,17 @@ class Manifest(msgspec.Struct, forbid_unknown_fields=True, omit_defaults=True, k
         if self.order is None:
             return tuple(self.shown or ()), tuple(self.indexed or ())
         if self.evidence > len(ids):
-            raise ValueError(f"it was rendered with {self.evidence} evidence items, the state has {len(ids)}")
+            raise ValueError(
+                f"it was rendered with {self.evidence} evidence items, the state has {len(ids)}"
+            )
         listed = self.shown if self.shown is not None else self.indexed or []
         skip = set(listed)
         rest = [eid for eid in ids[: self.evidence] if eid not in skip]
         if self.order == "id":
             rest.sort()
-        return (tuple(listed), tuple(rest)) if self.shown is not None else (tuple(rest), tuple(listed))
+        return (
+            (tuple(listed), tuple(rest)) if self.shown is not None else (tuple(rest), tuple(listed))
+        )
 
 
 MANIFEST_DECODER = msgspec.json.Decoder(Manifest)
@@ -171,7 +196,9 @@ class ActionRow:
 
 
 # Field names of the rows read back from a store, for checking them (`sqltx.SqlTx._checked`).
-FIELDS = {cls: tuple(f.name for f in fields(cls)) for cls in (AnalysisRow, RequestRecord, ActionRow)}
+FIELDS = {
+    cls: tuple(f.name for f in fields(cls)) for cls in (AnalysisRow, RequestRecord, ActionRow)
+}
 
 
 class Tx(Protocol):
@@ -181,9 +208,13 @@ class Tx(Protocol):
     def analysis_as_stored(self, analysis_id: str) -> AnalysisRow | None: ...
     def analysis_ids(self) -> list[str]: ...
     def insert_analysis(self, row: AnalysisRow) -> None: ...
-    def set_status(self, analysis_id: str, status: str, prior_status: str | None, reason: str | None) -> None: ...
+    def set_status(
+        self, analysis_id: str, status: str, prior_status: str | None, reason: str | None
+    ) -> None: ...
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int: ...
-    def events(self, analysis_id: str, upto: int | None = None, after: int = 0) -> list[EventRow]: ...
+    def events(
+        self, analysis_id: str, upto: int | None = None, after: int = 0
+    ) -> list[EventRow]: ...
     def snapshot(self, analysis_id: str) -> tuple[int, bytes] | None: ...
     def put_snapshot(self, analysis_id: str, seq: int, data: bytes) -> None: ...
     def put_payload(self, payload: Payload) -> str: ...
@@ -210,13 +241,20 @@ class StoreBase:
         self.path = path  # what messages name (a PostgreSQL URL without its password)
         self.read_only = read_only
         self.empty = False  # no schema yet and not allowed to create one
-        self.snapshots = True  # False: a version 2 store opened read-only (it has no snapshots table)
+        self.snapshots = (
+            True  # False: a version 2 store opened read-only (it has no snapshots table)
+        )
         # Replayed states by analysis, kept by the session layer (`eventlog.view.Replayed`) so that a
         # call reads only the events appended since; they live and die with this connection.
         self.views: dict[str, Any] = {}
         self._conn: Any = None
 
-    def _open(self, connect: Callable[[], Any], errors: type[Exception], translate: Callable[[Any, str], Exception]) -> None:
+    def _open(
+        self,
+        connect: Callable[[], Any],
+        errors: type[Exception],
+        translate: Callable[[Any, str], Exception],
+    ) -> None:
         """Connect and set up (`_setup`), turning the driver's `errors` into ours; nothing stays open on failure."""
         try:
             self._conn = connect()

@@ -20,7 +20,9 @@ from ..io.files import SpecialFile, describe, open_regular, os_code
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 SQLITE_HEADER = b"SQLite format 3\x00"
-BUSY_TIMEOUT = 30.0  # seconds a call waits for another process's lock; $WORKINGSET_BUSY_TIMEOUT overrides
+BUSY_TIMEOUT = (
+    30.0  # seconds a call waits for another process's lock; $WORKINGSET_BUSY_TIMEOUT overrides
+)
 BUSY_TIMEOUT_MAX = 3600.0
 # Schemes of `--store` URLs that a backend serves; anything else that looks like a URL is refused.
 SERVED_SCHEMES: tuple[str, ...] = ("postgresql", "postgres")
@@ -55,6 +57,7 @@ _PASSWORD_PARAM = re.compile(r"([?&][^=&#]*password=)([^&#]*)", re.IGNORECASE)
 
 def redact(url: str) -> str:
     """The URL for messages and details: its userinfo password and every `…password=` value as `***`."""
+
     def userinfo(m: re.Match[str]) -> str:
         user, colon, _password = m.group(2).partition(":")
         return f"{m.group(1)}{user}{':***' if colon else ''}@"
@@ -79,13 +82,24 @@ def scrub(text: str, secrets: Sequence[str]) -> str:
 
 
 def _served(served: tuple[str, ...]) -> str:
-    return f" or a URL of {', '.join(s + '://' for s in served)}" if served else " (no URL schemes are served)"
+    return (
+        f" or a URL of {', '.join(s + '://' for s in served)}"
+        if served
+        else " (no URL schemes are served)"
+    )
 
 
 def check_busy_timeout(value: float, name: str) -> float:
     """A busy timeout in seconds: finite, from 0 to `BUSY_TIMEOUT_MAX`."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or not 0 <= value <= BUSY_TIMEOUT_MAX:
-        raise UsageError(f"{name} must be a number of seconds from 0 to {BUSY_TIMEOUT_MAX:g}, not {value!r}")
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or not 0 <= value <= BUSY_TIMEOUT_MAX
+    ):
+        raise UsageError(
+            f"{name} must be a number of seconds from 0 to {BUSY_TIMEOUT_MAX:g}, not {value!r}"
+        )
     return float(value)
 
 
@@ -97,7 +111,9 @@ def busy_timeout_seconds() -> float:
     try:
         value = float(raw)
     except ValueError:
-        raise UsageError(f"WORKINGSET_BUSY_TIMEOUT must be a number of seconds, not {raw!r}") from None
+        raise UsageError(
+            f"WORKINGSET_BUSY_TIMEOUT must be a number of seconds, not {raw!r}"
+        ) from None
     return check_busy_timeout(value, "WORKINGSET_BUSY_TIMEOUT")
 
 
@@ -117,10 +133,14 @@ def read_store_header(path: str, create: bool) -> bytes:
         with open_regular(path) as fh:
             return fh.read(len(SQLITE_HEADER))
     except SpecialFile as exc:
-        raise StoreCorrupt(f"{path} is not a workingset store: it {exc.strerror}", details={"store": path}) from None
+        raise StoreCorrupt(
+            f"{path} is not a workingset store: it {exc.strerror}", details={"store": path}
+        ) from None
     except FileNotFoundError as exc:
         if not create:
-            raise SessionError(f"no store at {path}", code="unknown_analysis", details={"store": path}) from None
+            raise SessionError(
+                f"no store at {path}", code="unknown_analysis", details={"store": path}
+            ) from None
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         except OSError as mk:
@@ -152,10 +172,14 @@ def connect_read_only(path: str, timeout: float) -> sqlite3.Connection:
     uri = "file:" + quote(os.fsencode(os.path.abspath(path)))
     try:
         conn = sqlite3.connect(uri + "?mode=ro", uri=True, isolation_level=None, timeout=timeout)
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the open is lazy: fail here, not later
+        conn.execute(
+            "SELECT count(*) FROM sqlite_master"
+        ).fetchone()  # the open is lazy: fail here, not later
         return conn
     except sqlite3.OperationalError as exc:
-        if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or not on_read_only_medium(path):
+        if getattr(exc, "sqlite_errorname", "") != "SQLITE_CANTOPEN" or not on_read_only_medium(
+            path
+        ):
             raise
     try:
         wal = os.stat(path + "-wal").st_size

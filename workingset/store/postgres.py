@@ -22,9 +22,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..errors import StoreCorrupt, UsageError, WorkingsetError
-from .paths import SERVED_SCHEMES, redact, scrub, store_scheme, url_secrets
 from . import interface as base
 from .interface import StoreBase, Tx
+from .paths import SERVED_SCHEMES, redact, scrub, store_scheme, url_secrets
 from .sqltx import SNAPSHOTS_TABLE, TABLE_NAMES, TABLES, SqlTx
 
 SCHEMES = SERVED_SCHEMES  # the URL schemes this backend serves
@@ -64,10 +64,19 @@ def _translate(exc: Exception, where: str, secrets: Sequence[str] = ()) -> Worki
     said = scrub(str(exc), secrets)
     if isinstance(exc, (psycopg.errors.SerializationFailure, psycopg.errors.DeadlockDetected,
                         psycopg.errors.LockNotAvailable)):  # fmt: skip
-        return WorkingsetError(f"store {where} is busy ({said}); retry", code="store_busy", details=details)
-    if isinstance(exc, (psycopg.OperationalError, psycopg.errors.InsufficientPrivilege, psycopg.InterfaceError)):
-        return WorkingsetError(f"cannot use store {where}: {said}".strip(), code="store_unavailable", details=details)
-    return StoreCorrupt(f"store {where} is damaged or not a workingset store ({said})", details=details)
+        return WorkingsetError(
+            f"store {where} is busy ({said}); retry", code="store_busy", details=details
+        )
+    if isinstance(
+        exc,
+        (psycopg.OperationalError, psycopg.errors.InsufficientPrivilege, psycopg.InterfaceError),
+    ):
+        return WorkingsetError(
+            f"cannot use store {where}: {said}".strip(), code="store_unavailable", details=details
+        )
+    return StoreCorrupt(
+        f"store {where} is damaged or not a workingset store ({said})", details=details
+    )
 
 
 def _url_secrets(url: str, where: str) -> list[str]:
@@ -112,7 +121,12 @@ class PostgresStore(StoreBase):
         c.execute("BEGIN")
         try:
             c.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-            tables = {r[0] for r in c.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")}
+            tables = {
+                r[0]
+                for r in c.execute(
+                    "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+                )
+            }
             old = _upgradable(c, tables)
             if self.read_only and (not tables or old):
                 self.empty, self.snapshots = not tables, old is not None and old >= 3
@@ -120,7 +134,9 @@ class PostgresStore(StoreBase):
                 return
             if not tables:
                 c.execute(_SCHEMA)
-                c.execute("INSERT INTO schema_version (version) VALUES (%s)", (base.SCHEMA_VERSION,))
+                c.execute(
+                    "INSERT INTO schema_version (version) VALUES (%s)", (base.SCHEMA_VERSION,)
+                )
             elif old:  # a version 2 store gains the (empty) snapshots table; nothing else changes
                 if old == 2:
                     c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
@@ -128,9 +144,14 @@ class PostgresStore(StoreBase):
             elif not TABLE_NAMES <= tables:
                 missing = sorted(TABLE_NAMES - tables)
                 # Most of the schema there but a table gone is a damaged store, not someone else's database.
-                what = (f"a damaged workingset store (its tables {', '.join(missing)} are missing)"
-                        if len(missing) < len(TABLE_NAMES) - 1 else "not a workingset store (it has other tables)")
-                raise StoreCorrupt(f"{self.path} is a PostgreSQL database but {what}", details={"store": self.path})
+                what = (
+                    f"a damaged workingset store (its tables {', '.join(missing)} are missing)"
+                    if len(missing) < len(TABLE_NAMES) - 1
+                    else "not a workingset store (it has other tables)"
+                )
+                raise StoreCorrupt(
+                    f"{self.path} is a PostgreSQL database but {what}", details={"store": self.path}
+                )
             rows = c.execute("SELECT version FROM schema_version").fetchall()
             c.execute("COMMIT")
         except BaseException:
@@ -146,7 +167,9 @@ class PostgresStore(StoreBase):
         """Whether the database holds a store of the current version (one round trip, where it does)."""
         psycopg = _psycopg()
         try:
-            return c.execute("SELECT version FROM schema_version").fetchall() == [(base.SCHEMA_VERSION,)]
+            return c.execute("SELECT version FROM schema_version").fetchall() == [
+                (base.SCHEMA_VERSION,)
+            ]
         except psycopg.Error:  # no such table (yet): the full check below says what the database is
             return False
 

@@ -12,14 +12,18 @@ import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-
 from ..errors import StoreCorrupt, WorkingsetError
-from .paths import (
-    SQLITE_HEADER, busy_timeout_seconds, check_busy_timeout, connect_read_only, on_read_only_medium, read_store_header,
-    store_scheme,
-)  # fmt: skip
 from . import interface as base
 from .interface import SCHEMA_VERSION, StoreBase, Tx, older_version
+from .paths import (
+    SQLITE_HEADER,
+    busy_timeout_seconds,
+    check_busy_timeout,
+    connect_read_only,
+    on_read_only_medium,
+    read_store_header,
+    store_scheme,
+)  # fmt: skip
 from .sqltx import SNAPSHOTS_TABLE, TABLES, SqlTx, statements
 
 APPLICATION_ID = 0x57534554  # "WSET" in the SQLite header: tells our files from others
@@ -40,10 +44,22 @@ def _translate(exc: sqlite3.Error, path: str) -> WorkingsetError:
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return WorkingsetError(f"store {path} stayed locked by another process for the whole busy timeout ({exc}); "
                                "retry, or set $WORKINGSET_BUSY_TIMEOUT", code="store_busy", details={"store": path})  # fmt: skip
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_PERM")):
-        hint = "; it is on a read-only file system, where only show and export work" if on_read_only_medium(path) else ""
-        return WorkingsetError(f"cannot use store {path}: {exc}{hint}", code="store_unavailable", details={"store": path})
-    return StoreCorrupt(f"store {path} is damaged or not a workingset store ({exc})", details={"store": path})
+    if name.startswith(
+        ("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR", "SQLITE_FULL", "SQLITE_PERM")
+    ):
+        hint = (
+            "; it is on a read-only file system, where only show and export work"
+            if on_read_only_medium(path)
+            else ""
+        )
+        return WorkingsetError(
+            f"cannot use store {path}: {exc}{hint}",
+            code="store_unavailable",
+            details={"store": path},
+        )
+    return StoreCorrupt(
+        f"store {path} is damaged or not a workingset store ({exc})", details={"store": path}
+    )
 
 
 class SqliteStore(StoreBase):
@@ -59,12 +75,19 @@ class SqliteStore(StoreBase):
                  busy_timeout: float | None = None):  # fmt: skip
         super().__init__(os.fspath(path), read_only)
         store_scheme(self.path)
-        timeout = busy_timeout_seconds() if busy_timeout is None else check_busy_timeout(busy_timeout, "busy_timeout")
+        timeout = (
+            busy_timeout_seconds()
+            if busy_timeout is None
+            else check_busy_timeout(busy_timeout, "busy_timeout")
+        )
         self.busy_timeout = timeout
         self._create = create and not read_only
         head = read_store_header(self.path, create=self._create)
         if head and head != SQLITE_HEADER:
-            raise StoreCorrupt(f"{self.path} is not a workingset store (not a SQLite file)", details={"store": self.path})
+            raise StoreCorrupt(
+                f"{self.path} is not a workingset store (not a SQLite file)",
+                details={"store": self.path},
+            )
 
         def connect() -> sqlite3.Connection:
             if read_only:
@@ -84,7 +107,10 @@ class SqliteStore(StoreBase):
                 return
             self._create_schema()
         elif app_id != APPLICATION_ID:
-            raise StoreCorrupt(f"{self.path} is a SQLite file but not a workingset store", details={"store": self.path})
+            raise StoreCorrupt(
+                f"{self.path} is a SQLite file but not a workingset store",
+                details={"store": self.path},
+            )
         if not self.read_only:
             c.execute("PRAGMA foreign_keys = ON")
             c.execute("PRAGMA synchronous = FULL")

@@ -17,7 +17,14 @@ from ..model.hashing import canonical_json, hash_bytes
 from ..model.state import Payload
 from . import interface as base
 from .interface import (
-    ACTION_COLUMNS, FIELDS, MANIFEST_DECODER, REQUEST_COLUMNS, ActionRow, AnalysisRow, EventRow, RequestRecord,
+    ACTION_COLUMNS,
+    FIELDS,
+    MANIFEST_DECODER,
+    REQUEST_COLUMNS,
+    ActionRow,
+    AnalysisRow,
+    EventRow,
+    RequestRecord,
 )  # fmt: skip
 
 # The tables and indexes, the same on both backends but for the binary type and SQLite's
@@ -78,7 +85,9 @@ CREATE TABLE snapshots (
   data {blob} NOT NULL
 ){without_rowid};
 """
-TABLE_NAMES = frozenset({"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"})
+TABLE_NAMES = frozenset(
+    {"schema_version", "analyses", "events", "payloads", "requests", "actions", "snapshots"}
+)
 
 
 def statements(sql: str) -> list[str]:
@@ -111,7 +120,9 @@ class SqlTx:
         self._c = conn
         self._path = path
         self._locking = write
-        self._snapshots = snapshots  # False: a version 2 store opened read-only (no snapshots table)
+        self._snapshots = (
+            snapshots  # False: a version 2 store opened read-only (no snapshots table)
+        )
 
     # The names of the tables in the store's schema (the backend's catalog).
     tables_sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
@@ -140,7 +151,9 @@ class SqlTx:
                                details={"store": self._path, "missing": missing})  # fmt: skip
 
     def _corrupt(self, what: str, exc: Exception, **where: Any) -> StoreCorrupt:
-        return StoreCorrupt(f"store {self._path}: damaged {what} ({exc})", details={"store": self._path, **where})
+        return StoreCorrupt(
+            f"store {self._path}: damaged {what} ({exc})", details={"store": self._path, **where}
+        )
 
     def _checked(self, kind: type, row: tuple, what: str, **where: Any) -> Any:
         """A row read back as `kind`, its types and statuses checked: a damaged one is `store_corrupt` naming it."""
@@ -160,7 +173,11 @@ class SqlTx:
     def analysis(self, analysis_id: str) -> AnalysisRow | None:
         """The analysis's row, checked (see `_analysis_row`)."""
         row = self._analysis_row(analysis_id)
-        return self._checked(AnalysisRow, row, f"analysis row {analysis_id}", analysis=analysis_id) if row else None
+        return (
+            self._checked(AnalysisRow, row, f"analysis row {analysis_id}", analysis=analysis_id)
+            if row
+            else None
+        )
 
     def analysis_as_stored(self, analysis_id: str) -> AnalysisRow | None:
         """The analysis's row with only its types and statuses checked, not the form of its ID.
@@ -179,7 +196,12 @@ class SqlTx:
         return AnalysisRow(*row)
 
     def analysis_ids(self) -> list[str]:
-        ids = [r[0] for r in self._q("SELECT analysis_id FROM analyses ORDER BY analysis_id" + self.id_order)]
+        ids = [
+            r[0]
+            for r in self._q(
+                "SELECT analysis_id FROM analyses ORDER BY analysis_id" + self.id_order
+            )
+        ]
         damaged = [i for i in ids if type(i) is not str]
         if damaged:
             raise StoreCorrupt(f"store {self._path}: damaged analysis row (ID {damaged[0]!r} is not text)",
@@ -190,10 +212,19 @@ class SqlTx:
         self._write(
             "insert_analysis",
             "INSERT INTO analyses VALUES (?, ?, ?, ?, ?, ?)",
-            (row.analysis_id, row.encoder, row.status, row.prior_status, row.termination_reason, row.created_at),
+            (
+                row.analysis_id,
+                row.encoder,
+                row.status,
+                row.prior_status,
+                row.termination_reason,
+                row.created_at,
+            ),
         )
 
-    def set_status(self, analysis_id: str, status: str, prior_status: str | None, reason: str | None) -> None:
+    def set_status(
+        self, analysis_id: str, status: str, prior_status: str | None, reason: str | None
+    ) -> None:
         self._write(
             "set_status",
             "UPDATE analyses SET status = ?, prior_status = ?, termination_reason = ? WHERE analysis_id = ?",
@@ -201,7 +232,9 @@ class SqlTx:
         )
 
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int:
-        last = self._q("SELECT max(seq) FROM events WHERE analysis_id = ?", (analysis_id,)).fetchone()[0]
+        last = self._q(
+            "SELECT max(seq) FROM events WHERE analysis_id = ?", (analysis_id,)
+        ).fetchone()[0]
         if last is not None and type(last) is not int:
             raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a misnumbered event ({last!r})",
                                details={"store": self._path, "analysis": analysis_id, "seq": last})  # fmt: skip
@@ -226,7 +259,10 @@ class SqlTx:
                 raise StoreCorrupt(f"store {self._path}: the event log of {analysis_id} has a gap or a misnumbered "
                                    f"event at {i} (found {seq!r})", details=where)  # fmt: skip
             if not (type(kind) is str and type(at) is str and type(data) is str):
-                found = ", ".join(f"{n} {type(v).__name__}" for n, v in (("kind", kind), ("at", at), ("data", data)))
+                found = ", ".join(
+                    f"{n} {type(v).__name__}"
+                    for n, v in (("kind", kind), ("at", at), ("data", data))
+                )
                 raise StoreCorrupt(f"store {self._path}: event {seq} of {analysis_id} is damaged (not text: {found})",
                                    details=where)  # fmt: skip
             out.append(EventRow(seq, kind, at, data.encode()))
@@ -236,7 +272,9 @@ class SqlTx:
         """The analysis's latest snapshot: (the last event it reflects, its data)."""
         if not self._snapshots:
             return None
-        row = self._q("SELECT seq, data FROM snapshots WHERE analysis_id = ?", (analysis_id,)).fetchone()
+        row = self._q(
+            "SELECT seq, data FROM snapshots WHERE analysis_id = ?", (analysis_id,)
+        ).fetchone()
         if row is None:
             return None
         if type(row[0]) is not int or not isinstance(row[1], bytes):
@@ -253,7 +291,11 @@ class SqlTx:
     def put_payload(self, payload: Payload) -> str:
         data = canonical_json(payload)
         digest = hash_bytes(data)
-        self._write("put_payload", "INSERT INTO payloads (hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING", (digest, data))
+        self._write(
+            "put_payload",
+            "INSERT INTO payloads (hash, data) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            (digest, data),
+        )
         return digest
 
     def _payload_rows(self, hashes: Iterable[str]) -> Iterator[tuple[str, bytes]]:
@@ -268,7 +310,9 @@ class SqlTx:
         for start in range(0, len(wanted), PAYLOAD_BATCH):
             batch = wanted[start : start + PAYLOAD_BATCH]
             marks = ", ".join("?" * len(batch))
-            for digest, data in self._q(f"SELECT hash, data FROM payloads WHERE hash IN ({marks})", batch):
+            for digest, data in self._q(
+                f"SELECT hash, data FROM payloads WHERE hash IN ({marks})", batch
+            ):
                 if not isinstance(data, bytes):
                     raise StoreCorrupt(f"store {self._path}: payload {digest} is not stored as bytes ({type(data).__name__})",
                                        details={"store": self._path, "payload": digest})  # fmt: skip
@@ -279,7 +323,10 @@ class SqlTx:
                 yield digest, data
         missing = [h for h in wanted if h not in found]
         if missing:
-            raise StoreCorrupt(f"store {self._path}: payload {missing[0]} is missing", details={"store": self._path})
+            raise StoreCorrupt(
+                f"store {self._path}: payload {missing[0]} is missing",
+                details={"store": self._path},
+            )
 
     def payloads(self, hashes: Iterable[str]) -> dict[str, Payload]:
         """The payloads with these content hashes, read in batches; a missing or altered one is `store_corrupt`."""
@@ -338,7 +385,11 @@ class SqlTx:
                 manifest = MANIFEST_DECODER.decode(r[5])
             except (msgspec.DecodeError, TypeError) as exc:
                 raise self._corrupt(f"manifest of request {r[2]!r}", exc, **at) from None
-            out.append(self._checked(RequestRecord, (*r[:5], manifest, *r[6:]), f"request row {r[2]!r}", **at))
+            out.append(
+                self._checked(
+                    RequestRecord, (*r[:5], manifest, *r[6:]), f"request row {r[2]!r}", **at
+                )
+            )
         return out
 
     def open_request(self, analysis_id: str) -> RequestRecord | None:
@@ -356,7 +407,12 @@ class SqlTx:
 
     def request_count(self, analysis_id: str) -> int:
         """How many requests the analysis has had (they are numbered from 1 without gaps)."""
-        return self._q("SELECT max(number) FROM requests WHERE analysis_id = ?", (analysis_id,)).fetchone()[0] or 0
+        return (
+            self._q(
+                "SELECT max(number) FROM requests WHERE analysis_id = ?", (analysis_id,)
+            ).fetchone()[0]
+            or 0
+        )
 
     def requests(self, analysis_id: str) -> list[RequestRecord]:
         return self._requests("analysis_id = ? ORDER BY number", (analysis_id,))
@@ -366,8 +422,16 @@ class SqlTx:
             "insert_action",
             "INSERT INTO actions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (
-                row.analysis_id, row.action_id, row.hypothesis, row.request_id, row.iteration,
-                row.source, row.query, row.purpose, row.status, row.evidence_id,
+                row.analysis_id,
+                row.action_id,
+                row.hypothesis,
+                row.request_id,
+                row.iteration,
+                row.source,
+                row.query,
+                row.purpose,
+                row.status,
+                row.evidence_id,
             ),
         )
 
@@ -378,14 +442,15 @@ class SqlTx:
             (evidence_id, analysis_id, action_id),
         )
 
-
     def action(self, analysis_id: str, action_id: str) -> ActionRow | None:
         row = self._q(f"SELECT {ACTION_COLUMNS} FROM actions WHERE analysis_id = ? AND action_id = ?",
                               (analysis_id, action_id)).fetchone()  # fmt: skip
         return self._action(row) if row else None
 
     def _action(self, row: tuple) -> ActionRow:
-        return self._checked(ActionRow, row, f"action row {row[1]!r}", analysis=row[0], action=row[1])
+        return self._checked(
+            ActionRow, row, f"action row {row[1]!r}", analysis=row[0], action=row[1]
+        )
 
     def pending_actions(self, analysis_id: str) -> list[ActionRow]:
         """The analysis's pending actions in ID order (by the partial index `actions_pending`)."""
@@ -398,6 +463,8 @@ class SqlTx:
 
     def actions(self, analysis_id: str) -> list[ActionRow]:
         rows = self._q(
-            f"SELECT {ACTION_COLUMNS} FROM actions WHERE analysis_id = ? ORDER BY action_id" + self.id_order, (analysis_id,)
+            f"SELECT {ACTION_COLUMNS} FROM actions WHERE analysis_id = ? ORDER BY action_id"
+            + self.id_order,
+            (analysis_id,),
         ).fetchall()
         return [self._action(r) for r in rows]

@@ -19,8 +19,9 @@ import importlib
 import re
 from array import array
 from collections import OrderedDict
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
 
 from ..errors import WorkingsetError
 from ..model.hashing import hash_text
@@ -109,9 +110,13 @@ def get_encoding(name: str = DEFAULT_ENCODING) -> Any:
     from .disk_cache import vocabulary
 
     try:
-        encoding = tiktoken.Encoding(**vocabulary(_vocabulary_key(resolved), constructors[resolved]))
+        encoding = tiktoken.Encoding(
+            **vocabulary(_vocabulary_key(resolved), constructors[resolved])
+        )
     except (OSError, ValueError) as exc:
-        raise TokenizerUnavailable(f"encoding {name!r} could not be loaded: {exc}", details={"encoding": name}) from None
+        raise TokenizerUnavailable(
+            f"encoding {name!r} could not be loaded: {exc}", details={"encoding": name}
+        ) from None
     _encodings[name] = encoding
     return encoding
 
@@ -207,7 +212,9 @@ _disk: Any = None
 @contextmanager
 def counted_on_disk(use: bool = True) -> Iterator[TokenCache]:
     """Within the block, token counts are read and written through the user's disk cache."""
-    from .disk_cache import TokenCache  # imported on use: a process that never compares skips sqlite3
+    from .disk_cache import (
+        TokenCache,  # imported on use: a process that never compares skips sqlite3
+    )
 
     cache = TokenCache.default(use)
     use_disk_cache(cache if cache.active else None)
@@ -237,7 +244,9 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING, digest: str | None
     return count
 
 
-def encode_at(text: str, cuts: Sequence[int], encoding: str = DEFAULT_ENCODING) -> tuple[array, tuple[int, ...]]:
+def encode_at(
+    text: str, cuts: Sequence[int], encoding: str = DEFAULT_ENCODING
+) -> tuple[array, tuple[int, ...]]:
     """Return the tokens of `text` and the token offset of each character offset in `cuts`.
 
     The text is tokenized piece by piece between the cuts and the pieces' tokens are
@@ -248,7 +257,9 @@ def encode_at(text: str, cuts: Sequence[int], encoding: str = DEFAULT_ENCODING) 
     tokens, offsets, at = array("I"), [], 0
     for cut in cuts:
         if not at <= cut <= len(text):
-            raise ValueError(f"cut {cut} outside {at}..{len(text)}: cuts must ascend within the text")
+            raise ValueError(
+                f"cut {cut} outside {at}..{len(text)}: cuts must ascend within the text"
+            )
         tokens.extend(_encode(text[at:cut], encoding) if cut > at else ())
         offsets.append(len(tokens))
         at = cut
@@ -294,7 +305,9 @@ def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCO
     if _disk is None:
         return _shared_prefix(prev_text, text, encoding)
     pair = (encoding, hash_text(prev_text), hash_text(text))
-    shared = _disk.prefix(*pair, limit=4 * min(len(prev_text), len(text)))  # a token is at least one UTF-8 byte
+    shared = _disk.prefix(
+        *pair, limit=4 * min(len(prev_text), len(text))
+    )  # a token is at least one UTF-8 byte
     if shared is None:
         shared = _shared_prefix(prev_text, text, encoding)
         _disk.put_prefix(*pair, shared)
@@ -305,7 +318,9 @@ def _shared_prefix(prev_text: str, text: str, encoding: str) -> int:
     return common_prefix(_encode(prev_text, encoding), _encode(text, encoding))
 
 
-def prefix_chars(tokens: Sequence[int], counts: Sequence[int], encoding: str = DEFAULT_ENCODING) -> list[int]:
+def prefix_chars(
+    tokens: Sequence[int], counts: Sequence[int], encoding: str = DEFAULT_ENCODING
+) -> list[int]:
     """Return, for each count n, how many characters the first n of `tokens` decode to.
 
     A token that ends inside a multi-byte character covers only the characters it completes.

@@ -28,8 +28,9 @@ from __future__ import annotations
 import os
 import sqlite3
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import msgspec
 
@@ -119,12 +120,17 @@ class TokenCache:
 
     def count(self, encoding: str, digest: str) -> int | None:
         """The stored token count of a text, or None."""
-        value = self._query("SELECT tokens FROM counts WHERE encoding = ? AND hash = ?", (encoding, digest))
+        value = self._query(
+            "SELECT tokens FROM counts WHERE encoding = ? AND hash = ?", (encoding, digest)
+        )
         return value if _valid(value) else None  # type: ignore[return-value]
 
     def prefix(self, encoding: str, prev: str, digest: str, limit: int) -> int | None:
         """The stored shared prefix of two texts, or None; never more than `limit` tokens."""
-        value = self._query("SELECT tokens FROM prefixes WHERE encoding = ? AND prev = ? AND hash = ?", (encoding, prev, digest))
+        value = self._query(
+            "SELECT tokens FROM prefixes WHERE encoding = ? AND prev = ? AND hash = ?",
+            (encoding, prev, digest),
+        )
         return value if _valid(value) and value <= limit else None  # type: ignore[operator,return-value]
 
     def put_count(self, encoding: str, digest: str, tokens: int) -> None:
@@ -144,8 +150,14 @@ class TokenCache:
         try:
             with self._db:
                 self._db.execute("BEGIN IMMEDIATE")
-                self._db.executemany("INSERT OR IGNORE INTO counts VALUES (?, ?, ?)", [(*k, v) for k, v in self._counts.items()])
-                self._db.executemany("INSERT OR IGNORE INTO prefixes VALUES (?, ?, ?, ?)", [(*k, v) for k, v in self._prefixes.items()])
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO counts VALUES (?, ?, ?)",
+                    [(*k, v) for k, v in self._counts.items()],
+                )
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO prefixes VALUES (?, ?, ?, ?)",
+                    [(*k, v) for k, v in self._prefixes.items()],
+                )
         except sqlite3.Error:
             self._db = None
         self._counts.clear()
@@ -193,7 +205,9 @@ def vocabulary(key: str, build: Callable[[], dict[str, Any]], use: bool = True) 
                 name=built["name"], pat_str=built["pat_str"], special_tokens=dict(built["special_tokens"]),
                 mergeable_ranks=list(built["mergeable_ranks"].items()),
             ))  # fmt: skip
-            with tempfile.NamedTemporaryFile(dir=path.parent, prefix=path.name, suffix=".tmp", delete=False) as tmp:
+            with tempfile.NamedTemporaryFile(
+                dir=path.parent, prefix=path.name, suffix=".tmp", delete=False
+            ) as tmp:
                 tmp.write(data)
             os.replace(tmp.name, path)
         except (OSError, KeyError, TypeError):

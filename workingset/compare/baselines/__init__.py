@@ -24,8 +24,8 @@ See docs/baselines.md for each rule's source.
 from __future__ import annotations
 
 from ...errors import UsageError
-from ...runs.fixed_prompt import FixedPrompt
 from ...model.state import State
+from ...runs.fixed_prompt import FixedPrompt
 from .anchors import (
     ClearToolUses,
     LastNObservations,
@@ -55,7 +55,10 @@ def get(name: str) -> Baseline:
     """The named baseline; an unknown name lists the valid ones."""
     baseline = BASELINES.get(name)
     if baseline is None:
-        raise UsageError(f"no baseline {name!r}; available: {', '.join(BASELINES)}", details={"valid": list(BASELINES)})
+        raise UsageError(
+            f"no baseline {name!r}; available: {', '.join(BASELINES)}",
+            details={"valid": list(BASELINES)},
+        )
     return baseline
 
 

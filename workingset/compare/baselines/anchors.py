@@ -35,7 +35,9 @@ class LastNObservations(Baseline):
     def plan(self, state: State, hypothesis: str) -> Plan:
         done = steps(state)
         cut = max(0, ((len(done) + 1) // self.polling) * self.polling - self.n - 1)
-        return Plan({ev.id: _old_output(text) for ev in done[:cut] if (text := output_text(ev)) is not None})
+        return Plan(
+            {ev.id: _old_output(text) for ev in done[:cut] if (text := output_text(ev)) is not None}
+        )
 
 
 CLEARED = "[tool result cleared]"  # Anthropic does not publish its placeholder's text
@@ -62,7 +64,9 @@ class ClearToolUses(Baseline):
         if count_tokens("".join(b.text for b in body_blocks(full, "anthropic"))) <= self.trigger:
             return Plan({})
         done = steps(state)
-        older = [ev for ev in done[: max(0, len(done) - self.keep_uses)] if output_text(ev) is not None]
+        older = [
+            ev for ev in done[: max(0, len(done) - self.keep_uses)] if output_text(ev) is not None
+        ]
         cleared = sum(count_tokens(output_text(ev) or "") - count_tokens(CLEARED) for ev in older)
         if not older or cleared < self.clear_at_least:
             return Plan({})
@@ -78,7 +82,11 @@ def _preview(ev: Evidence, text: str) -> str:
         lines = text.split("\n")
         if len(lines) <= 20:
             return text
-        return "\n".join(lines[:10]) + f"\n\n... [{len(lines) - 20} lines omitted] ...\n\n" + "\n".join(lines[-10:])
+        return (
+            "\n".join(lines[:10])
+            + f"\n\n... [{len(lines) - 20} lines omitted] ...\n\n"
+            + "\n".join(lines[-10:])
+        )
     return f"{text[:250]}\n... [TRUNCATED] ...\n{text[-250:]}" if len(text) > 500 else text
 
 
@@ -170,6 +178,10 @@ class SummarizingCondenser(Baseline):
             view = [(None, 1)] + view[cut:]
         if not forgotten:
             return Plan({})
-        first_kept = min((by_id[i].iteration for i, _ in view if i is not None), default=state.iteration + 1)
-        dropped = {ev.id for ev in forgotten} | {n.id for n in state.notes if n.iteration < first_kept}
+        first_kept = min(
+            (by_id[i].iteration for i, _ in view if i is not None), default=state.iteration + 1
+        )
+        dropped = {ev.id for ev in forgotten} | {
+            n.id for n in state.notes if n.iteration < first_kept
+        }
         return Plan({}, frozenset(dropped), summary_text(len(forgotten), self.summary_tokens))

@@ -25,9 +25,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple, Protocol
 
 from ...errors import UsageError
-from ...runs.fixed_prompt import FixedPrompt
 from ...model.state import State
 from ...providers import breakpoint_family
+from ...runs.fixed_prompt import FixedPrompt
 
 EPHEMERAL = {"type": "ephemeral"}
 EXPLICIT = {"mode": "explicit"}
@@ -81,10 +81,18 @@ def transcript_parts(baseline: Baseline, state: State, hypothesis: str) -> list[
     fixed = baseline.fixed
     if fixed is None or not fixed.prefix:
         return baseline.parts(state, hypothesis)
-    return [Part(m.role, m.text) for m in fixed.prefix] + baseline.parts(state, hypothesis, task=False)
+    return [Part(m.role, m.text) for m in fixed.prefix] + baseline.parts(
+        state, hypothesis, task=False
+    )
 
 
-def body(baseline: Baseline, state: State, hypothesis: str, provider: str = "anthropic", model: str | None = None) -> dict[str, Any]:
+def body(
+    baseline: Baseline,
+    state: State,
+    hypothesis: str,
+    provider: str = "anthropic",
+    model: str | None = None,
+) -> dict[str, Any]:
     """The provider request body the source agent would send for this context (pure, deterministic)."""
     if provider not in PROVIDERS:
         raise UsageError(f"no provider {provider!r}; available: {', '.join(PROVIDERS)}", code="unknown_provider",

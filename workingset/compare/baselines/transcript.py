@@ -23,8 +23,8 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ...errors import SessionError
-from ...runs.fixed_prompt import FixedPrompt
 from ...model.state import Evidence, Note, RowsPayload, State
+from ...runs.fixed_prompt import FixedPrompt
 from .bodies import Part, body
 
 MASKED = "<MASKED>"
@@ -59,7 +59,10 @@ def check(state: State, hypothesis: str) -> None:
     """Refuse a hypothesis the state does not hold (`unknown_hypothesis`)."""
     if state.hypothesis(hypothesis) is None:
         known = ", ".join(h.id for h in state.hypotheses)
-        raise SessionError(f"no hypothesis {hypothesis} in analysis {state.analysis_id}; known: {known}", code="unknown_hypothesis")
+        raise SessionError(
+            f"no hypothesis {hypothesis} in analysis {state.analysis_id}; known: {known}",
+            code="unknown_hypothesis",
+        )
 
 
 def _masked(text: str) -> str:
@@ -84,7 +87,9 @@ class Baseline:
         if self.keep is None:
             return Plan({})
         older = steps(state)[: max(0, len(steps(state)) - self.keep)]
-        return Plan({ev.id: self.placeholder(text) for ev in older if (text := output_text(ev)) is not None})
+        return Plan(
+            {ev.id: self.placeholder(text) for ev in older if (text := output_text(ev)) is not None}
+        )
 
     def with_fixed_prompt(self, fixed: FixedPrompt | None) -> Baseline:
         """This strategy, sending `fixed` (the run's agent's fixed prompt) with every request."""
@@ -95,7 +100,9 @@ class Baseline:
     def masked(self, state: State, hypothesis: str | None = None) -> set[str]:
         """IDs of the action outputs this strategy hides from the agent: replaced or dropped."""
         plan = self.plan(state, hypothesis or state.hypotheses[0].id)
-        return set(plan.replaced) | {ev.id for ev in state.evidence if ev.id in plan.dropped and ev.payload is not None}
+        return set(plan.replaced) | {
+            ev.id for ev in state.evidence if ev.id in plan.dropped and ev.payload is not None
+        }
 
     def unrecoverable(self, state: State, hypothesis: str) -> int:
         """How many earlier outputs this rendering hid (gone for good from the agent's context)."""
@@ -130,7 +137,9 @@ class Baseline:
                 out.append(Part("assistant", f"{note.kind.upper()}:\n{note.text}"))
             for ev in evidence.get(it, ()):
                 if ev.capture.query is not None:
-                    out.append(Part("assistant", f"ACTION ({ev.capture.origin}):\n{ev.capture.query}"))
+                    out.append(
+                        Part("assistant", f"ACTION ({ev.capture.origin}):\n{ev.capture.query}")
+                    )
                     label = "OUTPUT"
                 else:
                     label = f"MESSAGE ({ev.capture.origin})"
@@ -141,6 +150,8 @@ class Baseline:
                     out.append(Part("user", f"{label}:\n{plan.replaced.get(ev.id, text)}"))
         return out
 
-    def body(self, state: State, hypothesis: str, provider: str = "anthropic", model: str | None = None) -> dict[str, Any]:
+    def body(
+        self, state: State, hypothesis: str, provider: str = "anthropic", model: str | None = None
+    ) -> dict[str, Any]:
         """The request body the source agent would send for this context (see `bodies.body`)."""
         return body(self, state, hypothesis, provider, model)
