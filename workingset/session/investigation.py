@@ -75,8 +75,8 @@ def _open_store(
     store: Store | str | os.PathLike[str], must_exist: bool, read_only: bool = False
 ) -> tuple[Store, bool]:
     """The store and whether the handle owns it (a PostgreSQL URL or a SQLite path); a SQLite store that
-    must exist is never created, nor its schema."""
-    if isinstance(store, (SqliteStore, PostgresStore)):
+    must exist is never created, nor its schema. Any `Store` is used as it is."""
+    if isinstance(store, Store):
         return store, False
     path = os.fspath(store)
     if is_url(path):
