@@ -19,6 +19,7 @@ change to it.
 from __future__ import annotations
 
 import typing
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
@@ -27,6 +28,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import msgspec
 
 from ..errors import WorkingsetError
+from ..io.caches import register
 from ..model.state import (
     ActionId,
     AnalysisId,
@@ -277,6 +279,7 @@ class StoreBase:
         # call reads only the events appended since; they live and die with this connection.
         self.views: dict[str, Any] = {}
         self._conn: Any = None
+        _LIVE.add(self)
 
     def _open(
         self,
@@ -317,3 +320,16 @@ class StoreBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Every store object alive in the process, so that the cache registry reaches their kept states.
+_LIVE: weakref.WeakSet[StoreBase] = weakref.WeakSet()
+
+
+def _clear_views() -> None:
+    for store in list(_LIVE):
+        store.views.clear()
+
+
+register("kept views", holds="the replayed state of each analysis an open store has served (the next call replays it)",
+         limit=None, size=lambda: sum(len(store.views) for store in list(_LIVE)), clear=_clear_views)  # fmt: skip
