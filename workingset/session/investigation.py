@@ -39,6 +39,7 @@ from ..store import (
     RequestRecord,
     RequestRow,
     SqliteStore,
+    Status,
     Store,
     Tx,
     is_url,
@@ -356,6 +357,7 @@ class Investigation(Turns):
             row = self._row(tx, checked=not closing)
             if row.status in ctl.TERMINAL:
                 raise closed(row)
+            status: Status
             prior, reason = None, None
             if verb == "pause":
                 if row.status == ctl.PAUSED:
