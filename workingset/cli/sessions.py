@@ -29,9 +29,7 @@ from .options import (
 def _store(store: str | None) -> str:
     from ..session.investigation import default_store_path
 
-    return (
-        store if store is not None else default_store_path()
-    )  # an empty --store is refused, not the default
+    return store if store is not None else default_store_path()  # an empty --store is refused
 
 
 def _input(arg: str, kind: str) -> tuple[bytes, str]:
