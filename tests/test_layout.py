@@ -95,7 +95,7 @@ def test_the_graph_builder_sees_function_level_and_relative_imports():
     # Guards the check itself: an import inside a function, relative or not, is an edge.
     graph = import_graph()
     assert "workingset.errors" in graph["workingset.controller"]  # from ..errors, module level
-    assert "workingset.providers" in graph["workingset.cli.commands"]  # inside a command function
+    assert "workingset.providers" in graph["workingset.cli.sessions"]  # inside a command function
     assert "workingset.tokens.disk_cache" in graph["workingset.tokens.count"]  # inside a function
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b"}, "b": set()}) is None

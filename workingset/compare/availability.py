@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from ..io.caches import Bounded
 from ..model.harvest import harvest
 from ..model.state import State
 
@@ -50,7 +51,8 @@ class Availability:
         return value / self.total
 
 
-_COUNTS: dict[tuple[str, str | None], int] = {}
+_COUNTS: Bounded[tuple[str, str | None], int] = Bounded("identifier counts", limit=1_000_000,
+                                                         holds="each evidence item's identifier count, by ID and content hash")  # fmt: skip
 
 
 def _count(ev) -> int:

@@ -28,6 +28,7 @@ from typing import Any
 
 from msgspec.structs import astuple
 
+from ..io.caches import register
 from ..model.state import Evidence
 
 CACHED_VERSIONS = frozenset(range(1, 11))
@@ -86,3 +87,5 @@ class BlockCache:
 
 
 BLOCKS = BlockCache()
+register("rendered blocks", holds="v1-v10 evidence blocks, by encoder, item and rendering context",
+         limit=LIMIT_CHARS, unit="characters", size=lambda: BLOCKS._chars, clear=BLOCKS.clear)  # fmt: skip

@@ -25,6 +25,7 @@ from typing import Any
 
 from msgspec.structs import astuple
 
+from ..io.caches import register
 from ..model.harvest import harvest
 from ..model.state import Evidence, HistoryEntry, Note, RowsPayload, State, TextPayload
 from ._render import UNKNOWN_PAYLOAD, compact, fence, rows_caption, table
@@ -195,6 +196,16 @@ def _cached(key: tuple, make: Any, *args: Any) -> str:
         text = _TEXTS[key] = make(*args)
         _TEXT_CHARS += len(text)
     return text
+
+
+def _clear_texts() -> None:
+    global _TEXT_CHARS
+    _TEXTS.clear()
+    _TEXT_CHARS = 0
+
+
+register("journal texts", holds="v11+ journal entry and index row texts, by format and content",
+         limit=_TEXT_CHARS_KEPT, unit="characters", size=lambda: _TEXT_CHARS, clear=_clear_texts)  # fmt: skip
 
 
 def index_row(ev: Evidence) -> list[Any]:

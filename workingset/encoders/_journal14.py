@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+from ..io.caches import register_lru
 from ..model.state import Evidence, State
 from ._journal import Journal, _cached, entries
 from ._render import fence
@@ -54,6 +55,13 @@ def page_bounds(text: str, size: int) -> tuple[int, ...]:
         start += length
         bounds.append(start)
     return tuple(bounds)
+
+
+register_lru(
+    "page bounds",
+    page_bounds,
+    holds="where each page of a paged v14 entry ends, by text and page size",
+)
 
 
 def page(text: str, size: int, number: int) -> str | None:

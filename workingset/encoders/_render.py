@@ -14,6 +14,8 @@ from typing import Any
 
 import msgspec
 
+from ..io.caches import register_lru
+
 _FENCE_RUNS = re.compile(r"`{3,}")  # shorter runs never decide the fence length
 # A fence's info string is written only when it is a plausible language name: these
 # characters, at most this long. Frozen: changing either changes v3+ output. `\Z`, not `$`:
@@ -38,6 +40,9 @@ def indented(value: Any) -> str:
 def _longest_run(body: str) -> int:
     # The same outputs are fenced again in every later turn and by every version: scan once.
     return max(map(len, _FENCE_RUNS.findall(body)))
+
+
+register_lru("fence lengths", _longest_run, holds="the longest backtick run of each fenced body")
 
 
 def fence(body: str, info: str | None = None) -> str:

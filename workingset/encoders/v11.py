@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 from typing import Any
 
 from ..errors import UnknownEncoder
+from ..io.caches import register_lru
 from ..model.state import Evidence, Hypothesis, State
 from ._api import RenderedContext, View
 from ._journal import V11_FORMAT, Format, Journal, Plan, plan
@@ -301,3 +302,10 @@ def cost_limit(budget: Any) -> str:
 @lru_cache(maxsize=32)
 def _with_budget(cls: type[V11], budget: int) -> V11:
     return cls(budget)
+
+
+register_lru(
+    "budgeted encoders",
+    _with_budget,
+    holds="v11+ encoders made for a `:budget=N`, by version and budget",
+)

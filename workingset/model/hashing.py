@@ -7,6 +7,8 @@ from collections import OrderedDict
 import msgspec
 import xxhash
 
+from ..io.caches import register
+
 PREFIX = "xxh3-128:"
 
 
@@ -22,6 +24,8 @@ def hash_bytes(data: bytes) -> str:
 _RECENT: OrderedDict[int, tuple[str, str]] = OrderedDict()
 _RECENT_KEPT = 48
 _RECENT_MIN_CHARS = 4096
+register("text hashes", holds="the hashes of the last large texts hashed", limit=_RECENT_KEPT,
+         size=_RECENT.__len__, clear=_RECENT.clear)  # fmt: skip
 
 
 def hash_text(text: str) -> str:

@@ -39,6 +39,7 @@ from ..store import (
     RequestRecord,
     RequestRow,
     SqliteStore,
+    Status,
     Store,
     Tx,
     is_url,
@@ -75,8 +76,8 @@ def _open_store(
     store: Store | str | os.PathLike[str], must_exist: bool, read_only: bool = False
 ) -> tuple[Store, bool]:
     """The store and whether the handle owns it (a PostgreSQL URL or a SQLite path); a SQLite store that
-    must exist is never created, nor its schema."""
-    if isinstance(store, (SqliteStore, PostgresStore)):
+    must exist is never created, nor its schema. Any `Store` is used as it is."""
+    if isinstance(store, Store):
         return store, False
     path = os.fspath(store)
     if is_url(path):
@@ -356,6 +357,7 @@ class Investigation(Turns):
             row = self._row(tx, checked=not closing)
             if row.status in ctl.TERMINAL:
                 raise closed(row)
+            status: Status
             prior, reason = None, None
             if verb == "pause":
                 if row.status == ctl.PAUSED:

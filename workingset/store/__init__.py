@@ -1,4 +1,4 @@
-"""Persistence behind one small interface (`interface.Tx`): SQLite by default, PostgreSQL by URL.
+"""Persistence behind one small interface (`interface.Store`, `interface.Tx`): SQLite by default, PostgreSQL by URL.
 
 `open_store(target)` opens either: a `postgresql://` (or `postgres://`) URL is a database
 (`postgres.PostgresStore`), anything else a SQLite file (`sqlite.SqliteStore`, created on
@@ -23,16 +23,15 @@ from .interface import (
     RequestRecord,
     RequestRow,
     Status,
+    Store,
     Tx,
     _checkpoint,
 )  # fmt: skip
 from .postgres import PostgresStore, is_url, redact
 from .sqlite import APPLICATION_ID, SqliteStore
 
-Store = SqliteStore | PostgresStore
 
-
-def open_store(target: str | os.PathLike[str]) -> Store:
+def open_store(target: str | os.PathLike[str]) -> SqliteStore | PostgresStore:
     """Open a store: a `postgresql://` URL, or else a SQLite file path (created on first use)."""
     path = os.fspath(target)
     return PostgresStore(path) if is_url(path) else SqliteStore(path)

@@ -1,4 +1,4 @@
-"""The store's interface: the rows, the compact request manifest and `Tx`, what the session needs.
+"""The store's interface: the rows, the compact request manifest, and what the session needs (`Store`, `Tx`).
 
 A store holds analyses. The investigation state is event-sourced: the `created` event
 carries the initial state and each later event carries only what changed, so a turn appends
@@ -11,19 +11,24 @@ of its shown and indexed ID lists, the other being the rest of the evidence it w
 with. `snapshots` keeps the latest replayed state of each analysis (see `eventlog.log`).
 
 Two backends implement it with the same tables and semantics: `sqlite` (the default, a file)
-and `postgres` (a database server, for many worker processes).
+and `postgres` (a database server, for many worker processes). The session asks only for
+`Store` (and, inside a transaction, `Tx`), so a third backend that satisfies them needs no
+change to it.
 """
 
 from __future__ import annotations
 
 import typing
+import weakref
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import msgspec
 
 from ..errors import WorkingsetError
+from ..io.caches import register
 from ..model.state import (
     ActionId,
     AnalysisId,
@@ -196,7 +201,7 @@ class ActionRow:
 
 
 # Field names of the rows read back from a store, for checking them (`sqltx.SqlTx._checked`).
-FIELDS = {
+FIELDS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in fields(cls)) for cls in (AnalysisRow, RequestRecord, ActionRow)
 }
 
@@ -234,6 +239,32 @@ class Tx(Protocol):
     def actions(self, analysis_id: str) -> list[ActionRow]: ...
 
 
+@runtime_checkable
+class Store(Protocol):
+    """What the session needs from a store: its transactions, the states it keeps, where it is, closing it.
+
+    `SqliteStore` and `PostgresStore` satisfy it (through `StoreBase`); `Investigation`
+    accepts any object that does, and opens one of those two from a path or a URL.
+    """
+
+    path: str  # what messages name (a PostgreSQL URL without its password)
+    empty: bool  # True: no schema yet and not allowed to create one, so it holds no analysis
+    # Replayed states by analysis (`eventlog.view.Replayed`), kept by the session between calls.
+    views: dict[str, Any]
+
+    def read(self) -> AbstractContextManager[Tx]:
+        """A read transaction: one consistent snapshot of the store."""
+        ...
+
+    def write(self) -> AbstractContextManager[Tx]:
+        """A write transaction: everything in it commits together, or nothing does."""
+        ...
+
+    def close(self) -> None:
+        """Close the connection; the kept states go with it."""
+        ...
+
+
 class StoreBase:
     """What both backends share: the kept states, the read-only and empty flags, opening, closing."""
 
@@ -248,6 +279,7 @@ class StoreBase:
         # call reads only the events appended since; they live and die with this connection.
         self.views: dict[str, Any] = {}
         self._conn: Any = None
+        _LIVE.add(self)
 
     def _open(
         self,
@@ -288,3 +320,16 @@ class StoreBase:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+# Every store object alive in the process, so that the cache registry reaches their kept states.
+_LIVE: weakref.WeakSet[StoreBase] = weakref.WeakSet()
+
+
+def _clear_views() -> None:
+    for store in list(_LIVE):
+        store.views.clear()
+
+
+register("kept views", holds="the replayed state of each analysis an open store has served (the next call replays it)",
+         limit=None, size=lambda: sum(len(store.views) for store in list(_LIVE)), clear=_clear_views)  # fmt: skip

