@@ -9,6 +9,9 @@ from __future__ import annotations
 from ..errors import UnknownEncoder
 from ..model.state import State
 from ._api import RenderedContext, View
+from .journal.v11 import V11
+from .journal.v12 import V12
+from .journal.v13 import V13
 from .v01 import V1
 from .v02 import V2
 from .v03 import V3
@@ -19,9 +22,6 @@ from .v07 import V7
 from .v08 import V8
 from .v09 import V9
 from .v10 import V10
-from .v11 import V11
-from .v12 import V12
-from .v13 import V13
 from .v14 import V14
 
 ENCODERS = {
