@@ -213,10 +213,12 @@ class V13(V12):
 
     def selected_lines(self, view: JournalView) -> list[str]:
         control = view.selected.control
-        lines = [] if control.plan is None else [f"plan: {compact(control.plan)}"]
-        return lines + (
-            [f"next checks: {compact(control.next_checks)}"] if control.next_checks else []
-        )
+        lines = []
+        if control.plan is not None:
+            lines.append(f"plan: {compact(control.plan)}")
+        if control.next_checks:
+            lines.append(f"next checks: {compact(control.next_checks)}")
+        return lines
 
     def status_lines(self, view: JournalView) -> list[str]:
         state = view.state
