@@ -6,9 +6,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ..errors import UnknownEncoder
 from ..model.state import State
-from ._api import RenderedContext, View
+from ._api import Encoder, RenderedContext, View
+from .journal.v11 import V11
+from .journal.v12 import V12
+from .journal.v13 import V13
 from .v01 import V1
 from .v02 import V2
 from .v03 import V3
@@ -19,12 +24,9 @@ from .v07 import V7
 from .v08 import V8
 from .v09 import V9
 from .v10 import V10
-from .v11 import V11
-from .v12 import V12
-from .v13 import V13
 from .v14 import V14
 
-ENCODERS = {
+ENCODERS: dict[int, Encoder] = {
     1: V1(),
     2: V2(),
     3: V3(),
@@ -47,7 +49,7 @@ LATEST = max(ENCODERS)
 DEFAULT_ENCODER = f"{PREFIX}10"
 
 
-def get_encoder(name: str) -> V1:
+def get_encoder(name: str) -> Encoder:
     """Look an encoder up by full name (`investigation_project_v8`) or alias (`v8`).
 
     A version that takes options (the context budget of v11 and later) is named with them after a colon:
@@ -68,7 +70,7 @@ def get_encoder(name: str) -> V1:
     encoder = ENCODERS[number]
     if not colon:
         return encoder
-    with_options = getattr(encoder, "with_options", None)
+    with_options: Callable[[str], Encoder] | None = getattr(encoder, "with_options", None)
     if with_options is None:
         raise UnknownEncoder(
             f"no encoder {name!r}: v{number} takes no options", details={"valid": [f"v{number}"]}
@@ -81,4 +83,6 @@ def render(state: State, hypothesis: str, encoder: str = DEFAULT_ENCODER) -> Ren
     return get_encoder(encoder).render(state, hypothesis)
 
 
-__all__ = ["ENCODERS", "DEFAULT_ENCODER", "RenderedContext", "View", "get_encoder", "render"]
+__all__ = [
+    "ENCODERS", "DEFAULT_ENCODER", "Encoder", "RenderedContext", "View", "get_encoder", "render",
+]  # fmt: skip

@@ -1,8 +1,9 @@
-"""The result every encoder returns, and the view of a state it renders from."""
+"""What an encoder is (`Encoder`), the result every encoder returns, and the view of a state it renders from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from ..model.state import Evidence, Hypothesis, State
 
@@ -49,6 +50,33 @@ class RenderedContext:
             if following != category:
                 ends.append(at)
         return tuple(ends)
+
+
+class Encoder(Protocol):
+    """What every encoder offers: the value type of the registry (`ENCODERS`, `get_encoder`).
+
+    A version taking options (the context budget of v11 and later) also has
+    `with_options(options) -> Encoder`; `get_encoder` looks it up.
+    """
+
+    version: int  # the registry key and the number in `name`
+    supports_recall: bool  # whether a decision may be a recall
+    supports_spans: bool  # whether a conclusion may cite byte spans
+    stable_sections: tuple[str, ...]  # leading section categories unchanged from turn to turn
+
+    @property
+    def name(self) -> str:
+        """The name stored contexts record: `investigation_project_v<N>`, options after a colon."""
+        ...
+
+    @property
+    def decision_schema(self) -> dict[str, Any]:
+        """The JSON Schema of a decision answering this encoder's requests."""
+        ...
+
+    def render(self, state: State, hypothesis: str) -> RenderedContext:
+        """The user message for `hypothesis`: pure, byte-deterministic, never changes `state`."""
+        ...
 
 
 @dataclass

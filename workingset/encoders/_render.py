@@ -1,8 +1,10 @@
-"""Shared rendering primitives: JSON records, code fences, columns/rows tables, schemas.
+"""What both encoder families share: JSON records, code fences, tables, schemas, and the render's frame.
 
-Everything here is pure and byte-deterministic: msgspec writes floats in their shortest
-round-trip form on every platform, Struct fields keep their declared order, and nothing
-reads the clock, the locale or the hash seed.
+The frame: the hypothesis a render is for, the roles of this turn's evidence, and the
+rendered context joined from a layout's sections. Everything here is pure and
+byte-deterministic: msgspec writes floats in their shortest round-trip form on every
+platform, Struct fields keep their declared order, and nothing reads the clock, the locale
+or the hash seed.
 """
 
 from __future__ import annotations
@@ -14,7 +16,11 @@ from typing import Any
 
 import msgspec
 
+from ..errors import SessionError
 from ..io.caches import register_lru
+from ..model.hashing import hash_text
+from ..model.state import Capture, Evidence, Hypothesis, State
+from ._api import RenderedContext, View
 
 _FENCE_RUNS = re.compile(r"`{3,}")  # shorter runs never decide the fence length
 # A fence's info string is written only when it is a plausible language name: these
@@ -22,6 +28,7 @@ _FENCE_RUNS = re.compile(r"`{3,}")  # shorter runs never decide the fence length
 # `$` also matches before a final newline, which let "python\n" through and shifted the body.
 FENCE_INFO_MAX_CHARS = 40
 _SAFE_INFO = re.compile(rf"^[A-Za-z0-9_+.#-]{{1,{FENCE_INFO_MAX_CHARS}}}\Z")
+Chunk = tuple[str, str]  # (section category, text)
 _encode = msgspec.json.encode
 _lines = msgspec.json.Encoder().encode_lines
 
@@ -76,6 +83,26 @@ TABLE_CONVENTION = (
 
 
 UNKNOWN_PAYLOAD = "payload: UNKNOWN — the content was not retained. This is not an empty result and not evidence of absence."
+
+
+CAPTURE_COLUMNS = (
+    "query", "predicate", "origin", "snapshot", "coverage",
+    "truncated", "page", "next_cursor", "eof", "item_count",
+)  # fmt: skip
+# v6's captures table and the journal's records list these fields positionally; a new Capture
+# field must not silently join (or shift) the columns of a frozen version.
+assert Capture.__struct_fields__ == CAPTURE_COLUMNS
+
+
+def empty_rows_remark(ev: Evidence) -> str:
+    """An empty rows payload is a real empty result only when the source said so."""
+    cap = ev.capture
+    if cap.item_count == 0 or (cap.item_count is None and cap.truncated is not True):
+        return "payload: 0 rows — a real, empty result."
+    return (
+        f"payload: 0 rows retained, but the source reported item_count {compact(cap.item_count)}, "
+        f"truncated {compact(cap.truncated)}: this is not evidence of absence."
+    )
 
 
 def heading(level: int, title: str) -> str:
@@ -142,7 +169,7 @@ _RECALL = {
     },
 }
 
-_CONCLUDE = {
+_CONCLUDE: dict[str, Any] = {
     "type": "object",
     "additionalProperties": False,
     "required": ["kind", "disposition", "diagnosis", "evidence_refs"],
@@ -169,7 +196,7 @@ _SPAN = {
     },
 }
 
-_CITING_CONCLUDE = {
+_CITING_CONCLUDE: dict[str, Any] = {
     **_CONCLUDE,
     "properties": {
         **_CONCLUDE["properties"],
@@ -190,3 +217,65 @@ def decision_schema(name: str, recall: bool, spans: bool = False) -> dict[str, A
         "required": ["next"],
         "properties": {"assessment": _ASSESSMENT, "notes": _NOTES, "next": {"oneOf": variants}},
     }
+
+
+# -- the render's frame ------------------------------------------------------------------
+
+ROLE_ORDER = ("previous_result", "unsettled", "recalled")
+
+
+def selected_hypothesis(state: State, hypothesis: str) -> Hypothesis:
+    """The hypothesis to render for, or the error `unknown_hypothesis`."""
+    selected = state.hypothesis(hypothesis)
+    if selected is None:
+        known = ", ".join(h.id for h in state.hypotheses)
+        raise SessionError(
+            f"no hypothesis {hypothesis} in analysis {state.analysis_id}; known: {known}",
+            code="unknown_hypothesis",
+        )
+    return selected
+
+
+def turn_roles(state: State, selected: Hypothesis, recall: bool) -> dict[str, list[str]]:
+    """Evidence ID -> its roles this turn, in ROLE_ORDER: the selected hypothesis's previous
+    result, every unsettled result, and (with `recall`) the selected hypothesis's recalled IDs."""
+    found: dict[str, set[str]] = {}
+    if selected.control.previous_result is not None:
+        found.setdefault(selected.control.previous_result, set()).add("previous_result")
+    for ev in state.evidence:
+        if ev.budget.status == "unsettled":
+            found.setdefault(ev.id, set()).add("unsettled")
+    selection = state.recall.get(selected.id)
+    if recall and selection is not None:
+        for ref in selection.evidence_refs:
+            found.setdefault(ref, set()).add("recalled")
+    return {eid: [r for r in ROLE_ORDER if r in rs] for eid, rs in found.items()}
+
+
+def rendered_context(
+    encoder: str, view: View, layout: Iterable[Chunk], stable_sections: tuple[str, ...]
+) -> RenderedContext:
+    """The layout's non-empty sections joined by blank lines, a newline at the end, measured per section."""
+    chunks = [c for c in layout if c[1]]
+    # The trailing newline joins the last body before the one big join: no second copy of the text.
+    bodies = [body for _, body in chunks]
+    bodies[-1] += "\n"
+    text = "\n\n".join(bodies)
+    sections: dict[str, int] = {}
+    ordered: list[tuple[str, int]] = []
+    for i, (category, body) in enumerate(chunks):
+        sep = 1 if i == len(chunks) - 1 else 2
+        sections[category] = sections.get(category, 0) + len(body) + sep
+        ordered.append((category, len(body) + sep))
+    return RenderedContext(
+        encoder=encoder,
+        hypothesis=view.selected.id,
+        text=text,
+        shown=tuple(e.id for e in view.shown),
+        indexed=tuple(e.id for e in view.indexed),
+        chars=len(text),
+        hash=hash_text(text),
+        sections=tuple(sections.items()),
+        chunks=tuple(ordered),
+        stable_sections=stable_sections,
+    )

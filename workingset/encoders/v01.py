@@ -12,22 +12,22 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from ..errors import SessionError
-from ..model.hashing import hash_text
-from ..model.state import Evidence, Hypothesis, RowsPayload, State
+from ..model.state import Evidence, Hypothesis, Note, RowsPayload, State
 from ._api import RenderedContext, View
 from ._cache import BLOCKS
 from ._render import (
     UNKNOWN_PAYLOAD,
+    Chunk,
     compact,
     decision_schema,
+    empty_rows_remark,
     fence,
     heading,
     indented,
     join_blocks,
+    rendered_context,
+    selected_hypothesis,
 )
-
-Chunk = tuple[str, str]  # (section category, text)
 
 
 def to_plain(value: Any) -> Any:
@@ -64,42 +64,12 @@ class V1:
 
     def selected(self, state: State, hypothesis: str) -> Hypothesis:
         """The hypothesis to render for, or the error `unknown_hypothesis`."""
-        selected = state.hypothesis(hypothesis)
-        if selected is None:
-            known = ", ".join(h.id for h in state.hypotheses)
-            raise SessionError(
-                f"no hypothesis {hypothesis} in analysis {state.analysis_id}; known: {known}",
-                code="unknown_hypothesis",
-            )
-        return selected
+        return selected_hypothesis(state, hypothesis)
 
     def render_view(self, view: View) -> RenderedContext:
         """Lay out a selected view as the rendered context."""
-        selected = view.selected
         view.refs = self.references(view)
-        chunks = [c for c in self.layout(view) if c[1]]
-        # The trailing newline joins the last body before the one big join: no second copy of the text.
-        bodies = [body for _, body in chunks]
-        bodies[-1] += "\n"
-        text = "\n\n".join(bodies)
-        sections: dict[str, int] = {}
-        ordered: list[tuple[str, int]] = []
-        for i, (category, body) in enumerate(chunks):
-            sep = 1 if i == len(chunks) - 1 else 2
-            sections[category] = sections.get(category, 0) + len(body) + sep
-            ordered.append((category, len(body) + sep))
-        return RenderedContext(
-            encoder=self.name,
-            hypothesis=selected.id,
-            text=text,
-            shown=tuple(e.id for e in view.shown),
-            indexed=tuple(e.id for e in view.indexed),
-            chars=len(text),
-            hash=hash_text(text),
-            sections=tuple(sections.items()),
-            chunks=tuple(ordered),
-            stable_sections=self.stable_sections,
-        )
+        return rendered_context(self.name, view, self.layout(view), self.stable_sections)
 
     # -- what is shown -----------------------------------------------------------------
 
@@ -204,7 +174,7 @@ class V1:
 
     # -- notes ---------------------------------------------------------------------------
 
-    def shown_notes(self, view: View) -> list:
+    def shown_notes(self, view: View) -> list[Note]:
         return list(view.state.notes)
 
     def notes_section(self, view: View) -> str:
@@ -258,14 +228,3 @@ class V1:
 
     def schema_section(self) -> str:
         return heading(2, "Output schema") + "\n" + self.record(self.decision_schema)
-
-
-def empty_rows_remark(ev: Evidence) -> str:
-    """An empty rows payload is a real empty result only when the source said so."""
-    cap = ev.capture
-    if cap.item_count == 0 or (cap.item_count is None and cap.truncated is not True):
-        return "payload: 0 rows — a real, empty result."
-    return (
-        f"payload: 0 rows retained, but the source reported item_count {compact(cap.item_count)}, "
-        f"truncated {compact(cap.truncated)}: this is not evidence of absence."
-    )

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..model.state import Evidence, RowsPayload
 from ._api import View
-from .v01 import empty_rows_remark
+from ._render import empty_rows_remark
 from .v04 import V4
 
 
@@ -35,6 +35,7 @@ class V5(V4):
 
     def payload_record(self, ev: Evidence, view: View) -> Any:
         if ev.id in view.refs:
+            assert ev.payload is not None  # a null payload has no content hash to repeat
             return {"kind": ev.payload.__struct_config__.tag, "same_as": view.refs[ev.id]}
         return super().payload_record(ev, view)
 

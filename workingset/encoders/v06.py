@@ -7,20 +7,13 @@ from typing import Any
 
 from msgspec.structs import astuple, replace
 
-from ..model.state import Capture, Evidence, Hypothesis, Note
+from ..model.state import Evidence, Hypothesis, Note
 from ._api import View
-from ._render import heading, join_blocks, rows_caption, table
+from ._render import CAPTURE_COLUMNS, heading, join_blocks, rows_caption, table
 from .v05 import V5
 
 HISTORY_COLUMNS = ("iteration", "kind", "evidence_refs", "verdict", "confidence", "text")
 NOTE_COLUMNS = ("id", "hypothesis", "kind", "status", "iteration", "text")
-CAPTURE_COLUMNS = (
-    "query", "predicate", "origin", "snapshot", "coverage",
-    "truncated", "page", "next_cursor", "eof", "item_count",
-)  # fmt: skip
-# The captures table lists the fields positionally; a new Capture field must not silently
-# join (or shift) the columns of a frozen version.
-assert Capture.__struct_fields__ == CAPTURE_COLUMNS
 
 
 def capture_cells(ev: Evidence) -> list[Any]:

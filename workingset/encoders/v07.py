@@ -14,8 +14,8 @@ from typing import Any
 
 from ..model.state import Evidence, Hypothesis, State
 from ._api import View
-from ._render import heading, join_blocks, rows_caption, table
-from .v01 import Chunk, to_plain
+from ._render import Chunk, heading, join_blocks, rows_caption, table
+from .v01 import to_plain
 from .v06 import V6, captures_table
 
 EVIDENCE_BUDGET_COLUMNS = ("id", "action", "status", "cost")

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..model.state import Evidence, Hypothesis, State
+from ..model.state import Evidence, Hypothesis, Note, State
 from ._api import View
-from ._render import heading, rows_caption, table
-from .v01 import Chunk
-from .v06 import CAPTURE_COLUMNS, capture_cells, history_table
+from ._render import CAPTURE_COLUMNS, Chunk, heading, rows_caption, table, turn_roles
+from .v06 import capture_cells, history_table
 from .v07 import V7
 
-ROLE_ORDER = ("previous_result", "unsettled", "recalled")
 INDEX_COLUMNS = ("id", "collector", "scope", *CAPTURE_COLUMNS, "payload")
 OTHER_HYPOTHESIS_COLUMNS = ("id", "title", "mechanism", "confidence", "disposition")
 
@@ -33,18 +31,8 @@ class V8(V7):
     evidence_heading = "Evidence shown in full"
 
     def roles(self, state: State, selected: Hypothesis) -> dict[str, list[str]]:
-        """Evidence ID -> its roles this turn, in ROLE_ORDER."""
-        found: dict[str, set[str]] = {}
-        if selected.control.previous_result is not None:
-            found.setdefault(selected.control.previous_result, set()).add("previous_result")
-        for ev in state.evidence:
-            if ev.budget.status == "unsettled":
-                found.setdefault(ev.id, set()).add("unsettled")
-        selection = state.recall.get(selected.id)
-        if self.supports_recall and selection is not None:
-            for ref in selection.evidence_refs:
-                found.setdefault(ref, set()).add("recalled")
-        return {eid: [r for r in ROLE_ORDER if r in rs] for eid, rs in found.items()}
+        """Evidence ID -> its roles this turn (`_render.ROLE_ORDER`)."""
+        return turn_roles(state, selected, self.supports_recall)
 
     def select(self, state: State, selected: Hypothesis) -> View:
         roles = self.roles(state, selected)
@@ -58,17 +46,10 @@ class V8(V7):
         )
 
     def layout(self, view: View) -> list[Chunk]:
-        return [
-            ("header", self.header(view)),
-            ("case", self.case_section(view)),
-            ("evidence_index", self.index_section(view)),
-            ("evidence", self.evidence_section(view)),
-            *self.hypotheses_chunks(view),
-            ("notes", self.notes_section(view)),
-            ("budget", self.budget_section(view)),
-            ("task", self.task_section(view)),
-            ("output_schema", self.schema_section()),
-        ]
+        """v7's, with the evidence_index just before the evidence shown in full."""
+        chunks = super().layout(view)
+        at = [category for category, _ in chunks].index("evidence")
+        return [*chunks[:at], ("evidence_index", self.index_section(view)), *chunks[at:]]
 
     # -- evidence ------------------------------------------------------------------------
 
@@ -122,7 +103,7 @@ class V8(V7):
 
     # -- notes and the turn --------------------------------------------------------------
 
-    def shown_notes(self, view: View) -> list:
+    def shown_notes(self, view: View) -> list[Note]:
         return [
             n for n in view.state.notes if n.hypothesis is None or n.hypothesis == view.selected.id
         ]

@@ -8,10 +8,8 @@ hidden, so there is nothing to recall. The default for new requests.
 
 from __future__ import annotations
 
-from ..model.state import Evidence, Hypothesis, State
 from ._api import View
-from ._render import heading
-from .v06 import notes_table
+from .v07 import V7
 from .v09 import V9
 
 
@@ -20,32 +18,23 @@ class V10(V9):
 
     version = 10
     supports_recall = False
-
-    def select(self, state: State, selected: Hypothesis) -> View:
-        view = super().select(state, selected)
-        view.shown = sorted(state.evidence, key=lambda ev: ev.id)
-        view.indexed = []
-        return view
-
-    def index_section(self, view: View) -> str:
-        return ""
-
-    def shown_notes(self, view: View) -> list:
-        return list(view.state.notes)
-
-    def notes_section(self, view: View) -> str:
-        return heading(2, "Notes") + "\n" + notes_table(self.shown_notes(view))
-
-    def evidence_title(self, ev: Evidence, view: View) -> str:
-        # Roles change from turn to turn; tagging items in place would break the cached
-        # prefix in the middle of the evidence, so v10 names them in the turn section.
-        return heading(3, f"Evidence {ev.id}")
+    # What v8 and v9 hid, shown again as v7 showed it (v7's own code, not a copy): every item
+    # in full in ID order, no evidence_index before them, every note of every hypothesis in
+    # one table. Roles change from turn to turn; tagging items in place would break the cached
+    # prefix in the middle of the evidence, so titles stay untagged and the turn names them.
+    # v8's compact hypotheses and its "Evidence shown in full" heading stay.
+    select = V7.select
+    layout = V7.layout
+    evidence_title = V7.evidence_title
+    shown_notes = V7.shown_notes
+    notes_section = V7.notes_section
 
     def task_lines(self, view: View) -> list[str]:
         lines = super().task_lines(view)
-        prev = view.selected.control.previous_result
-        unsettled = [eid for eid, roles in view.roles.items() if "unsettled" in roles]
-        lines.insert(2, f"previous result of {view.selected.id}: {prev or 'none'}")
+        h = view.selected
+        roles = self.roles(view.state, h)
+        unsettled = [eid for eid, these in roles.items() if "unsettled" in these]
+        lines.insert(2, f"previous result of {h.id}: {h.control.previous_result or 'none'}")
         lines.insert(
             3,
             "unsettled results (awaiting assessment by their collectors): "
