@@ -214,8 +214,8 @@ class Turns(_Mixin):
         # Applied as a replay will apply it: the decision decoded from its stored form.
         iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
         status, reason = ctl.termination(state, ctl.ACTIVE, busy)
-        # The event is only encoded here, and every version's decision encodes as its stored form
-        # would (`StoredDecision`, the widest schema, which a replay decodes it as).
+        # The event is only encoded here. Every version's decision schema is a subset of
+        # `StoredDecision` (the widest), so what it encodes to decodes as one, as a replay reads it.
         stored = cast(StoredDecision, parsed)
         event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=stored,
                               notes=list(ids.notes), action=ids.action, iteration=iteration,
