@@ -11,19 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
 
 from .decisions import AnyDecision, Conclude, Query, Recall, assessment_of
 from .errors import SessionError
 from .model.costs import add_cost
 from .model.state import Evidence, HistoryEntry, Note, RecallSelection, State
 
-ACTIVE, PAUSED, COMPLETED, FAILED, CANCELLED = (
-    "active",
-    "paused",
-    "completed",
-    "failed",
-    "cancelled",
-)
+if TYPE_CHECKING:  # only the type: nothing here touches a store
+    from .store import Status
+
+# The statuses (`store.Status`), each typed as its literal.
+ACTIVE: Final = "active"
+PAUSED: Final = "paused"
+COMPLETED: Final = "completed"
+FAILED: Final = "failed"
+CANCELLED: Final = "cancelled"
 TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
 ROOT_CAUSE_FOUND = "root_cause_found"
 BUDGET_EXHAUSTED = "budget_exhausted"
@@ -241,7 +244,7 @@ def check_choice(state: State, hypothesis_id: str, busy: Collection[str]) -> Non
         )
 
 
-def termination(state: State, status: str, busy: Collection[str]) -> tuple[str, str | None]:
+def termination(state: State, status: Status, busy: Collection[str]) -> tuple[Status, str | None]:
     """Evaluate the §7 termination policy for an active analysis: (status, reason), first match wins."""
     if status != ACTIVE:
         return status, None

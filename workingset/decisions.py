@@ -38,76 +38,80 @@ MAX_RECALL = 4
 
 
 class _Strict(Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
-    """Base of every decision record: a typo in a field name is an error, never dropped."""
+    """Base of every decision record: a typo in a field name is an error, never dropped.
+
+    msgspec passes `frozen` on to subclasses; each says `frozen=True` again because a type
+    checker reads it from the class's own keywords (without it mypy takes a subclass as mutable).
+    """
 
 
-class Assessment(_Strict):
+class Assessment(_Strict, frozen=True):
     evidence_ref: EvidenceId
     verdict: Literal["supports", "refutes", "neutral", "inconclusive"]
     confidence: Unit
     rationale: str
 
 
-class NewNote(_Strict):
+class NewNote(_Strict, frozen=True):
     kind: Literal["note", "question"]
     text: str
 
 
-class Query(_Strict, tag_field="kind", tag="query"):
+class Query(_Strict, frozen=True, tag_field="kind", tag="query"):
     source: str
     query: str
     purpose: str
 
 
-class Recall(_Strict, tag_field="kind", tag="recall"):
+class Recall(_Strict, frozen=True, tag_field="kind", tag="recall"):
     # The 1..4 bound is checked after decoding so that it reports `recall_count`.
     evidence_refs: list[EvidenceId]
 
 
-class Conclude(_Strict, tag_field="kind", tag="conclude"):
+class Conclude(_Strict, frozen=True, tag_field="kind", tag="conclude"):
     disposition: Literal["supported", "refuted", "inconclusive"]
     diagnosis: str
     evidence_refs: Annotated[list[EvidenceId], Meta(min_length=1)]
 
 
-class _Answer(_Strict, kw_only=True):
+class _Answer(_Strict, frozen=True, kw_only=True):
     """What every version's decision has besides `next`: the optional assessment and notes."""
 
     assessment: Assessment | UnsetType = UNSET
     notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
 
 
-class Decision(_Answer, kw_only=True):
+class Decision(_Answer, frozen=True, kw_only=True):
     """A decision of a version without recall (v1–v7, v10)."""
 
     next: Query | Conclude
 
 
-class RecallDecision(_Answer, kw_only=True):
+class RecallDecision(_Answer, frozen=True, kw_only=True):
     """A decision of a version with recall (v8, v9, v11 and later)."""
 
     next: Query | Recall | Conclude
 
 
-class CitingConclude(Conclude, tag="conclude"):
+class CitingConclude(Conclude, frozen=True, tag="conclude"):
     """A conclusion that may cite exact spans of payloads it saw (versions with `supports_spans`)."""
 
     spans: Annotated[list[Span], Meta(max_length=MAX_SPANS)] = []
 
 
-class CitingDecision(_Answer, kw_only=True):
+class CitingDecision(_Answer, frozen=True, kw_only=True):
     """A decision of a version with spans and without recall."""
 
     next: Query | CitingConclude
 
 
-class CitingRecallDecision(_Answer, kw_only=True):
+class CitingRecallDecision(_Answer, frozen=True, kw_only=True):
     """A decision of a version with spans and recall; also the stored form of every decision."""
 
     next: Query | Recall | CitingConclude
 
 
-class PagedRecall(Recall, tag="recall"):
+class PagedRecall(Recall, frozen=True, tag="recall"):
     """v14's recall: evidence IDs as before (0 to 4), notes, decision rows (`H<n>/<k>`) or `case`, and pages.
 
     `pages` names a page of a recalled entry as `REF:page` (1-based); 1 to 4 references in all.
@@ -117,13 +121,13 @@ class PagedRecall(Recall, tag="recall"):
     pages: list[PageRef] = []
 
 
-class PagedRecallDecision(_Answer, kw_only=True):
+class PagedRecallDecision(_Answer, frozen=True, kw_only=True):
     """A decision of a version with paged recall (v14)."""
 
     next: Query | PagedRecall | Conclude
 
 
-class StoredRecallDecision(_Answer, kw_only=True):
+class StoredRecallDecision(_Answer, frozen=True, kw_only=True):
     """The stored form of every decision: spans and paged recall, each defaulting to empty."""
 
     next: Query | PagedRecall | CitingConclude
@@ -137,13 +141,15 @@ AnyDecision = (
 StoredDecision = StoredRecallDecision
 
 # The decision type of each version schema (recall?, spans?), and its decoder, built once.
-DECISION_TYPES: dict[tuple[bool, bool], type[msgspec.Struct]] = {
+DECISION_TYPES: dict[tuple[bool, bool], type[AnyDecision]] = {
     (False, False): Decision,
     (True, False): RecallDecision,
     (False, True): CitingDecision,
     (True, True): CitingRecallDecision,
 }
-_DECODERS = {key: msgspec.json.Decoder(cls) for key, cls in DECISION_TYPES.items()}
+_DECODERS: dict[tuple[bool, bool], msgspec.json.Decoder[AnyDecision]] = {
+    key: msgspec.json.Decoder(cls) for key, cls in DECISION_TYPES.items()
+}
 _PAGED_DECODER = msgspec.json.Decoder(PagedRecallDecision)
 
 

@@ -66,8 +66,10 @@ def to_data(
         last[s] = _size_dict(cmp.last(s), cmp.cached_price) if cmp.labels else None
     for block in (total, last):
         for s in cmp.strategies[1:]:
-            if block[s] is not None:
-                block[s]["change_percent"] = _changes(block[base], block[s])
+            row, first = block[s], block[base]
+            if row is not None:
+                assert first is not None  # a block's rows are all there, or all None (no contexts)
+                row["change_percent"] = _changes(first, row)
     data: dict[str, Any] = {
         "encoding": cmp.encoding, "cached_price": cmp.cached_price, "base": base,
         "strategies": list(cmp.strategies), "contexts": contexts, "total": total, "last": last,
@@ -329,7 +331,7 @@ def _avail(a: Availability) -> dict[str, Any]:
 def availability_data(cmp: Comparison, strategy: str) -> dict[str, Any]:
     """One strategy's availability: per context, the total, and the lowest reachable share of any context."""
     per = cmp.availability[strategy]
-    shares = [a.share("reachable") for a in per if a.total]
+    shares = [share for a in per if (share := a.share("reachable")) is not None]  # None: no total
     return {"contexts": [_avail(a) for a in per], "total": _avail(cmp.availability_total(strategy)),
             "min_reachable_share": min(shares) if shares else None}  # fmt: skip
 

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast, overload
 
 import msgspec
 
 from .. import controller as ctl
-from ..decisions import Query, StoredDecision
+from ..decisions import AnyDecision, Query, StoredDecision
 from ..errors import StoreCorrupt, UsageError, WorkingsetError
 from ..io.limits import Limits
 from ..model.hashing import canonical_json
@@ -122,6 +122,7 @@ class AnswerEvent(_Event, kw_only=True, omit_defaults=True):
         )
         if size is None and isinstance(limit, int) and 0 <= limit < len(data):
             size, data = len(data), data[:limit]
+        encoding: Literal["utf-8", "base64"]
         try:
             text, encoding = data.decode("utf-8"), "utf-8"
         except UnicodeDecodeError:
@@ -148,8 +149,9 @@ class LifecycleEvent(_Event):
 
 
 _LIFECYCLE = msgspec.json.Decoder(LifecycleEvent)
+ANSWER_DECODER = msgspec.json.Decoder(AnswerEvent)
 # Every kind of event the log may hold; any other kind is damage.
-_DECODERS = {
+_DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "created": msgspec.json.Decoder(CreatedEvent),
     "request": msgspec.json.Decoder(RequestEvent),
     "decision": msgspec.json.Decoder(DecisionEvent),
@@ -158,11 +160,8 @@ _DECODERS = {
     "resume": _LIFECYCLE,
     "cancel": _LIFECYCLE,
     "fail": _LIFECYCLE,
-    "answer": msgspec.json.Decoder(
-        AnswerEvent
-    ),  # changes nothing: a kept answer, accepted or rejected
+    "answer": ANSWER_DECODER,  # changes nothing: a kept answer, accepted or rejected
 }
-ANSWER_DECODER = _DECODERS["answer"]
 # The status a lifecycle event must set (resume: any status but these).
 _LIFECYCLE_STATUS = {"pause": {"paused"}, "cancel": {"cancelled"}, "fail": {"failed"}}
 
@@ -177,7 +176,11 @@ _EVIDENCE_DECODER = msgspec.json.Decoder(Evidence)
 _PAYLOAD_DECODER = msgspec.json.Decoder(Payload)
 
 
-def as_replayed(value: Any) -> Any:
+@overload
+def as_replayed(value: Evidence) -> Evidence: ...
+@overload
+def as_replayed(value: AnyDecision | StoredDecision) -> StoredDecision: ...
+def as_replayed(value: Evidence | AnyDecision | StoredDecision) -> Evidence | StoredDecision:
     """The decision or evidence record exactly as a replay decodes it from its stored event (no shared objects)."""
     if isinstance(value, Evidence):
         return _EVIDENCE_DECODER.decode(msgspec.json.encode(value))
@@ -216,7 +219,7 @@ def _decode(analysis_id: str, rows: list[EventRow]) -> list[tuple[EventRow, Any]
 
 def _payloads(tx: Tx, decoded: list[tuple[EventRow, Any]]) -> dict[str, Payload]:
     """Every payload the events refer to, in one batched read."""
-    wanted = []
+    wanted: list[str] = []
     for row, event in decoded:
         if row.kind == "created":
             wanted.extend(
@@ -237,7 +240,8 @@ def _stored_elsewhere(ev: Evidence) -> bool:
 
 def _fill(evidence: list[Evidence], payloads: Mapping[str, Payload]) -> None:
     for ev in evidence:
-        payload = payloads.get(ev.content_hash)
+        # Each is a view's `unfilled` evidence, stored elsewhere: it has a content hash.
+        payload = payloads.get(cast(str, ev.content_hash))
         if payload is None:
             raise StoreCorrupt(
                 f"payload {ev.content_hash} of {ev.id} is missing", details={"evidence": ev.id}
@@ -248,7 +252,8 @@ def _fill(evidence: list[Evidence], payloads: Mapping[str, Payload]) -> None:
 def fill(tx: Tx, view: Replayed) -> Replayed:
     """Read the payloads the view does not hold yet (one batched read), so its state is complete."""
     if view.unfilled:
-        _fill(view.unfilled, tx.payloads(ev.content_hash for ev in view.unfilled))
+        # `unfilled` holds evidence stored elsewhere only, each with its content hash.
+        _fill(view.unfilled, tx.payloads(cast(str, ev.content_hash) for ev in view.unfilled))
         view.unfilled.clear()
         view.checked = 0
     return view
@@ -262,7 +267,8 @@ def check_stored(tx: Tx, view: Replayed) -> Replayed:
     reading and hashing the bytes once per kept state (not of decoding them, nor of keeping them).
     """
     if view.checked < len(view.unfilled):
-        tx.check_payloads(ev.content_hash for ev in view.unfilled[view.checked :])
+        # `unfilled` holds evidence stored elsewhere only, each with its content hash.
+        tx.check_payloads(cast(str, ev.content_hash) for ev in view.unfilled[view.checked :])
         view.checked = len(view.unfilled)
     return view
 
@@ -330,7 +336,9 @@ def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event
         view = Replayed(state=event.state, seq=row.seq - 1, changed=0, numbers=ctl.Numbers.of(event.state),
                         requests_before=event.requests_before, base_bytes=len(row.data))  # fmt: skip
         view.unfilled.extend(ev for ev in event.state.evidence if _stored_elsewhere(ev))
-    elif row.kind == "decision":
+    # Made just above, or given: only the `created` event comes without a view (checked first).
+    assert view is not None
+    if row.kind == "decision":
         is_query = isinstance(event.decision.next, Query)
         if is_query != (event.action is not None) or (
             is_query and _number(event.action) <= view.numbers.actions

@@ -41,7 +41,7 @@ class TrustedCodec:
         self._walks: dict[
             type, tuple
         ] = {}  # twin -> (getter, how, twin) of its fields that may hold a Struct
-        self._twins: dict[type, type] = {}
+        self._twins: dict[type[_Struct], type[_Struct]] = {}
         self._twin_type = self._strip(tp)
         self._decoder = msgspec.msgpack.Decoder(self._twin_type)
 
@@ -74,11 +74,12 @@ class TrustedCodec:
             return Union[args]  # noqa: UP007 (built from a tuple at run time)
         return origin[args]
 
-    def _twin(self, tp: type) -> type:
+    def _twin(self, tp: type[_Struct]) -> type[_Struct]:
         found = self._twins.get(tp)
         if found is not None:
             return found
         (base,) = tp.__bases__
+        assert issubclass(base, _Struct)  # a Struct's one base is one too (msgspec.Struct at least)
         if base.__struct_fields__:
             raise TypeError(
                 f"{tp.__name__}: a trusted twin needs a base without fields, not {base.__name__}"
@@ -90,7 +91,7 @@ class TrustedCodec:
             raise TypeError(
                 f"{tp.__name__}: a trusted twin needs its tag as a class attribute {c.tag_field} = {c.tag!r}"
             )
-        specs = []
+        specs: list[tuple[str, Any] | tuple[str, Any, Any]] = []
         for f in fields(tp):
             if f.default is not msgspec.NODEFAULT:
                 specs.append((f.name, self._strip(f.type), f.default))

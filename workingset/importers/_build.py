@@ -9,6 +9,8 @@ to state k; whatever follows the last action belongs to the last state.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from ..errors import InvalidFile
 from ..io.limits import MAX_COST
 from ..model.costs import add_cost
@@ -62,7 +64,7 @@ def _evidence(
     payload = None if text is None else TextPayload(language=None, text=text)
     digest = None if payload is None else content_hash(payload)
 
-    def make(status: str) -> Evidence:
+    def make(status: Literal["none", "unsettled", "settled"]) -> Evidence:
         return Evidence(
             id=eid, collector=HYPOTHESIS, scope="query_result" if action else "feedback",
             capture=capture, payload=payload, content_hash=digest,

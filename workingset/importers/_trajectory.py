@@ -131,7 +131,7 @@ def text_of(content: Any) -> str | None:
         return content
     if isinstance(content, list):
         parts = [
-            p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            text for p in content if isinstance(p, dict) and isinstance(text := p.get("text"), str)
         ]
         return "".join(parts)
     return None

@@ -30,7 +30,7 @@ from msgspec import Struct
 
 from ..errors import WorkingsetError
 from ..io.limits import check_json
-from ..runs.fixed_prompt import FixedPrompt, PrefixMessage
+from ..runs.fixed_prompt import FixedPrompt, PrefixMessage, is_prefix_role
 from ._trajectory import (
     Action,
     Feedback,
@@ -188,7 +188,7 @@ def _fixed_prompt(msgs: list[_Message], task_at: int) -> FixedPrompt:
     prefix = [
         PrefixMessage(role=m.role, text=text_of(m.content) or "")
         for m in msgs[: task_at + 1]
-        if m.role in ("user", "assistant")
+        if is_prefix_role(m.role)
     ]
     return FixedPrompt(agent="mini-swe-agent", system=system, prefix=tuple(prefix))
 
@@ -214,7 +214,10 @@ def parse(source: Path) -> Trajectory:
         )
     config = dig(traj.info, "config") or {}
     regex = re.compile(dig(config, "agent", "action_regex") or DEFAULT_REGEX, re.DOTALL)
-    by_call = {m.tool_call_id: i for i, m in enumerate(msgs) if m.role == "tool" and m.tool_call_id}
+    # Looked up by a reply's call ID, which it may lack (None: no output of its own).
+    by_call: dict[str | None, int] = {
+        m.tool_call_id: i for i, m in enumerate(msgs) if m.role == "tool" and m.tool_call_id
+    }
 
     items: list[Item] = []
     used: set[int] = set()
@@ -262,7 +265,9 @@ def parse(source: Path) -> Trajectory:
                 if any(m in getattr(items[k], "query", "") for m in SUBMIT_MARKERS)
             ]
             at = (marked or pending)[-1]
-            items[at] = replace(items[at], output=text_of(msg.content))
+            submitted = items[at]
+            assert isinstance(submitted, Action)  # `pending` holds the indices of actions
+            items[at] = replace(submitted, output=text_of(msg.content))
             pending = []
         elif text_of(msg.content):
             origin = _feedback_origin(msg, after_bad_reply)

@@ -344,10 +344,10 @@ def parse(source: Path) -> Trajectory:
                     "the action has neither a command nor tool-call arguments",
                 )
             finished = finished or ev.action.get("kind") == "FinishAction"
-            answer = answers.get(ev.id) or (
+            found = answers.get(ev.id) or (
                 answers.get(ev.tool_call_id) if ev.tool_call_id else None
             )
-            output, coverage, truncated = _output(answer)
+            output, coverage, truncated = _output(found)
             rid = ev.llm_response_id
             cost = calls[rid].cost if rid in calls and rid not in charged else 0.0
             charged.add(rid or "")

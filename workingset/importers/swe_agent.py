@@ -25,7 +25,7 @@ from typing import Any
 import msgspec
 from msgspec import Struct
 
-from ..runs.fixed_prompt import FixedPrompt, PrefixMessage
+from ..runs.fixed_prompt import FixedPrompt, PrefixMessage, is_prefix_role
 from ._trajectory import (
     Action,
     Item,
@@ -179,7 +179,7 @@ def _fixed_prompt(traj: _Traj, task: _Message) -> FixedPrompt:
         if msg is task:
             break
         text = text_of(msg.content)
-        if msg.is_demo and msg.role in ("user", "assistant") and text is not None:
+        if msg.is_demo and is_prefix_role(msg.role) and text is not None:
             prefix.append(PrefixMessage(role=msg.role, text=text))
     prefix.append(PrefixMessage(role="user", text=text_of(task.content) or ""))
     return FixedPrompt(agent="swe-agent", system=system, prefix=tuple(prefix))

@@ -83,6 +83,8 @@ def _refuse(path: str, mode: int) -> None:
 class _NonBlockingReader(io.BufferedReader):
     """A reader that raises instead of waiting: a regular file never waits, a pseudo-file like /proc/kmsg would."""
 
+    path: str  # the path it was opened from, set by `open_regular`
+
     def read(self, size: int | None = -1) -> bytes:
         data = super().read(size)
         if data is None:

@@ -23,7 +23,11 @@ def progress(
     """Yield `advance(n=1)`; a bar for `total` steps shows on a terminal after `delay` seconds."""
     out = sys.stderr if stream is None else stream
     if not (hasattr(out, "isatty") and out.isatty()):
-        yield lambda n=1: None
+
+        def skip(n: int = 1) -> None:
+            """No bar: nothing to advance."""
+
+        yield skip
         return
     from rich.console import Console
     from rich.progress import (

@@ -137,6 +137,7 @@ def expand_ids(ranges: Sequence[str]) -> list[str]:
             out.append(item)
             continue
         a, b = _ID.match(first), _ID.match(last)
+        assert a and b  # both ends of a range `id_ranges` wrote end in digits
         width = len(a.group(2))
         out.extend(
             f"{a.group(1)}{n:0{width}d}" for n in range(int(a.group(2)), int(b.group(2)) + 1)

@@ -14,7 +14,7 @@ one imported before this existed) has no fixed prompt: its baselines send the ta
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Final, Literal, TypeGuard
 
 import msgspec
 
@@ -22,15 +22,23 @@ from ..errors import InvalidFile
 from ..io.limits import check_json
 from ..model.state import split_validation_error
 
-FIXED_PROMPT_FORMAT = "workingset/fixed-prompt@1"
+FIXED_PROMPT_FORMAT: Final = "workingset/fixed-prompt@1"
 FIXED_PROMPT_FILE = "fixed-prompt.json"  # its name in a run directory of stored-context files
 AGENTS = ("openhands", "swe-agent", "mini-swe-agent")
+
+
+PrefixRole = Literal["user", "assistant"]
+
+
+def is_prefix_role(role: str) -> TypeGuard[PrefixRole]:
+    """Whether a message of this role can be a `PrefixMessage` (what the user or the model said)."""
+    return role in ("user", "assistant")
 
 
 class PrefixMessage(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
     """A message the agent sent before its first action, verbatim (a demonstration, the instance)."""
 
-    role: Literal["user", "assistant"]
+    role: PrefixRole
     text: str
 
 
@@ -84,7 +92,8 @@ def load(data: bytes, source: str) -> FixedPrompt:
 
 def openai_tool(tool: dict[str, Any]) -> Tool | None:
     """A tool from OpenAI's function shape (`{"type": "function", "function": {...}}` or the inner object)."""
-    function = tool.get("function") if isinstance(tool.get("function"), dict) else tool
+    inner = tool.get("function")
+    function: dict[str, Any] = inner if isinstance(inner, dict) else tool
     name = function.get("name")
     if not isinstance(name, str) or not name:
         return None

@@ -13,6 +13,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..encoders import ENCODERS, get_encoder
 from ..errors import InvalidFile, UsageError, WorkingsetError
@@ -232,7 +233,7 @@ def verify_context(path: str, ctx: StoredContext) -> Verdict:
     what can be known: the size change, the re-rendered section sizes, and which other
     version (if any) would reproduce the recorded hash.
     """
-    base = dict(file=path, request_id=ctx.request_id, encoder=ctx.encoder)
+    base: dict[str, Any] = dict(file=path, request_id=ctx.request_id, encoder=ctx.encoder)
     try:
         out = get_encoder(ctx.encoder).render(ctx.state, ctx.hypothesis)
     except WorkingsetError as err:

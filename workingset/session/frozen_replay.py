@@ -304,7 +304,10 @@ def _compare(name: str, recorded: list[dict[str, Any]], replayed: list[dict[str,
         rep = replayed[i] if i < len(replayed) else None
         seq = (rec or rep or {}).get("seq")
         if rec is None or rep is None:
-            what = f"{(rec or rep)['kind']} event"
+            only = rec or rep
+            # i is below the longer list's length: that list has an event here.
+            assert only is not None
+            what = f"{only['kind']} event"
             raise _Stop(
                 Divergence(name, seq, "$", what if rec else "nothing", what if rep else "nothing")
             )

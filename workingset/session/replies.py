@@ -65,7 +65,7 @@ class Request(msgspec.Struct, kw_only=True):
         """The request for a rendered context `out` of `state` (`overrides` replace §8 fields)."""
         from ..providers import section_ends
 
-        fields = dict(request_id=request_id, encoder=out.encoder, hypothesis=out.hypothesis, text=out.text,
+        fields: dict[str, Any] = dict(request_id=request_id, encoder=out.encoder, hypothesis=out.hypothesis, text=out.text,
                       shown=list(out.shown), indexed=list(out.indexed), chars=out.chars, hash=out.hash)  # fmt: skip
         fields.update(overrides)
         return cls(**fields, block_ends=section_ends(out.chunks), cache_ends=list(out.stable_ends()),

@@ -1,13 +1,14 @@
 """The turn: `next_request`, `submit` and `record`, each one store transaction (docs/protocol.md#the-turn).
 
 A mixin of `session.Investigation`, which supplies the store, the analysis ID, the clock and
-`_call` (the transaction with the analysis's kept state).
+`_call` (the transaction with the analysis's kept state): `Host` lists what the mixin uses of it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import msgspec
 
@@ -15,6 +16,7 @@ from .. import controller as ctl
 from ..decisions import (
     Query,
     Recall,
+    StoredDecision,
     check_decision,
     check_recall_pages,
     check_spans,
@@ -50,7 +52,7 @@ from ..model.costs import add_cost, cost_text
 from ..model.hashing import content_hash
 from ..model.state import Evidence, EvidenceBudget
 from ..providers import NOT_RETRYABLE, Answer, check_options
-from ..store import ActionRow, AnalysisRow, Manifest, RequestRecord, Tx
+from ..store import ActionRow, AnalysisRow, Manifest, RequestRecord, RequestRow, Store, Tx
 from .answers import answer_of
 from .calls import (
     Call,
@@ -63,10 +65,35 @@ from .calls import (
     stale,
     stored_encoder,
 )  # fmt: skip
-from .replies import Applied, Recorded, Request
+from .replies import Applied, Lifecycle, Recorded, Request
 
 
-class Turns:
+class Host(Protocol):
+    """What `Turns` uses of the class it is mixed into (`session.Investigation`)."""
+
+    store: Store
+    analysis_id: str
+    limits: Limits | None
+    _clock: Callable[[], str]
+
+    def _call(self, write: bool) -> AbstractContextManager[Call]: ...
+
+    def _row(self, tx: Tx, checked: bool = True) -> AnalysisRow: ...
+
+    def _resolved(self, req: RequestRecord, ids: list[str]) -> RequestRow: ...
+
+    def fail(self, message: str) -> Lifecycle: ...
+
+
+# Type checkers see `Turns` as a `Host` (so it may use the host's members, and the host is checked
+# against them); at run time it derives from `object` alone, as a plain mixin.
+if TYPE_CHECKING:
+    _Mixin = Host
+else:
+    _Mixin = object
+
+
+class Turns(_Mixin):
     """The per-turn calls of an `Investigation`."""
 
     def next_request(self, hypothesis: str | None = None) -> Request:
@@ -101,7 +128,7 @@ class Turns:
                 hid = hypothesis
             view = call.complete()
             out = render_kept(view, row.encoder, hid)
-            number = max(tx.request_count(aid), call.view.requests_before) + 1
+            number = max(tx.request_count(aid), view.requests_before) + 1
             rid = f"{aid}-r{number:04d}"
             manifest = Manifest.of(out.shown, out.indexed, evidence_ids(state))
             event = RequestEvent(request_id=rid, hypothesis=hid, encoder=out.encoder, manifest=manifest,
@@ -187,7 +214,10 @@ class Turns:
         # Applied as a replay will apply it: the decision decoded from its stored form.
         iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
         status, reason = ctl.termination(state, ctl.ACTIVE, busy)
-        event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=parsed,
+        # The event is only encoded here. Every version's decision schema is a subset of
+        # `StoredDecision` (the widest), so what it encodes to decodes as one, as a replay reads it.
+        stored = cast(StoredDecision, parsed)
+        event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=stored,
                               notes=list(ids.notes), action=ids.action, iteration=iteration,
                               status=status, termination_reason=reason)  # fmt: skip
         at = self._clock()
@@ -195,6 +225,7 @@ class Turns:
         call.append("decision", event, at)
         tx.set_request_status(aid, request_id, "answered")
         kind = type(parsed.next).__struct_config__.tag
+        assert isinstance(kind, str)  # query, recall and conclude are tagged by their `kind` name
         applied = Applied(
             request_id=request_id,
             applied=kind,
@@ -204,6 +235,7 @@ class Turns:
         )
         if isinstance(parsed.next, Query):
             q = parsed.next
+            assert ids.action is not None  # `allocate` gives a query its action ID
             tx.insert_action(ActionRow(aid, ids.action, req.hypothesis, request_id, iteration,
                                        q.source, q.query, q.purpose, "pending"))  # fmt: skip
             # What was decided, so the controller runs the query without reading the analysis back.
