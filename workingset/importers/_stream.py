@@ -114,7 +114,10 @@ class StreamingRender:
 
     def __init__(self, encoder: str):
         self.encoder = get_encoder(encoder)
-        self.streams = type(self.encoder) is V7
+        # Only v7 itself streams; a subclass may lay its context out otherwise.
+        found = self.encoder
+        self._v7: V7 | None = found if type(found) is V7 and isinstance(found, V7) else None
+        self.streams = self._v7 is not None
         self._head: tuple[str, str] | None = None  # the header and case texts the marks start from
         self._shown: list[Evidence] = []  # the items whose blocks the marks cover, in order
         # (hasher, chars) after the evidence heading, then after each block of `_shown`.
@@ -128,11 +131,11 @@ class StreamingRender:
 
     def __call__(self, state: State, hypothesis: str) -> Rendered:
         """The size and hash of `state` rendered for `hypothesis`, equal to the full render's."""
-        enc = self.encoder
+        enc = self._v7
         if (
-            not self.streams or not state.evidence
+            enc is None or not state.evidence
         ):  # no evidence: v7 writes "(no evidence shown)" instead
-            out = enc.render(state, hypothesis)
+            out = self.encoder.render(state, hypothesis)
             return Rendered(chars=out.chars, hash=out.hash)
         view = enc.select(state, enc.selected(state, hypothesis))
         view.refs = enc.references(view)
@@ -157,7 +160,8 @@ class StreamingRender:
 
     def _tail(self, view: Any) -> list[tuple[bytes, int]]:
         """The mutable part after the evidence blocks, as `V7.layout` lays it out, in (UTF-8, characters) pieces."""
-        enc, state = self.encoder, view.state
+        enc, state = self._v7, view.state
+        assert enc is not None  # only a v7 stream lays out a tail
         pieces: list[tuple[bytes, int]] = []
 
         def text(value: str) -> None:

@@ -8,13 +8,13 @@ out-of-range numbers fail with the JSON path; what a type cannot express is chec
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Final, Literal
 
 from msgspec import Meta, Struct
 
 from ..io.limits import MAX_COST, MAX_COUNT
 
-STORED_CONTEXT_FORMAT = "workingset/stored-context@1"
+STORED_CONTEXT_FORMAT: Final = "workingset/stored-context@1"
 
 
 def whole(body: str) -> str:
