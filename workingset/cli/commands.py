@@ -321,13 +321,13 @@ def compare(
         ),
     ] = True,
     jobs: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--jobs",
             "-j",
-            help="Worker processes: one strategy at a time each (one run), one run at a time each (several).",
+            help="Worker processes: one strategy at a time each (one run), one run at a time each (several); default: the available CPUs, at most 8.",
         ),
-    ] = 1,
+    ] = None,
     summary: Annotated[
         bool,
         typer.Option(
@@ -357,7 +357,7 @@ def compare(
     from ..compare.engine import strategies
     from ..compare.many import compare_runs_cli, is_run, merged
     from ..compare.many import to_text as many_text
-    from ..compare.parallel import compare_parallel
+    from ..compare.parallel import compare_parallel, default_jobs
     from ..compare.tables import run_data, to_text
     from ..compare.verdict import verdict
     from ..io.progress import progress
@@ -366,6 +366,7 @@ def compare(
 
     check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
+    jobs = default_jobs() if jobs is None else jobs  # the same numbers whatever it is
     models = model_names(cache or ())
     cache_options = CacheOptions(
         ttl=ttl,

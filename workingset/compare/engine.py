@@ -29,6 +29,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..errors import UnknownEncoder, UsageError
+from ..model.hashing import hash_text
 from ..model.state import State, StoredContext
 from ..providers import MAX_BREAKPOINTS, section_ends
 from ..runs.fixed_prompt import FixedPrompt
@@ -174,8 +175,12 @@ def measure_one(
     text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = ()
 ) -> Size:
     """Measure one text sent after `prev` (the previous context of its run, "" for the first)."""
-    return Size(chars=len(text), tokens=count_tokens(text, encoding),
-                cached=common_prefix_tokens(prev, text, encoding), sections=tuple(sections))  # fmt: skip
+    digest = hash_text(text)
+    # Each text is hashed once; `prev` (counted just before) lets the tokenizer skip the blocks they share.
+    after = (prev, hash_text(prev)) if prev else None
+    cached = common_prefix_tokens(prev, text, encoding, (after[1], digest)) if after else 0
+    return Size(chars=len(text), tokens=count_tokens(text, encoding, digest, after), cached=cached,
+                sections=tuple(sections))  # fmt: skip
 
 
 def measure(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> tuple[Size, ...]:
