@@ -171,13 +171,15 @@ def change_percent(base: float, value: float) -> float | None:
     return (value - base) / base * 100.0
 
 
-def measure_one(
-    text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = ()
-) -> Size:
-    """Measure one text sent after `prev` (the previous context of its run, "" for the first)."""
-    digest = hash_text(text)
-    # Each text is hashed once; `prev` (counted just before) lets the tokenizer skip the blocks they share.
-    after = (prev, hash_text(prev)) if prev else None
+def measure_one(text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = (),
+                digest: str | None = None, prev_digest: str | None = None) -> Size:  # fmt: skip
+    """Measure one text sent after `prev` (the previous context of its run, "" for the first).
+
+    `digest` and `prev_digest` are the texts' `hash_text`, when the caller has them.
+    """
+    digest = digest or hash_text(text)
+    # `prev` (counted just before) lets the tokenizer skip the blocks the two share.
+    after = (prev, prev_digest or hash_text(prev)) if prev else None
     cached = common_prefix_tokens(prev, text, encoding, (after[1], digest)) if after else 0
     return Size(chars=len(text), tokens=count_tokens(text, encoding, digest, after), cached=cached,
                 sections=tuple(sections))  # fmt: skip
@@ -463,6 +465,7 @@ def compare_contexts(
     meters = {(m, name): Meter(m, options) for m in models for name in renderers}
     bills: dict[tuple[str, str], list[Billing]] = {key: [] for key in meters}
     prev = {name: "" for name in renderers}
+    prev_digest: dict[str, str | None] = {name: None for name in renderers}
     sizes: dict[str, list[Size]] = {name: [] for name in renderers}
     reach: dict[str, list[Availability]] = {name: [] for name in renderers}
     times = [state_time(ctx.state) for ctx in contexts]
@@ -470,11 +473,15 @@ def compare_contexts(
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
         for name, renderer in renderers.items():
             rendering = renderer(state, ctx.hypothesis)
-            text = rendering.text
-            sizes[name].append(measure_one(text, prev[name], encoding, rendering.sections))
+            text, digest = rendering.text, hash_text(rendering.text)
+            sizes[name].append(
+                measure_one(
+                    text, prev[name], encoding, rendering.sections, digest, prev_digest[name]
+                )
+            )
             if rendering.reach is not None:
                 reach[name].append(rendering.reach)
-            prev[name] = text
+            prev[name], prev_digest[name] = text, digest
             if models:
                 sent = sent_prompts(rendering, models, time, options, encoding)
                 billed = {m: meters[(m, name)](sent[m]) for m in models}
