@@ -103,10 +103,15 @@ def _canonical(value) -> str:
 
 
 def _text(block: dict) -> str:
-    # Only text blocks are sent today; anything else would need a size rule of its own, so it fails loudly.
+    # A retry turn sends a tool call (counted as its canonical JSON, like a tool definition) and its
+    # tool result (the text it carries); any other block would need a size rule of its own, so it fails loudly.
+    if block.get("type") == "tool_use":
+        return _canonical({k: v for k, v in block.items() if k != "cache_control"})
+    if block.get("type") == "tool_result" and isinstance(block.get("content"), str):
+        return block["content"]
     if block.get("type") != "text":
         raise ValueError(
-            f"a {block.get('type')!r} content block: this billing counts text blocks only"
+            f"a {block.get('type')!r} content block: this billing counts text, tool_use and tool_result blocks only"
         )
     return block["text"]
 

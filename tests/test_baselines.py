@@ -201,7 +201,10 @@ def test_compare_picks_the_baselines_up():
 
     renderers = baseline_renderers()
     assert list(renderers) == list(BASELINES)
-    text, sections, breakpoints, cuts, reach, body = renderers["last-5"](transcript_state(), "H1")
+    text, sections, breakpoints, cuts, reach, body, retried = renderers["last-5"](
+        transcript_state(), "H1"
+    )
+    assert retried is None  # a baseline asks for no decision, so it is never retried
     # The body: the transcript's messages as chat blocks, one breakpoint on the last.
     sent = body("anthropic", None)
     texts = [part["text"] for message in sent["messages"] for part in message["content"]]

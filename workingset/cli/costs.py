@@ -77,13 +77,13 @@ def compare(
         ),
     ] = True,
     jobs: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--jobs",
             "-j",
-            help="Worker processes: one strategy at a time each (one run), one run at a time each (several).",
+            help="Worker processes: one strategy at a time each (one run), one run at a time each (several); default: the available CPUs, at most 8.",
         ),
-    ] = 1,
+    ] = None,
     summary: Annotated[
         bool,
         typer.Option(
@@ -113,15 +113,16 @@ def compare(
     from ..compare.engine import strategies
     from ..compare.many import compare_runs_cli, is_run, merged
     from ..compare.many import to_text as many_text
-    from ..compare.parallel import compare_parallel
+    from ..compare.parallel import compare_parallel, default_jobs
     from ..compare.tables import run_data, to_text
     from ..compare.verdict import verdict
     from ..io.progress import progress
-    from ..runs.layout import read_fixed_prompt, read_run
+    from ..runs.layout import read_fixed_prompt, read_retries, read_run
     from ..tokens.count import get_encoding
 
     check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
+    jobs = default_jobs() if jobs is None else jobs  # the same numbers whatever it is
     models = model_names(cache or ())
     cache_options = CacheOptions(
         ttl=ttl,
@@ -154,6 +155,7 @@ def compare(
         cached_price=cached_price,
         cache=models,
         cache_options=cache_options,
+        retries=read_retries(directory, contexts),
     )
     with progress("comparing", len(contexts) * len(renderers)) as step:
         result = compare_parallel(
@@ -201,14 +203,15 @@ def requests(
     """Print each turn's request body as the provider receives it, one JSON object a line (see docs/billing.md)."""
     from ..compare.engine import request_bodies
     from ..errors import UsageError
-    from ..runs.layout import read_fixed_prompt, read_run
+    from ..runs.layout import read_fixed_prompt, read_retries, read_run
 
     if provider not in ("anthropic", "openai"):
         raise UsageError(f"no provider {provider!r}; available: anthropic, openai", code="unknown_provider",
                          details={"valid": ["anthropic", "openai"]})  # fmt: skip
-    run = read_run(directory)
+    contexts = [ctx for _, ctx in read_run(directory)]
+    retries = read_retries(directory, contexts)
     bodies = request_bodies(
-        [ctx for _, ctx in run], strategy, provider, model, read_fixed_prompt(directory)
+        contexts, strategy, provider, model, read_fixed_prompt(directory), retries
     )
     lines = [msgspec.json.encode(line) for line in bodies]
     sys.stdout.buffer.write(b"".join(line + b"\n" for line in lines))

@@ -63,19 +63,29 @@ def _count(ev) -> int:
     return n
 
 
+# The last state counted, with its items' counts: every strategy of a context asks for the same state.
+_LAST: list[tuple[State, list[tuple[str, int]]]] = []
+
+
+def _counted(state: State) -> list[tuple[str, int]]:
+    """(ID, identifiers harvested) of each of `state`'s evidence items that has a payload."""
+    if _LAST and _LAST[0][0] is state:
+        return _LAST[0][1]
+    counts = [(ev.id, _count(ev)) for ev in state.evidence if ev.payload is not None]
+    _LAST[:] = [(state, counts)]
+    return counts
+
+
 def availability(
     state: State, shown: Collection[str], indexed: Collection[str], recall: bool
 ) -> Availability:
     """Count the identifiers of `state`'s evidence by what a context shows, indexes and can recall."""
     shown, indexed = set(shown), set(indexed)
     visible = addressable = gone = 0
-    for ev in state.evidence:
-        if ev.payload is None:
-            continue
-        n = _count(ev)
-        if ev.id in shown:
+    for eid, n in _counted(state):
+        if eid in shown:
             visible += n
-        elif recall and ev.id in indexed:
+        elif recall and eid in indexed:
             addressable += n
         else:
             gone += n

@@ -12,8 +12,10 @@ With `cache` models named (`workingset.compare.billing`), every context is also 
 prompt cache would bill it, from the exact request body the provider would receive
 (`Rendering.body`: an encoder's `providers.messages`, tool and schema included; a
 baseline's `Baseline.body`), read by `wire.body_prompt`; each context is sent at its
-state's latest capture time. Stored runs record no rejected answers, so there are no retry
-turns to bill. Nothing here calls a model or the network.
+state's latest capture time. An exported analysis records its rejected answers, and each
+retry request they led to (`retries.py`) is billed after its context, at the same time, for
+the encoder versions; a run imported from a trajectory records none. Nothing here calls a
+model or the network.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..errors import UnknownEncoder, UsageError
+from ..model.hashing import hash_text
 from ..model.state import State, StoredContext
 from ..providers import MAX_BREAKPOINTS, section_ends
 from ..runs.fixed_prompt import FixedPrompt
@@ -66,6 +69,10 @@ class Rendering(NamedTuple):
     )
     # The request body sent for this context: (provider, API model or None) -> the JSON the API receives.
     body: Callable[[str, str | None], dict[str, Any]] | None = None
+    # A retry of it: (provider, API model, request ID, retry turns) -> the body; None: never retried (a baseline).
+    retried: (
+        Callable[[str, str | None, str, Sequence[tuple[bytes, Any]]], dict[str, Any]] | None
+    ) = None
 
 
 Renderer = Callable[[State, str], Rendering]
@@ -164,12 +171,18 @@ def change_percent(base: float, value: float) -> float | None:
     return (value - base) / base * 100.0
 
 
-def measure_one(
-    text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = ()
-) -> Size:
-    """Measure one text sent after `prev` (the previous context of its run, "" for the first)."""
-    return Size(chars=len(text), tokens=count_tokens(text, encoding),
-                cached=common_prefix_tokens(prev, text, encoding), sections=tuple(sections))  # fmt: skip
+def measure_one(text: str, prev: str, encoding: str = DEFAULT_ENCODING, sections: tuple = (),
+                digest: str | None = None, prev_digest: str | None = None) -> Size:  # fmt: skip
+    """Measure one text sent after `prev` (the previous context of its run, "" for the first).
+
+    `digest` and `prev_digest` are the texts' `hash_text`, when the caller has them.
+    """
+    digest = digest or hash_text(text)
+    # `prev` (counted just before) lets the tokenizer skip the blocks the two share.
+    after = (prev, prev_digest or hash_text(prev)) if prev else None
+    cached = common_prefix_tokens(prev, text, encoding, (after[1], digest)) if after else 0
+    return Size(chars=len(text), tokens=count_tokens(text, encoding, digest, after), cached=cached,
+                sections=tuple(sections))  # fmt: skip
 
 
 def measure(texts: Sequence[str], encoding: str = DEFAULT_ENCODING) -> tuple[Size, ...]:
@@ -233,11 +246,13 @@ API_MODEL = {"openai-5.6": "gpt-5.6"}
 
 
 def sent_prompts(rendering: Rendering, models: Sequence[str], time: float | None, options: CacheOptions,
-                 encoding: str = DEFAULT_ENCODING) -> dict[str, Prompt]:  # fmt: skip
-    """What each cache model bills for one context: its request body's blocks, or (no body) the bare text."""
+                 encoding: str = DEFAULT_ENCODING,
+                 body: Callable[[str, str | None], dict[str, Any]] | None = None) -> dict[str, Prompt]:  # fmt: skip
+    """What each cache model bills for one context: its request body's blocks (or `body`'s), or (no body) the bare text."""
     from .wire import body_prompt
 
-    if rendering.body is None:
+    body = body or rendering.body
+    if body is None:
         bare = prompt(rendering, time, encoding)
         return {m: bare for m in models}
     out: dict[str, Prompt] = {}
@@ -245,9 +260,21 @@ def sent_prompts(rendering: Rendering, models: Sequence[str], time: float | None
     for m in models:
         key = (PROVIDER[m], API_MODEL.get(m, options.model if PROVIDER[m] == "anthropic" else None))
         if key not in seen:
-            seen[key] = body_prompt(rendering.body(*key), key[0], time, encoding)
+            seen[key] = body_prompt(body(*key), key[0], time, encoding)
         out[m] = seen[key]
     return out
+
+
+def _retry_body(rendering: Rendering, request_id: str, turns: Sequence[tuple[bytes, Any]]
+                ) -> Callable[[str, str | None], dict[str, Any]]:  # fmt: skip
+    assert rendering.retried is not None
+    retried = rendering.retried
+    return lambda provider, model: retried(provider, model, request_id, turns)
+
+
+def _plus(a: Billing, b: Billing) -> Billing:
+    return Billing(tokens=a.tokens + b.tokens, uncached=a.uncached + b.uncached, written=a.written + b.written,
+                   read=a.read + b.read, cost=a.cost + b.cost)  # fmt: skip
 
 
 def _bill_run(
@@ -289,6 +316,14 @@ def version_renderer(label: str) -> Renderer:
         def body(provider: str, model: str | None) -> dict[str, Any]:
             return Request.of(rendered, "", state).messages(provider, model=model)
 
+        def retried(
+            provider: str, model: str | None, request_id: str, turns: Sequence[tuple[bytes, Any]]
+        ) -> dict[str, Any]:
+            from .retries import retry_pairs
+
+            request = Request.of(rendered, request_id, state)
+            return request.messages(provider, model=model, retry=retry_pairs(turns, provider))
+
         return Rendering(
             rendered.text,
             tuple(rendered.sections),
@@ -296,6 +331,7 @@ def version_renderer(label: str) -> Renderer:
             tuple(section_ends(rendered.chunks)),
             reach,
             body,
+            retried,
         )
 
     return run
@@ -348,10 +384,13 @@ def strategy_renderer(name: str, fixed: FixedPrompt | None = None) -> Renderer:
 
 
 def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, model: str | None = None,
-                   fixed: FixedPrompt | None = None) -> Iterator[dict[str, Any]]:  # fmt: skip
-    """Each context's request under one strategy, as sent: `{"request_id", "sent_at", "body"}` (`workingset requests`).
+                   fixed: FixedPrompt | None = None,
+                   retries: Mapping[str, Sequence[tuple[bytes, Any]]] | None = None) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Each request under one strategy, as sent: `{"request_id", "sent_at", "body"}` (`workingset requests`).
 
     A baseline sends `fixed`, the run's source agent's fixed prompt (`runs.read_fixed_prompt`), where it has one.
+    After each context come its retries (`retries`: request ID -> retry turns, `runs.read_retries`), for an
+    encoder version: `{"request_id", "retry": k, "sent_at", "body"}`, the k-th carrying the first k turns.
     """
     from datetime import datetime
 
@@ -359,11 +398,22 @@ def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, 
     for ctx in contexts:
         rendering = render(ctx.state, ctx.hypothesis)
         assert rendering.body is not None
-        body = rendering.body(provider, model)
-        if model is not None:
-            body = {"model": model, **body}
         sent = datetime.fromtimestamp(state_time(ctx.state), UTC).isoformat().replace("+00:00", "Z")
-        yield {"request_id": ctx.request_id, "sent_at": sent, "body": body}
+        turns = (retries or {}).get(ctx.request_id, ()) if rendering.retried is not None else ()
+        bodies = [rendering.body(provider, model)]
+        bodies += [
+            _retry_body(rendering, ctx.request_id, turns[:k])(provider, model)
+            for k in range(1, len(turns) + 1)
+        ]
+        for k, body in enumerate(bodies):
+            if model is not None:
+                body = {"model": model, **body}
+            yield {
+                "request_id": ctx.request_id,
+                **({"retry": k} if k else {}),
+                "sent_at": sent,
+                "body": body,
+            }
 
 
 def strategies(base: str, candidate: str, all_versions: bool, baselines: bool,
@@ -398,19 +448,24 @@ def compare_contexts(
     cache: Sequence[str] = (),
     cache_options: CacheOptions | None = None,
     step: Callable[[int], None] | None = None,
+    retries: Mapping[str, Sequence[tuple[bytes, Any]]] | None = None,
 ) -> Comparison:
     """Render each stored context (for its own hypothesis) with every renderer and measure it.
 
     With `recall=False` each state is rendered with its recall selections emptied. Under
     each `cache` model (`workingset.compare.billing.MODELS`) every text is also billed, sent at its
-    state's latest capture time. `step` is called with 1 after each context is rendered
-    and counted, for a progress bar.
+    state's latest capture time. `retries` (request ID -> retry turns, `runs.read_retries`)
+    adds, for each strategy that retries (the encoder versions), every retry request after
+    its context, at the same time; a context's billing is then its request's and its
+    retries' together. `step` is called with 1 after each context is rendered and counted,
+    for a progress bar.
     """
     get_encoding(encoding)
     models, options = model_names(cache), _options(cache_options, cached_price)
     meters = {(m, name): Meter(m, options) for m in models for name in renderers}
     bills: dict[tuple[str, str], list[Billing]] = {key: [] for key in meters}
     prev = {name: "" for name in renderers}
+    prev_digest: dict[str, str | None] = {name: None for name in renderers}
     sizes: dict[str, list[Size]] = {name: [] for name in renderers}
     reach: dict[str, list[Availability]] = {name: [] for name in renderers}
     times = [state_time(ctx.state) for ctx in contexts]
@@ -418,15 +473,27 @@ def compare_contexts(
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
         for name, renderer in renderers.items():
             rendering = renderer(state, ctx.hypothesis)
-            text = rendering.text
-            sizes[name].append(measure_one(text, prev[name], encoding, rendering.sections))
+            text, digest = rendering.text, hash_text(rendering.text)
+            sizes[name].append(
+                measure_one(
+                    text, prev[name], encoding, rendering.sections, digest, prev_digest[name]
+                )
+            )
             if rendering.reach is not None:
                 reach[name].append(rendering.reach)
-            prev[name] = text
+            prev[name], prev_digest[name] = text, digest
             if models:
                 sent = sent_prompts(rendering, models, time, options, encoding)
+                billed = {m: meters[(m, name)](sent[m]) for m in models}
+                turns = (
+                    (retries or {}).get(ctx.request_id, ()) if rendering.retried is not None else ()
+                )
+                for k in range(1, len(turns) + 1):
+                    again = sent_prompts(rendering, models, time, options, encoding,
+                                         _retry_body(rendering, ctx.request_id, turns[:k]))  # fmt: skip
+                    billed = {m: _plus(billed[m], meters[(m, name)](again[m])) for m in models}
                 for m in models:
-                    bills[(m, name)].append(meters[(m, name)](sent[m]))
+                    bills[(m, name)].append(billed[m])
             if step is not None:
                 step(1)
     return Comparison(

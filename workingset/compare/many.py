@@ -152,15 +152,16 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
 
 def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare one run as `compare RUN --json` does; returns (its JSON object, its row)."""
-    from ..runs.layout import read_run
+    from ..runs.layout import read_retries, read_run
     from .parallel import compare_parallel
     from .tables import run_data
 
     work = _WORK
     contexts = read_run(run)
     renderers = work["per_run"](run) if work["per_run"] is not None else work["renderers"]
-    cmp = compare_parallel([ctx for _, ctx in contexts], renderers, 1, token_cache=work["token_cache"],
-                           **work["options"])  # fmt: skip
+    stored = [ctx for _, ctx in contexts]
+    cmp = compare_parallel(stored, renderers, 1, token_cache=work["token_cache"],
+                           retries=read_retries(run, stored), **work["options"])  # fmt: skip
     data = run_data(run, contexts, cmp, **work["report"])
     if work["summary"]:
         del data["contexts"]

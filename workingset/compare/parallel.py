@@ -5,13 +5,15 @@ with the previous text of the same strategy), so strategies are independent: eac
 process runs `compare_contexts` for one strategy at a time and the results are joined in
 the command line's column order. The numbers are exactly those of one process (a test
 checks it). Workers are forked, so they start with the run already read; each opens its
-own connection to the on-disk token cache.
+own connection to the on-disk token cache. Without `--jobs`, `compare` uses the CPUs this
+process may run on, at most `MAX_DEFAULT_JOBS` (`default_jobs`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
@@ -22,6 +24,18 @@ from .engine import Comparison, Renderer, compare_contexts
 
 # What the forked workers read: set by `compare_parallel` before the pool starts.
 _WORK: dict[str, Any] = {}
+MAX_DEFAULT_JOBS = (
+    8  # past this, one worker's slowest strategy bounds the run and workers only add memory
+)
+
+
+def default_jobs() -> int:
+    """`compare`'s worker processes without `--jobs`: the CPUs this process may run on, 1 to `MAX_DEFAULT_JOBS`."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux: every CPU of the machine
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_DEFAULT_JOBS))
 
 
 def _measure(name: str) -> Comparison:

@@ -14,18 +14,22 @@ everything else the analysis was built from:
 
 Together with the stored contexts this is what `workingset replay` rebuilds the analysis
 from, and what (prompt, answer) pairs for review or fine-tuning are joined from: an answer's
-`request_id` names the stored context whose rendered text the model was answering.
+`request_id` names the stored context whose rendered text the model was answering. It is also
+what the retry turns are read from (`retry_turns`): the further requests a rejection led to,
+which `compare` bills and `workingset requests` prints.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
-from ..errors import StoreCorrupt
+from ..errors import DecisionRejected, InvalidFile, StoreCorrupt
 from ..model.hashing import canonical_json, hash_bytes
 from ..model.state import State
 from ..store import EventRow, Tx
@@ -156,3 +160,79 @@ def _evidence_of(event: msgspec.Struct) -> list[Any]:
     if isinstance(event, RecordEvent):
         return [event.evidence]
     return []
+
+
+# Rejections a model is not sent back (`providers.NOT_RETRYABLE`): the controller answered a stale or closed request.
+_NOT_RETRIED = ("stale_request", "analysis_closed")
+
+RetryTurn = tuple[bytes, DecisionRejected]  # a rejected answer as kept, and its rejection
+
+
+def retry_turns(path: str | os.PathLike[str]) -> dict[str, list[RetryTurn]]:
+    """The retry turns an `answers.jsonl` records: per request, the rejected answers each sent back to the model.
+
+    A model's k-th answer to a request replied to the request carrying its k - 1 earlier
+    rejected answers and their rejections (`providers.messages(..., retry=...)`). So a
+    rejection is a retry turn when a later answer to the same request follows it (up to the
+    accepted one): the last rejection of a turn that gave up (`turn_failed`) was sent nowhere.
+    Rejections the model is not told (`stale_request`, `analysis_closed`) are no turn. Each
+    answer is its kept bytes (a `too_large` one only its kept head). Oldest first; a request
+    with no retry turn is absent. A line that is not an answer line is `invalid_file`.
+    """
+    answers: dict[str, list[tuple[bool, RetryTurn]]] = {}
+    done: set[str] = set()
+    for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
+        if not line.strip():
+            continue
+        event = _answer_line(path, number, line)
+        if event.request_id in done or event.code in _NOT_RETRIED:
+            continue
+        data = _answer_data(path, number, event)
+        err = DecisionRejected(
+            event.message or "", code=event.code or "schema_violation", details=dict(event.details)
+        )
+        answers.setdefault(event.request_id, []).append((event.outcome == "accepted", (data, err)))
+        if event.outcome == "accepted":
+            done.add(event.request_id)
+    # Every answer but a request's last replied to a retry; the answers before it are its turns.
+    return {
+        rid: [turn for _, turn in items[:-1]] for rid, items in answers.items() if len(items) > 1
+    }
+
+
+def _answer_line(path: str | os.PathLike[str], number: int, line: bytes) -> AnswerEvent:
+    where = {"file": str(path), "line": number}
+    try:
+        item = msgspec.json.decode(line)
+        if (
+            not isinstance(item, dict)
+            or item.get("kind") != "answer"
+            or not isinstance(item.get("seq"), int)
+        ):
+            raise InvalidFile(
+                f"{path}: line {number} is not an answer (kind answer, with its seq)", details=where
+            )
+        event = msgspec.convert(
+            {k: v for k, v in item.items() if k not in ("seq", "kind", "at")}, AnswerEvent
+        )
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InvalidFile(
+            f"{path}: line {number} is not an answer line ({exc})", details=where
+        ) from None
+    if event.outcome == "rejected" and not (event.code and event.message):
+        raise InvalidFile(
+            f"{path}: line {number} is a rejection without its code and message", details=where
+        )
+    return event
+
+
+def _answer_data(path: str | os.PathLike[str], number: int, event: AnswerEvent) -> bytes:
+    if event.encoding == "utf-8":
+        return event.answer.encode("utf-8")
+    try:
+        return base64.b64decode(event.answer, validate=True)
+    except binascii.Error:
+        raise InvalidFile(
+            f"{path}: line {number}: the answer is not base64",
+            details={"file": str(path), "line": number},
+        ) from None

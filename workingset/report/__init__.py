@@ -26,7 +26,7 @@ from ..compare.engine import (
 from ..errors import UnknownEncoder, UsageError
 from ..io.files import os_error
 from ..runs.fixed_prompt import FixedPrompt
-from ..runs.layout import read_fixed_prompt, read_run
+from ..runs.layout import read_fixed_prompt, read_retries, read_run
 from ..tokens.count import DEFAULT_ENCODING, get_encoding
 
 DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")
@@ -127,7 +127,7 @@ def report_data(
     sent: dict[str, list] = {name: [] for name in renderers}
     recorded = {name: recording(renderer, sent[name]) for name, renderer in renderers.items()}
     result = compare_contexts(contexts, recorded, recall=recall, encoding=encoding, cached_price=cached_price,
-                              cache=models, cache_options=options)  # fmt: skip
+                              cache=models, cache_options=options, retries=read_retries(directory, contexts))  # fmt: skip
     data = run_data(directory, run, result, recall=recall, availability=True)
     series = cache_series(data)
     return {

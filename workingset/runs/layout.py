@@ -144,6 +144,34 @@ def read_fixed_prompt(directory: str | os.PathLike) -> FixedPrompt | None:
     return load_fixed_prompt(read_file(str(path)), str(path)) if path.is_file() else None
 
 
+def read_retries(
+    directory: str | os.PathLike, contexts: Iterable[StoredContext]
+) -> dict[str, list]:
+    """The retry turns an exported analysis records, by request ID (`eventlog.exports.retry_turns`); {} for any other run.
+
+    An export keeps `answers.jsonl` beside its stored-context files; a run imported from a
+    trajectory, a run file or a converted run keeps none, so it has no retry turns. A retry
+    turn of a request the run holds no stored context for is `invalid_file`.
+    """
+    from ..eventlog.exports import ANSWERS, retry_turns
+
+    root = Path(directory)
+    path = root / ANSWERS
+    if _packed(root) or not path.is_file():
+        return {}
+    try:
+        turns = retry_turns(path)
+    except OSError as exc:
+        raise InvalidFile(f"{path}: cannot read ({describe(exc)})",
+                          details={"file": str(path), "path": "$", "reason": os_code(exc)}) from None  # fmt: skip
+    known = {ctx.request_id for ctx in contexts}
+    for request_id in turns:
+        if request_id not in known:
+            raise InvalidFile(f"{path}: rejected answers to {request_id}, which {root} holds no stored context of",
+                              details={"file": str(path), "request_id": request_id})  # fmt: skip
+    return turns
+
+
 def write_run(
     directory: str | os.PathLike,
     contexts: Iterable[StoredContext],

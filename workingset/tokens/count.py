@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 import re
 from array import array
+from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -42,6 +43,9 @@ _counts: Bounded[tuple[str, str], int] = Bounded("token counts", limit=1_000_000
 # run-order prefix comparison needs.
 _arrays: OrderedDict[tuple[str, str], array] = OrderedDict()
 _ARRAYS_KEPT = 64
+# Of those texts, where each of their blocks starts: (character offsets, token offsets), so a
+# text sent after one of them re-reads only the blocks past their common prefix (`_encode`).
+_starts: dict[tuple[str, str], tuple[array, array]] = {}
 # Token arrays of text blocks, keyed by the block itself (see `_blocks`).
 _block_cache: dict[tuple[str, str], array] = {}
 _block_chars = 0
@@ -181,19 +185,67 @@ def _line_tokens(line: str, encoding: str) -> array:
     return tokens
 
 
-def _encode(text: str, encoding: str) -> array:
-    key = (encoding, hash_text(text))
-    tokens = _arrays.get(key)
-    if tokens is None:
-        tokens = array("I")
-        for block in _blocks(text, encoding):
-            tokens.extend(_block_tokens(block, encoding))
-        _arrays[key] = tokens
-        _counts[key] = len(tokens)
-        if len(_arrays) > _ARRAYS_KEPT:
-            _arrays.popitem(last=False)
+def _common_chars(a: str, b: str) -> int:
+    """The length of the longest common prefix of two strings (C-level slice comparisons)."""
+    limit, i, step = min(len(a), len(b)), 0, _COMPARE_SLICE
+    while i < limit:
+        end = min(i + step, limit)
+        if a[i:end] != b[i:end]:
+            break
+        i = end
     else:
+        return limit
+    lo, hi = i, end
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _encode(
+    text: str, encoding: str, digest: str | None = None, after: tuple[str, str] | None = None
+) -> array:
+    """The tokens of `text` (whose hash is `digest`, when known), block by block.
+
+    `after` is (text, digest) of a text encoded shortly before, e.g. the previous context of
+    the same run: every block of it that starts before their common prefix ends is a block
+    of `text` too (a block boundary is decided by the two characters before it and the one
+    after), so those blocks' tokens are copied and only the rest is looked up.
+    """
+    key = (encoding, digest or hash_text(text))
+    tokens = _arrays.get(key)
+    if tokens is not None:
         _arrays.move_to_end(key)
+        return tokens
+    tokens, chars, offsets, start = array("I"), array("q"), array("q"), 0
+    known = (
+        _starts.get((encoding, after[1])) if after is not None and encoding in _SPLITTABLE else None
+    )
+    before = _arrays.get((encoding, after[1])) if known is not None and after is not None else None
+    if known is not None and before is not None and after is not None:
+        shared = _common_chars(after[0], text)
+        # The last block of `after` starting strictly inside the shared prefix (its next character is shared too).
+        last = bisect_left(known[0], shared) - 1
+        if last > 0:
+            start = known[0][last]
+            tokens = before[: known[1][last]]
+            chars, offsets = known[0][:last], known[1][:last]
+    at = start
+    for block in _blocks(text[start:] if start else text, encoding):
+        chars.append(at)
+        offsets.append(len(tokens))
+        tokens.extend(_block_tokens(block, encoding))
+        at += len(block)
+    _arrays[key] = tokens
+    _counts[key] = len(tokens)
+    if encoding in _SPLITTABLE:
+        _starts[key] = (chars, offsets)
+    if len(_arrays) > _ARRAYS_KEPT:
+        old, _ = _arrays.popitem(last=False)
+        _starts.pop(old, None)
     return tokens
 
 
@@ -227,10 +279,13 @@ def counted_on_disk(use: bool = True) -> Iterator[TokenCache]:
         cache.close()
 
 
-def count_tokens(text: str, encoding: str = DEFAULT_ENCODING, digest: str | None = None) -> int:
+def count_tokens(text: str, encoding: str = DEFAULT_ENCODING, digest: str | None = None,
+                 after: tuple[str, str] | None = None) -> int:  # fmt: skip
     """Return the number of tokens of `text`, cached by (encoding, xxh3-128 of the text).
 
-    `digest` is the text's content hash when the caller has it (a render computes it).
+    `digest` is the text's content hash when the caller has it (a render computes it);
+    `after`, (text, digest) of a text counted just before that it likely shares a prefix with,
+    only saves work (see `_encode`).
     """
     key = (encoding, digest or hash_text(text))
     count = _counts.get(key)
@@ -240,7 +295,7 @@ def count_tokens(text: str, encoding: str = DEFAULT_ENCODING, digest: str | None
             _counts[key] = count
             return count
     if count is None:
-        count = len(_encode(text, encoding))
+        count = len(_encode(text, encoding, key[1], after))
     if _disk is not None:
         _disk.put_count(*key, count)  # also what this process counted before the disk was on
     return count
@@ -293,31 +348,35 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     return lo
 
 
-def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCODING) -> int:
+def common_prefix_tokens(prev_text: str, text: str, encoding: str = DEFAULT_ENCODING,
+                         digests: tuple[str, str] | None = None) -> int:  # fmt: skip
     """Return how many leading tokens `text` shares with `prev_text`.
 
     This is the length of the longest common prefix of the two token sequences, each text
     tokenized whole: exactly the tokens a provider's prefix cache could serve when `text`
     is sent after `prev_text`. It is never more than `count_tokens(text)`. It can be a
     token or two less than tokenizing the common *character* prefix on its own, because
-    the token that straddles the first differing character is not shared.
+    the token that straddles the first differing character is not shared. `digests` are
+    the two texts' content hashes when the caller has them.
     """
     if not prev_text or not text:
         return 0
+    first, second = digests or (hash_text(prev_text), hash_text(text))
     if _disk is None:
-        return _shared_prefix(prev_text, text, encoding)
-    pair = (encoding, hash_text(prev_text), hash_text(text))
+        return _shared_prefix(prev_text, text, encoding, first, second)
+    pair = (encoding, first, second)
     shared = _disk.prefix(
         *pair, limit=4 * min(len(prev_text), len(text))
     )  # a token is at least one UTF-8 byte
     if shared is None:
-        shared = _shared_prefix(prev_text, text, encoding)
+        shared = _shared_prefix(prev_text, text, encoding, first, second)
         _disk.put_prefix(*pair, shared)
     return shared
 
 
-def _shared_prefix(prev_text: str, text: str, encoding: str) -> int:
-    return common_prefix(_encode(prev_text, encoding), _encode(text, encoding))
+def _shared_prefix(prev_text: str, text: str, encoding: str, first: str, second: str) -> int:
+    before = _encode(prev_text, encoding, first)
+    return common_prefix(before, _encode(text, encoding, second, (prev_text, first)))
 
 
 def prefix_chars(
@@ -350,7 +409,14 @@ def _clear_blocks() -> None:
 
 register("tokenizers", holds="the offline encodings loaded, by name", limit=None, size=_encodings.__len__,
          clear=_encodings.clear)  # fmt: skip
-register("token arrays", holds="the tokens of the last texts encoded whole (the prefix comparison's)",
-         limit=_ARRAYS_KEPT, size=_arrays.__len__, clear=_arrays.clear)  # fmt: skip
+
+
+def _clear_arrays() -> None:
+    _arrays.clear()
+    _starts.clear()  # where each kept array's blocks start: nothing without the arrays
+
+
+register("token arrays", holds="the tokens of the last texts encoded whole (the prefix comparison's), with their block starts",
+         limit=_ARRAYS_KEPT, size=_arrays.__len__, clear=_clear_arrays)  # fmt: skip
 register("block tokens", holds="the tokens of each text block and long line, by encoding and text",
          limit=_BLOCK_CHARS_KEPT, unit="characters", size=lambda: _block_chars, clear=_clear_blocks)  # fmt: skip

@@ -69,6 +69,11 @@ def _masked(text: str) -> str:
     return MASKED
 
 
+# The latest plans (`Baseline.planned`): a state's strategies are asked for theirs several times in a row.
+_PLANS: dict[tuple[int, int, str], tuple[Any, State, Plan]] = {}
+_PLANS_KEPT = 64
+
+
 @dataclass(frozen=True)
 class Baseline:
     """A transcript strategy: keep the last `keep` outputs verbatim (None: all), mask the rest.
@@ -91,6 +96,18 @@ class Baseline:
             {ev.id: self.placeholder(text) for ev in older if (text := output_text(ev)) is not None}
         )
 
+    def planned(self, state: State, hypothesis: str) -> Plan:
+        """`plan`, computed once for the same strategy, state object and hypothesis (the text, what it hides and the body all ask)."""
+        key = (id(self), id(state), hypothesis)
+        hit = _PLANS.get(key)
+        if hit is not None and hit[0] is self and hit[1] is state:
+            return hit[2]
+        plan = self.plan(state, hypothesis)
+        _PLANS[key] = (self, state, plan)  # held, so neither ID is reused while the entry lives
+        if len(_PLANS) > _PLANS_KEPT:
+            _PLANS.pop(next(iter(_PLANS)))
+        return plan
+
     def with_fixed_prompt(self, fixed: FixedPrompt | None) -> Baseline:
         """This strategy, sending `fixed` (the run's agent's fixed prompt) with every request."""
         from dataclasses import replace
@@ -99,7 +116,7 @@ class Baseline:
 
     def masked(self, state: State, hypothesis: str | None = None) -> set[str]:
         """IDs of the action outputs this strategy hides from the agent: replaced or dropped."""
-        plan = self.plan(state, hypothesis or state.hypotheses[0].id)
+        plan = self.planned(state, hypothesis or state.hypotheses[0].id)
         return set(plan.replaced) | {
             ev.id for ev in state.evidence if ev.id in plan.dropped and ev.payload is not None
         }
@@ -120,7 +137,7 @@ class Baseline:
     def parts(self, state: State, hypothesis: str, task: bool = True) -> list[Part]:
         """The transcript's blocks with their roles; `task=False` leaves the task block out."""
         check(state, hypothesis)
-        plan = self.plan(state, hypothesis)
+        plan = self.planned(state, hypothesis)
         out = [Part("user", f"TASK: {state.case.title}\n{state.case.statement}")] if task else []
         if plan.summary is not None:
             out.append(Part("user", plan.summary))

@@ -1,0 +1,43 @@
+"""Retry turns: the further requests an exported analysis's rejected answers led to, as sent.
+
+A rejected answer goes back to the model with its rejection (`providers.messages(...,
+retry=...)`): the same request, plus the rejected answers and rejection texts so far. An
+export records them (`answers.jsonl`, read by `runs.layout.read_retries`); a request's k-th
+retry carries its first k turns. They are billed for the encoder versions, which replay the
+recorded analysis (its states, its answers); a baseline is another agent's transcript, asked
+no decision, so it has none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+
+from ..errors import DecisionRejected
+from ..providers import Answer
+
+
+def as_sent(answer: bytes, provider: str) -> Answer:
+    """A kept answer as its retry request carries it: for Anthropic a JSON object is the forced tool's input, else the text.
+
+    Anthropic's request forces the `submit_decision` tool, so its answer came as the tool's
+    input (an object) and goes back as a `tool_use` with a `tool_result`; anything else (and
+    every OpenAI answer) goes back as the text received.
+    """
+    text = answer.decode("utf-8", errors="replace")
+    if provider == "anthropic":
+        try:
+            value = msgspec.json.decode(answer)
+        except msgspec.DecodeError:
+            return text
+        if isinstance(value, dict):
+            return value
+    return text
+
+
+def retry_pairs(
+    turns: Sequence[tuple[bytes, DecisionRejected]], provider: str
+) -> list[tuple[Answer, DecisionRejected]]:
+    """The `retry` argument of `providers.messages` for these turns, oldest first."""
+    return [(as_sent(answer, provider), err) for answer, err in turns]
