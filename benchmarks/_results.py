@@ -157,7 +157,9 @@ def machine() -> str:
 
 def command() -> str:
     """The command line that reproduces this run, relative to the repository root."""
-    script = Path(sys.argv[0]).resolve().relative_to(ROOT)
+    script = Path(sys.argv[0]).resolve()
+    if script.is_relative_to(ROOT):  # a benchmark script; under pytest, pytest's own file
+        script = script.relative_to(ROOT)
     return " ".join(
         [".venv/bin/python", str(script), *(a for a in sys.argv[1:] if a != CHECK_FLAG)]
     )
