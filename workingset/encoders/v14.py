@@ -117,6 +117,9 @@ class V14(V13):
     protocol = PROTOCOL
     default_budget = DEFAULT_BUDGET
     supports_pages = True
+    # OpenAI caches the response format before the messages: v14's strict schema is the same every
+    # turn (assessment required, nullable; rule A is checked on submit), and a null assessment is none.
+    stable_strict_schema = True
 
     @property
     def tail_reserve(self) -> int:
