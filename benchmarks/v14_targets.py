@@ -126,12 +126,13 @@ def main() -> None:
             write_import(import_trajectory(detect(resolved.path), resolved.path), out)
             runs.append((resolved.entry.name, resolved.entry.split, out))
         names = {r.entry.name for r in present}
+        splits = {r.entry.name: r.entry.split for r in entries}
         for path in long_runs(Path(tmp) / "kept"):
             if path.name in names:  # the corpus holds it too: measured once, with its split
                 continue
             out = Path(tmp) / "kept-runs" / path.name
             write_import(import_trajectory(detect(path), path), out)
-            runs.append((f"benchmarks/data/{path.name}", GROUPS[2], out))
+            runs.append((f"benchmarks/data/{path.name}", splits.get(path.name, GROUPS[2]), out))
         rows = compare([path for _, _, path in runs], args.jobs)
         measured = [(name, split, rows[str(path)]) for name, split, path in runs]
     try:
