@@ -554,9 +554,9 @@ def import_(
     encoder: Annotated[
         str,
         typer.Option(
-            help="The encoder each stored context records and is hashed with (v7 unless told; e.g. v11)."
+            help="The encoder each stored context records and is hashed with (v14 unless told; e.g. v7)."
         ),
-    ] = "investigation_project_v7",
+    ] = DEFAULT_ENCODER,
     as_json: JsonFlag = False,
 ) -> None:
     """Import an agent trajectory (or a folder of them) as runs of stored contexts, one per agent step."""
@@ -966,7 +966,7 @@ def schema(
         str, typer.Argument(metavar="KIND", help="state, context, result or decision.")
     ],
     encoder: Annotated[
-        str | None, typer.Option(help="The version whose decisions to describe (default v10).")
+        str | None, typer.Option(help="The version whose decisions to describe (default v14).")
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
