@@ -298,7 +298,9 @@ def test_next_messages_cli_and_bad_options_change_nothing(tmp_path, monkeypatch)
     monkeypatch.setenv("WORKINGSET_STORE", str(store))
     (tmp_path / "state.json").write_bytes(state_bytes())
     runner = CliRunner()
-    assert runner.invoke(app, ["init", "--state", str(tmp_path / "state.json")]).exit_code == 0
+    # v10, named: a version without a context budget, whose `next --json` has no `budget` key.
+    init = ["init", "--state", str(tmp_path / "state.json"), "--encoder", "v10"]
+    assert runner.invoke(app, init).exit_code == 0
     before = db_dump(str(store))
     for args, code in [(["--messages", "gemini"], "unknown_provider"), (["--messages", "openai", "--ttl", "1h"], "usage_error"),
                        (["--ttl", "1h"], "usage_error"), (["--no-strict"], "usage_error")]:  # fmt: skip

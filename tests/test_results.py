@@ -43,6 +43,9 @@ EXTERNAL = {
     "v13_budget": CORPUS,
     "calibrate": CORPUS,
     "v14_bound": CORPUS,
+    "v14_targets": CORPUS,
+    # The staged corpus of issue 22's measurement, beside the repository where it is kept (not in CI).
+    "v14_targets_staged": ROOT.parent / "corpus-staging" / "raw",
 }
 
 

@@ -127,6 +127,14 @@ class PagedRecallDecision(_Answer, frozen=True, kw_only=True):
     next: Query | PagedRecall | Conclude
 
 
+class NullablePagedDecision(_Strict, frozen=True, kw_only=True):
+    """v14's decision as its stable strict OpenAI form sends it: `"assessment": null` is no assessment."""
+
+    assessment: Assessment | None | UnsetType = UNSET
+    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+    next: Query | PagedRecall | Conclude
+
+
 class StoredRecallDecision(_Answer, frozen=True, kw_only=True):
     """The stored form of every decision: spans and paged recall, each defaulting to empty."""
 
@@ -151,6 +159,7 @@ _DECODERS: dict[tuple[bool, bool], msgspec.json.Decoder[AnyDecision]] = {
     key: msgspec.json.Decoder(cls) for key, cls in DECISION_TYPES.items()
 }
 _PAGED_DECODER = msgspec.json.Decoder(PagedRecallDecision)
+_NULLABLE_DECODER = msgspec.json.Decoder(NullablePagedDecision)
 
 
 def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
@@ -195,12 +204,15 @@ def parse_decision(
     supports_spans: bool = False,
     limits: Limits | None = None,
     supports_pages: bool = False,
+    null_assessment: bool = False,
 ) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code.
 
     Its size, nesting and repeated keys are checked first (`too_large`, `schema_violation`),
     so what the model wrote never reaches a decoder unbounded, and a key given twice is
-    refused whichever key it is.
+    refused whichever key it is. `null_assessment` (a paged version whose strict OpenAI
+    schema is the stable one, v14) reads `"assessment": null` as no assessment; every other
+    version refuses it (`schema_violation`), as before.
     """
     received, data = data, unfence(data)
     check_json(data, "decision", "<decision>", limits)
@@ -228,13 +240,24 @@ def parse_decision(
             "this request was rendered by a version without recall; answer with a query or a conclusion",
             path="$.next.kind",
         )
-    decision_type = (
-        PagedRecallDecision if supports_pages else DECISION_TYPES[supports_recall, supports_spans]
+    nullable = supports_pages and null_assessment
+    decision_type: type[msgspec.Struct] = (
+        (NullablePagedDecision if nullable else PagedRecallDecision)
+        if supports_pages
+        else DECISION_TYPES[supports_recall, supports_spans]
     )
+    decision: AnyDecision
     try:
-        decision = (
-            _PAGED_DECODER if supports_pages else _DECODERS[supports_recall, supports_spans]
-        ).decode(data)
+        if nullable:  # null and left out are the same decision: its canonical form leaves it out
+            loose = _NULLABLE_DECODER.decode(data)
+            assessment = UNSET if loose.assessment is None else loose.assessment
+            decision = PagedRecallDecision(
+                assessment=assessment, notes=loose.notes, next=loose.next
+            )
+        elif supports_pages:
+            decision = _PAGED_DECODER.decode(data)
+        else:
+            decision = _DECODERS[supports_recall, supports_spans].decode(data)
     except msgspec.ValidationError as exc:
         message, path = split_validation_error(exc, decision_type)
         raise _reject("schema_violation", f"{message} at {path}", path=path) from None

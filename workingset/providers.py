@@ -47,6 +47,11 @@ class Renderable(Protocol):
     @property
     def decision_schema(self) -> dict[str, Any]: ...
 
+    @property
+    def stable_schema(self) -> bool:
+        """Whether the encoder's strict OpenAI schema is the same every turn (`strict_schema(stable=True)`)."""
+        ...
+
 
 # Sections that only ever grow by whole chunks (v11's journal: one chunk per iteration): each
 # chunk is its own block, so the previous turn's end is a block boundary a cache can read at.
@@ -118,7 +123,11 @@ def messages(
     pairs = _checked(retry)
     if provider == "anthropic":
         return _anthropic(req, pairs, ttl)
-    schema = strict_schema(req.decision_schema, req.assess) if strict else req.decision_schema
+    schema = (
+        strict_schema(req.decision_schema, req.assess, stable=req.stable_schema)
+        if strict
+        else req.decision_schema
+    )
     marked = breakpoint_family(model)
     kind = "text" if provider == "openai" else "input_text"
     parts = []
@@ -285,7 +294,9 @@ def _as_text(answer: Answer) -> str:
     return answer
 
 
-def strict_schema(schema: dict[str, Any], assess: str | None) -> dict[str, Any]:
+def strict_schema(
+    schema: dict[str, Any], assess: str | None, *, stable: bool = False
+) -> dict[str, Any]:
     """The decision schema in OpenAI's strict subset, for one request; every instance is valid under `schema`.
 
     Strict mode wants every property required, `anyOf` instead of `oneOf`, and no
@@ -293,12 +304,21 @@ def strict_schema(schema: dict[str, Any], assess: str | None) -> dict[str, Any]:
     is required, naming exactly `assess`, when rule A requires one, and absent otherwise;
     the `next` variants become `anyOf`; recall's `uniqueItems` is dropped (workingset still
     rejects a repeat as `recall_duplicate`); `$schema` and `title` are left out.
+
+    `stable` (v14) keeps the schema the same every turn, because OpenAI caches the schema
+    before the messages: `assessment` is required but nullable (`anyOf` the object and
+    `null`), its `evidence_ref` the frozen pattern, and `assess` is not used. A null
+    assessment is the one instance the frozen schema does not accept: the encoder's parser
+    reads it as no assessment (`parse_decision(null_assessment=True)`), and rule A is
+    workingset's check, as it is for Anthropic's tool.
     """
     out = _strict(copy.deepcopy(schema))
     out.pop("$schema", None)
     out.pop("title", None)
     props = out["properties"]
-    if assess is None:
+    if stable:
+        props["assessment"] = {"anyOf": [props["assessment"], {"type": "null"}]}
+    elif assess is None:
         del props["assessment"]
     else:
         props["assessment"]["properties"]["evidence_ref"] = {"type": "string", "enum": [assess]}

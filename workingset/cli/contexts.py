@@ -130,7 +130,7 @@ def schema(
         str, typer.Argument(metavar="KIND", help="state, context, result or decision.")
     ],
     encoder: Annotated[
-        str | None, typer.Option(help="The version whose decisions to describe (default v10).")
+        str | None, typer.Option(help="The version whose decisions to describe (default v14).")
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:

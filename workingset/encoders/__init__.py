@@ -44,9 +44,9 @@ ENCODERS: dict[int, Encoder] = {
 }
 PREFIX = "investigation_project_v"
 LATEST = max(ENCODERS)
-# The version of new analyses (`init`, `Investigation.create`, `schema decision`): v10 until the lead switches
-# it to v14 once issue 22's targets hold (this one line; `import` records its contexts with its own ENCODER).
-DEFAULT_ENCODER = f"{PREFIX}10"
+# The version of new analyses and imports (`init`, `Investigation.create`, `schema decision`, `import`): v14,
+# bounded by its budget on any state and the cheapest as billed (issue 22; benchmarks/RESULTS.md, v14_targets).
+DEFAULT_ENCODER = f"{PREFIX}14"
 
 
 def get_encoder(name: str) -> Encoder:

@@ -161,23 +161,30 @@ class Spans:
         return run[0] if run[0] == run[1] else f"{run[0]}..{run[1]}"
 
     def add(self, ref: str) -> None:
-        found = self.ranks.get(ref)
-        if found is None:  # first range, or IDs appended since (they sort after the others)
-            self.ranks = _ranks(self.state)
-            found = self.ranks[ref]
-        group, rank = found
-        runs = self.runs.get(group)
-        if runs is None:
-            runs = self.runs[group] = []
-            self.size += 24  # the line's label (`archived decisions of H2: `) and its line break
-        if runs and runs[-1][2] == rank - 1:
-            last = runs[-1]
-            # `A` becomes `A..ref`, `A..B` becomes `A..ref`: the run's text grows by the difference.
-            self.size += 2 + len(ref) if last[0] == last[1] else len(ref) - len(last[1])
-            last[1], last[2] = ref, rank
-        else:
-            runs.append([ref, ref, rank])
-            self.size += len(ref) + 1
+        self.extend([ref])
+
+    def extend(self, refs: list[str]) -> None:
+        """Add each of `refs`, in order, to its group's runs (a compaction moves many rows at once)."""
+        ranks, all_runs, size = self.ranks, self.runs, self.size
+        for ref in refs:
+            found = ranks.get(ref)
+            if found is None:  # first range, or IDs appended since (they sort after the others)
+                ranks = self.ranks = _ranks(self.state)
+                found = ranks[ref]
+            group, rank = found
+            runs = all_runs.get(group)
+            if runs is None:
+                runs = all_runs[group] = []
+                size += 24  # the line's label (`archived decisions of H2: `) and its line break
+            if runs and runs[-1][2] == rank - 1:
+                last = runs[-1]
+                # `A` becomes `A..ref`, `A..B` becomes `A..ref`: the run's text grows by the difference.
+                size += 2 + len(ref) if last[0] == last[1] else len(ref) - len(last[1])
+                last[1], last[2] = ref, rank
+            else:
+                runs.append([ref, ref, rank])
+                size += len(ref) + 1
+        self.size = size
 
     def lines(self) -> list[str]:
         names = {"E": "archived evidence", "N": "archived notes"}
@@ -269,8 +276,15 @@ class Walk14:
         index = (
             (overhead + spans.size + rows_size) if rows else 0
         )  # the index's size; it changes only at a compaction
-        for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
-            ref = item.id if kind != "history" else decision[id(item)]
+        # The columns go in whole (C speed); the loop only reads them, up to the entry it is at.
+        first = len(refs)
+        kinds += ents.kinds
+        items += ents.items
+        refs += [item.id if kind != "history" else decision[id(item)]
+                 for kind, item in zip(ents.kinds, ents.items)]  # fmt: skip
+        for last, kind, item, hypothesis, ref in zip(
+            range(first, len(refs)), ents.kinds, ents.items, ents.hypotheses, refs[first:]
+        ):
             full = entry_text(
                 kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None
             )
@@ -281,15 +295,11 @@ class Walk14:
                 text, pages[ref] = paged
             else:
                 text = full
-            refs.append(ref)
             texts.append(text)
-            kinds.append(kind)
-            items.append(item)
             size += len(text) + 2
             if size + index <= threshold:
                 continue
             compactions += 1
-            last = len(refs) - 1
             while cursor < last and size + overhead + spans.size + rows_size > low:
                 # Archive the oldest entry shown: drop its text, write its index row.
                 old_ref, old_kind, old_item = refs[cursor], kinds[cursor], items[cursor]
@@ -312,10 +322,11 @@ class Walk14:
                 rows_size += len(row) + 1
                 cursor += 1
                 if rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
-                    while rows_size > rows_kept and span_cursor < len(rows) - 1:
+                    start, newest = span_cursor, len(rows) - 1
+                    while rows_size > rows_kept and span_cursor < newest:
                         rows_size -= len(rows[span_cursor]) + 1
-                        spans.add(row_refs[span_cursor])
                         span_cursor += 1
+                    spans.extend(row_refs[start:span_cursor])
             index = (overhead + spans.size + rows_size) if rows else 0
             threshold = max(limit, size + overhead + spans.size + rows_size + limit // 2)
         self.size, self.rows_size, self.cursor, self.span_cursor = (

@@ -117,6 +117,9 @@ class V14(V13):
     protocol = PROTOCOL
     default_budget = DEFAULT_BUDGET
     supports_pages = True
+    # OpenAI caches the response format before the messages: v14's strict schema is the same every
+    # turn (assessment required, nullable; rule A is checked on submit), and a null assessment is none.
+    stable_strict_schema = True
 
     @property
     def tail_reserve(self) -> int:
@@ -334,12 +337,13 @@ class V14(V13):
             checks = compact(h.control.next_checks)
             lines.append(_bounded("next checks", checks, checks, self.page_size))
         pending = state.pending_result(h.id)
-        in_view = view.plan14.shown_refs | view.tail_refs
+        plan = view.plan14
+        assert plan is not None  # select() plans before any section is written
+        in_view = plan.shown_refs | view.tail_refs
         # Only what the context shows, in evidence order.
         seen = sorted(
-            (ev for ev in view.shown if ev.id != pending),
-            key=lambda ev: view.plan14.positions[ev.id],
-        )  # type: ignore[union-attr]
+            (ev for ev in view.shown if ev.id != pending), key=lambda ev: plan.positions[ev.id]
+        )
         exceptions = [f"{ev.id} {ev.budget.status}" for ev in seen
                       if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
         if exceptions:

@@ -2,7 +2,8 @@
 
 `FORMATS` is the one registry: format name -> parser of a source path into a
 `Trajectory`. `import_trajectory` parses and builds the states; `write_import` renders
-them with encoder v7 and writes the run (a run file by default, see `runs.py`). The mapping is documented in the README
+them with the default encoder, v14 (`_stream` streams v7's hashes), and writes the run (a run
+file by default, see `runs.py`). The mapping is documented in the README
 ("Importing agent trajectories") and in each parser's docstring.
 """
 
@@ -15,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..encoders import DEFAULT_ENCODER
 from ..errors import UsageError
 from ..io.files import check_new_run_dir
 from ..model.state import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
@@ -30,7 +32,8 @@ FORMATS: dict[str, Callable[[Path], Trajectory]] = {
     "mini-swe-agent": mini_swe_agent.parse,
     "openhands": openhands.parse,
 }
-ENCODER = "investigation_project_v7"
+# What an import records unless told (v14 since issue 22); a stored run keeps the encoder it recorded.
+ENCODER = DEFAULT_ENCODER
 _ANALYSIS = re.compile(ANALYSIS_ID_PATTERN)
 
 
@@ -73,7 +76,7 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
 
 def write_import(imported: Imported, out: str | Path, layout: str = "run", step: Callable[[int], None] | None = None,
                  encoder: str = ENCODER) -> list[Path]:  # fmt: skip
-    """Render each state with `encoder` (v7 unless told) for H1 and write the run in `layout` into a new or empty `out`.
+    """Render each state with `encoder` (v14 unless told) for H1 and write the run in `layout` into a new or empty `out`.
 
     `run` (the default) writes one run file, `out/run.json`, in which every payload is stored
     once; `contexts` writes one stored-context file per step. The agent's fixed prompt, where

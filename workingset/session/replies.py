@@ -53,6 +53,13 @@ class Request(msgspec.Struct, kw_only=True):
 
         return copy.deepcopy(get_encoder(self.encoder).decision_schema)
 
+    @property
+    def stable_schema(self) -> bool:
+        """Whether its encoder sends OpenAI the same strict schema every turn (v14: `stable_strict_schema`)."""
+        from ..encoders import get_encoder
+
+        return getattr(get_encoder(self.encoder), "stable_strict_schema", False)
+
     def messages(self, provider: str, *, retry: Any = (), ttl: str | None = None, strict: bool | None = None,
                  model: str | None = None) -> dict[str, Any]:  # fmt: skip
         """The JSON to merge into an `anthropic`, `openai` or `openai-responses` call (see `providers.messages`)."""

@@ -191,6 +191,7 @@ class Turns(_Mixin):
             supports_spans=enc.supports_spans,
             limits=self.limits,
             supports_pages=supports_pages,
+            null_assessment=getattr(enc, "stable_strict_schema", False),
         )
         view = call.sync()
         if isinstance(parsed.next, Recall) or (
