@@ -157,7 +157,10 @@ def machine() -> str:
 
 def command() -> str:
     """The command line that reproduces this run, relative to the repository root."""
-    script = Path(sys.argv[0]).resolve().relative_to(ROOT)
+    script = Path(sys.argv[0]).resolve()
+    # Relative where it can be; a program outside the repository (pytest's, when the tests call
+    # this with a virtual environment elsewhere) is named in full rather than raising.
+    script = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
     return " ".join(
         [".venv/bin/python", str(script), *(a for a in sys.argv[1:] if a != CHECK_FLAG)]
     )
