@@ -1,4 +1,4 @@
-"""Shared fixtures and helpers: every encoder version, the bug17 run, the CLI runner, text snapshots."""
+"""Shared fixtures: every encoder version, text snapshots, the stores of both backends (helpers live in tests/helpers/)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,9 @@ from pathlib import Path
 
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
-from typer.testing import CliRunner
 
-from workingset.cli.commands import app
+from tests.helpers.common import VERSIONS
 from workingset.encoders import ENCODERS
-
-ROOT = Path(__file__).resolve().parents[1]
-BUG17 = ROOT / "fixtures" / "bug17"
-VERSIONS = sorted(ENCODERS)
-
-# The public trajectories beside the project, or where $WORKINGSET_CORPUS says (read-only,
-# not part of the repository; tests skip where they are absent).
-CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw")
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}"
-)
-CORPUS_SOURCES = {  # name -> (format, agent actions)
-    "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),
-    "mini-v2-deepseek-sqlfluff-1625.traj.json": ("mini-swe-agent", 48),
-    "mini-v1-gemini3pro-pylint-6386.traj.json": ("mini-swe-agent", 54),
-    "openhands-v1-sonnet4-astropy-14309": ("openhands", 51),
-    "openhands-v1-sonnet4-matplotlib-24570": ("openhands", 44),
-}
-
-
-# A fixed, plain terminal, so that CLI output (tables, no colour, no progress bar) is stable.
-CLI_ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
-
-
-def invoke(*args: str):
-    """Run the CLI in-process with a fixed terminal width."""
-    return CliRunner().invoke(app, list(args), env=CLI_ENV, terminal_width=200)
 
 
 class TextSnapshot(SingleFileSnapshotExtension):
@@ -74,9 +46,7 @@ BACKENDS = ["sqlite", "postgresql"]
 @pytest.fixture(scope="session")
 def pg_server():
     """A throwaway PostgreSQL server for the session; skipped where there is none (a failure in CI)."""
-    import os
-
-    import pg_server as pg
+    from tests.helpers import pg_server as pg
 
     why = pg.missing()
     if why is not None:
@@ -107,8 +77,6 @@ def store(request, tmp_path) -> str:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """In CI (`CI=true`) a PostgreSQL test that skips is a failure: the backend must have been tested."""
-    import os
-
     outcome = yield
     report = outcome.get_result()
     if (

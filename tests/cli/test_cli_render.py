@@ -6,8 +6,8 @@ import json
 
 import msgspec
 import pytest
-from factory import sample_state
 
+from tests.helpers.factory import sample_state
 from workingset.cli.commands import main
 from workingset.encoders import render
 from workingset.model.state import dump_json

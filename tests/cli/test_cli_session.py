@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from session_helpers import assess, decision, query, recall, result, state_bytes
 from typer.testing import CliRunner
 
+from tests.helpers.session_helpers import assess, decision, query, recall, result, state_bytes
 from workingset.cli.commands import app, main
 from workingset.model.state import load_state
 

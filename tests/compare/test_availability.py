@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import BUG17
 
+from tests.helpers.common import BUG17
 from workingset import render
 from workingset.compare.availability import Availability, availability
 from workingset.compare.baselines import BASELINES
@@ -64,7 +64,7 @@ def test_v11_to_v13_keep_every_identifier_reachable_and_masking_loses_some(versi
 def test_compare_reports_availability_beside_cost():
     import json
 
-    from conftest import invoke
+    from tests.helpers.common import invoke
 
     data = json.loads(invoke("compare", str(BUG17), "--base", "v10", "--candidate", "v11", "--baselines",
                              "--availability", "--json").stdout)  # fmt: skip

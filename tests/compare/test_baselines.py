@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from conftest import CORPUS, needs_corpus
 
+from tests.helpers.real_corpus import CORPUS, needs_corpus
 from workingset.compare.baselines import (
     BASELINES,
     MASKED,
@@ -326,10 +326,7 @@ def test_summary_size_is_the_median_of_the_recorded_summaries():
         event = json.loads(path.read_bytes())
         sizes += [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
     archive = (
-        Path(__file__).parent.parent
-        / "benchmarks"
-        / "data"
-        / "openhands-v1-sonnet4-pylint-167.tar.xz"
+        Path(__file__).parents[2] / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
     )
     with tarfile.open(archive) as tar:
         for member in tar:

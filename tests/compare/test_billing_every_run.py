@@ -14,8 +14,9 @@ import os
 from array import array
 
 import pytest
-from conftest import BUG17, CORPUS, CORPUS_SOURCES
-from independent_billing import (
+
+from tests.helpers.common import BUG17
+from tests.helpers.independent_billing import (
     MODELS,
     Prompt,
     bill_anthropic,
@@ -25,7 +26,7 @@ from independent_billing import (
     import_run,
     kept_runs,
 )
-
+from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES
 from workingset.compare.baselines import BASELINES
 
 LONG = "openhands-v1-sonnet4-pylint-167"

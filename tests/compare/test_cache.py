@@ -6,11 +6,11 @@ from datetime import UTC, datetime
 
 import msgspec
 import pytest
-from conftest import BUG17
-from factory import sample_state
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.common import BUG17
+from tests.helpers.factory import sample_state
 from workingset import providers
 from workingset.compare import engine as bench
 from workingset.compare.billing import TTLS, CacheOptions, Prompt, bill, model_names, state_time

@@ -8,8 +8,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, ROOT, invoke
 
+from tests.helpers.common import ROOT, invoke
+from tests.helpers.real_corpus import CORPUS
 from workingset.compare import billing, wire
 from workingset.compare.calibrate import (
     BASH_LIMIT,

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import BUG17, invoke
 
+from tests.helpers.common import BUG17, invoke
 from workingset.encoders import ENCODERS
 from workingset.model.hashing import content_hash
 from workingset.model.state import (

@@ -7,8 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import BUG17, CORPUS, ROOT, invoke
 
+from tests.helpers.common import BUG17, ROOT, invoke
+from tests.helpers.real_corpus import CORPUS
 from workingset.compare import many as compare_many
 from workingset.errors import UsageError
 from workingset.importers import import_trajectory, write_import

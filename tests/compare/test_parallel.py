@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import BUG17, invoke
+from tests.helpers.common import BUG17, invoke
 
 
 def _json(*args: str) -> dict:

@@ -15,7 +15,7 @@ import pytest
 import workingset
 from workingset.errors import Code, WorkingsetError
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 DOC = (ROOT / "docs" / "protocol.md").read_text()
 # A code is given as `code="…"`, as a class attribute `code = "…"`, as the first argument of
 # `_reject(…)`, as the value of an errno → code table (`errno.ENOENT: "…"`, `…CODES.get(x, "…")`),
@@ -190,8 +190,8 @@ def test_the_readme_points_at_the_protocol_reference():
 def test_the_controller_in_the_protocol_reference_runs_and_restarts(tmp_path):
     import json
 
-    from session_helpers import conclude, decision, query, state_bytes
-    from test_provider_sdks import chat_reply
+    from tests.helpers.provider_replies import chat_reply
+    from tests.helpers.session_helpers import conclude, decision, query, state_bytes
 
     code = DOC.split("```python\n", 1)[1].split("```", 1)[0]
     scope: dict = {}

@@ -114,3 +114,60 @@ def test_workingset_has_about_a_dozen_top_level_entries():
         p.name for p in ROOT.iterdir() if p.name not in ("__init__.py", "py.typed", "__pycache__")
     ]
     assert len(entries) <= MAX_TOP_LEVEL, sorted(entries)
+
+
+# -- the tests mirror the packages (tests/README.md) --------------------------------------------
+
+TESTS = ROOT.parent / "tests"
+# Folders of tests/ that are not named after a room of workingset/: the docs and the benchmarks
+# are checked as the repository's own folders; helpers, data and the frozen corpus hold no tests.
+NOT_ROOMS = {"docs", "benchmarks", "helpers", "data", "frozen", "__snapshots__", "__pycache__"}
+
+
+def imports_of_tests(source: str) -> list[str]:
+    """Return the imports in `source`, at any depth, of a test module or of conftest."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            last = name.rpartition(".")[2]
+            if last == "conftest" or last.startswith("test_"):
+                found.append(name)
+    return found
+
+
+def test_the_test_import_check_sees_every_form():
+    # Guards the check itself: plain, from, dotted and function-level imports all count.
+    source = (
+        "import test_v13\nfrom conftest import ROOT\nfrom tests.encoders import test_v12\n"
+        "def f():\n    from tests.session.test_turn import x\n"
+        "from tests.helpers.factory import sample_state\nimport pytest\n"
+    )
+    assert imports_of_tests(source) == [
+        "test_v13", "conftest", "tests.encoders.test_v12", "tests.session.test_turn",
+    ]  # fmt: skip
+
+
+def test_no_test_module_imports_another_test_module_or_conftest():
+    # Shared code lives in tests/helpers/ and fixtures in conftest.py, which pytest loads itself.
+    modules = sorted(TESTS.rglob("test_*.py"))
+    assert len(modules) > 50
+    offenders = {
+        str(p.relative_to(TESTS)): found
+        for p in modules
+        if (found := imports_of_tests(p.read_text(encoding="utf-8")))
+    }
+    assert offenders == {}
+
+
+def test_test_folders_are_named_after_rooms_of_workingset():
+    rooms = {p.name for p in ROOT.iterdir() if p.is_dir() and p.name != "__pycache__"}
+    folders = {p.name for p in TESTS.iterdir() if p.is_dir()} - NOT_ROOMS
+    assert folders and folders <= rooms, sorted(folders - rooms)
+    assert not list((TESTS / "helpers").glob("test_*.py"))  # helpers hold no tests

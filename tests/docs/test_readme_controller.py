@@ -6,16 +6,19 @@ import json
 import sys
 import types
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
-import httpx2
 import pytest
-from session_helpers import assess, conclude, decision, query
-from test_provider_sdks import anthropic_reply
 
+from tests.helpers.provider_replies import anthropic_reply
+from tests.helpers.sdks import require
+from tests.helpers.session_helpers import assess, conclude, decision, query
 from workingset import Investigation, read_run, verify_context
 
-ROOT = Path(__file__).parent.parent
+if TYPE_CHECKING:  # annotations only; the tests import it where they use it
+    import httpx2
+
+ROOT = Path(__file__).parents[2]
 
 
 def readme_example() -> str:
@@ -34,6 +37,7 @@ class Model:
         self.store, self.bodies = store, []
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        httpx2 = require("httpx2")
         self.bodies.append(json.loads(request.content))
         with Investigation.open(str(self.store), "demo", read_only=True) as peek:
             req = peek.requests()[-1]
@@ -56,6 +60,8 @@ class Model:
 
 
 def test_the_readme_per_turn_example_runs_and_restarts(tmp_path, monkeypatch):
+    anthropic = require("anthropic")
+    httpx2 = require("httpx2")
     (tmp_path / "encodings").mkdir()
     (tmp_path / "encodings" / "example-state.json").write_bytes(
         (ROOT / "encodings" / "example-state.json").read_bytes()

@@ -21,9 +21,10 @@ import sys
 
 import msgspec
 import pytest
-from conftest import BUG17, CORPUS, ROOT, invoke
-from readme_cache import cache_claims
 
+from tests.helpers.common import BUG17, ROOT, invoke
+from tests.helpers.readme_cache import cache_claims
+from tests.helpers.real_corpus import CORPUS
 from workingset.encoders import ENCODERS, v11
 from workingset.errors import WorkingsetError
 from workingset.io.limits import Limits, read_bounded
@@ -79,7 +80,9 @@ def test_timed_section_names_a_clean_commit(name: str):
 @pytest.mark.parametrize("name", DETERMINISTIC)
 def test_deterministic_section_reproduces_exactly(name: str):
     if name in EXTERNAL and not EXTERNAL[name].is_dir():
-        pytest.skip(f"section {name} reads {EXTERNAL[name]}, which is not here")
+        pytest.skip(
+            f"section {name} reads the trajectory corpus at {EXTERNAL[name]}, which is not here"
+        )
     argv = shlex.split(re.search(r"^Command: `([^`]+)`$", SECTIONS[name], re.M).group(1))
     env = {**os.environ, "WORKINGSET_CORPUS": str(CORPUS)}
     result = subprocess.run([sys.executable, *argv[1:], _results.CHECK_FLAG], cwd=ROOT, env=env,

@@ -13,12 +13,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import VERSIONS
-from factory import evidence, sample_state
-from recover import blocks
-from test_v12 import check_lossless as v12_lossless
-from test_v13 import check_lossless as v13_lossless
 
+from tests.helpers.common import VERSIONS
+from tests.helpers.factory import evidence, sample_state
+from tests.helpers.journal_checks import v12_lossless
+from tests.helpers.recover import blocks
+from tests.helpers.v13_checks import check_lossless as v13_lossless
 from workingset.encoders import get_encoder
 from workingset.errors import InvalidFile
 from workingset.eventlog.log import decode_result

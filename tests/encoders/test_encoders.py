@@ -9,10 +9,10 @@ import sys
 
 import msgspec
 import pytest
-from conftest import BUG17, ROOT
-from factory import sample_state
-from recover import blocks, evidence_payloads, journal_records, table_after
 
+from tests.helpers.common import BUG17, ROOT
+from tests.helpers.factory import sample_state
+from tests.helpers.recover import blocks, evidence_payloads, journal_records, table_after
 from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.encoders.v13 import schema_outline
 from workingset.errors import SessionError, UnknownEncoder
@@ -47,7 +47,7 @@ def test_render_is_deterministic_and_pure(encoder):
 
 def test_same_bytes_in_other_processes_and_hash_seeds():
     script = (
-        "import sys; sys.path.insert(0, sys.argv[1]); from factory import sample_state;"
+        "import sys; sys.path.insert(0, sys.argv[1]); from tests.helpers.factory import sample_state;"
         "from workingset.encoders import ENCODERS; s = sample_state();"
         "print(' '.join(e.render(s, h.id).hash for e in ENCODERS.values() for h in s.hypotheses))"
     )
@@ -56,7 +56,7 @@ def test_same_bytes_in_other_processes_and_hash_seeds():
     for seed in ("0", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=seed, LC_ALL="C")
         out = subprocess.run(
-            [sys.executable, "-c", script, str(ROOT / "tests")],
+            [sys.executable, "-c", script, str(ROOT)],
             env=env,
             capture_output=True,
             text=True,
@@ -317,7 +317,7 @@ def test_encoder_names_and_aliases():
 
 
 def test_v7_new_evidence_keeps_earlier_payloads_in_the_prefix():
-    from factory import LOG, evidence
+    from tests.helpers.factory import LOG, evidence
 
     state = sample_state()
     later = copy_state(state)
@@ -337,7 +337,7 @@ def test_free_text_in_the_task_line_cannot_open_a_fence():
 
 
 def test_empty_rows_are_absence_only_when_the_source_says_so():
-    from factory import EMPTY, evidence
+    from tests.helpers.factory import EMPTY, evidence
 
     state = sample_state()
     state.evidence.append(evidence(10, "H2", EMPTY, truncated=True, item_count=50, eof=False))

@@ -19,7 +19,7 @@ from workingset.encoders._render import compact
 from workingset.encoders.v13 import schema_outline
 from workingset.model.state import load_state
 
-ENCODINGS = Path(__file__).resolve().parents[1] / "encodings"
+ENCODINGS = Path(__file__).resolve().parents[2] / "encodings"
 VERSIONS = sorted(ENCODERS)
 _OPEN = re.compile(r"^(`{3,})([^`]*)$")
 

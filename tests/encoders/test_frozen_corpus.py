@@ -10,9 +10,9 @@ tests/README.md for the mutation check.
 from __future__ import annotations
 
 import pytest
-from conftest import VERSIONS
-from frozen.corpus import ADD_COMMAND, HASHES, cases, committed, hash_line
 
+from tests.frozen.corpus import ADD_COMMAND, HASHES, cases, committed, hash_line
+from tests.helpers.common import VERSIONS
 from workingset.encoders import ENCODERS
 
 

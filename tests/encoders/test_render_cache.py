@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_render_properties import states
 
+from tests.helpers.factory import evidence, sample_state
+from tests.helpers.strategies import states
 from workingset.encoders import ENCODERS
 from workingset.encoders._cache import BLOCKS, CACHED_VERSIONS, BlockCache
 from workingset.model.state import RowsPayload, TextPayload, copy_state

@@ -8,9 +8,9 @@ rendered with it could no longer be reproduced. `pytest --snapshot-update` write
 from __future__ import annotations
 
 import pytest
-from conftest import BUG17, VERSIONS
-from factory import sample_state
 
+from tests.helpers.common import BUG17, VERSIONS
+from tests.helpers.factory import sample_state
 from workingset.encoders import ENCODERS
 from workingset.runs.layout import load_context_file
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from conftest import ROOT
-from recover import evidence_payloads, table_after, v13_index
-from session_helpers import assess, decision, make_state, query, recall
 
+from tests.helpers.common import ROOT
+from tests.helpers.recover import evidence_payloads, table_after, v13_index
+from tests.helpers.session_helpers import assess, decision, make_state, query, recall
 from workingset import Investigation, render
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import DEFAULT_BUDGET, MIN_BUDGET
@@ -207,7 +207,7 @@ def test_a_result_recorded_late_is_walked_afresh_and_lands_in_order():
 
 @pytest.mark.parametrize("version", ["v11", "v12", "v13"])
 def test_an_import_writes_contexts_that_verify_byte_exact(tmp_path, version):
-    from conftest import invoke
+    from tests.helpers.common import invoke
 
     data = ROOT / "tests" / "data"
     source = next(

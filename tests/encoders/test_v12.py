@@ -11,41 +11,35 @@ import json
 import re
 
 import pytest
-from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
-from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from journal_checks import check_entries
-from recover import v12_evidence
-from test_importers_excerpts import EXCERPTS
-from test_render_properties import texts
 
+from tests.helpers.common import ROOT
+from tests.helpers.excerpts import EXCERPTS
+from tests.helpers.factory import evidence, sample_state
+from tests.helpers.journal_checks import v12_lossless
+from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES, needs_corpus
+from tests.helpers.strategies import texts
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import MIN_BUDGET
 from workingset.importers import import_trajectory
-from workingset.model.state import State, validate_state
+from workingset.model.state import validate_state
 from workingset.runs.layout import read_run
 
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
 
 
-def check_lossless(state: State, hypothesis: str, name: str = "v12") -> None:
-    """Every shown evidence item, note and decision row of `state` reads back from the v12 text."""
-    out = get_encoder(name).render(state, hypothesis)
-    check_entries(state, out, v12_evidence(out.text))
-
-
 @pytest.mark.parametrize("name", ["v12", "v12:budget=60000", f"v12:budget={MIN_BUDGET}"])
 def test_every_bug17_context_reads_back(name):
     for ctx in BUG17:
-        check_lossless(ctx.state, ctx.hypothesis, name)
+        v12_lossless(ctx.state, ctx.hypothesis, name)
 
 
 @pytest.mark.parametrize("source", list(EXCERPTS), ids=lambda p: p.name)
 def test_every_imported_excerpt_reads_back(source):
     imported = import_trajectory(EXCERPTS[source][0], source)
     for state in imported.states:
-        check_lossless(state, state.hypotheses[0].id)
+        v12_lossless(state, state.hypotheses[0].id)
 
 
 @needs_corpus
@@ -54,7 +48,7 @@ def test_every_corpus_context_reads_back(name):
     imported = import_trajectory(CORPUS_SOURCES[name][0], CORPUS / name)
     for version in ("v12", f"v12:budget={MIN_BUDGET}"):
         for state in imported.states:
-            check_lossless(state, state.hypotheses[0].id, version)
+            v12_lossless(state, state.hypotheses[0].id, version)
 
 
 values = st.one_of(
@@ -78,7 +72,7 @@ def test_awkward_values_read_back(query, coverage, snapshot, verdict, note):
     row = state.hypotheses[0].history[-1]
     row.verdict, row.text = verdict, note
     validate_state(state)
-    check_lossless(state, "H1")
+    v12_lossless(state, "H1")
 
 
 def test_the_tail_states_every_mutable_field():

@@ -9,122 +9,29 @@ text of the stated length.
 
 from __future__ import annotations
 
-import json
-import re
 import tarfile
 
-import msgspec
 import pytest
-from conftest import CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
-from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from journal_checks import check_entries
-from recover import _V12_HEAD, v12_pairs, v13_evidence, v13_index, v13_tail
-from test_importers_excerpts import EXCERPTS
-from test_render_properties import pieces, texts
 
+from tests.helpers.common import ROOT
+from tests.helpers.excerpts import EXCERPTS
+from tests.helpers.factory import evidence, sample_state
+from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES, needs_corpus
+from tests.helpers.recover import _V12_HEAD, read_outline, v12_pairs, v13_index
+from tests.helpers.strategies import pieces, texts
+from tests.helpers.v13_checks import PAIR_MAX, QUERY_LINE_MAX, ROW_MAX, check_lossless
 from workingset.encoders import get_encoder
 from workingset.encoders.v11 import MIN_BUDGET
 from workingset.importers import import_trajectory
-from workingset.model.harvest import harvest
-from workingset.model.state import Evidence, State, TextPayload, validate_state
+from workingset.model.state import State, TextPayload, validate_state
 from workingset.runs.layout import read_run
 
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
 # The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md): editor calls whose queries hold files.
 LONG_RUN = ROOT / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
 BUDGETS = ["v13", "v13:budget=60000", f"v13:budget={MIN_BUDGET}"]
-# The documented cut: a query longer than WHOLE characters shows its first EXCERPT.
-WHOLE, EXCERPT = 200, 160
-# A query line at most: `query~N: ` and a JSON string of 160 characters, each escaped in 6 at most.
-QUERY_LINE_MAX = len("query~100000000: ") + 2 + 6 * EXCERPT
-# A `key=value` pair of a row at most, the identifiers aside: a cut text, as the query line.
-PAIR_MAX = len("next_cursor~100000000=") + 2 + 6 * EXCERPT
-# An index row of a cut text is at most ROW_MAX characters beyond its identifiers (bounded by harvest's caps).
-ROW_MAX = 1_500
-
-
-def check_index_row(row: dict, ev: Evidence) -> None:
-    """Every field of an archived item reads back from its row; its query whole, or its first 160 characters."""
-    eid = ev.id
-    assert (row["collector"], row["iteration"], row["scope"], row["captured_at"]) == (
-        ev.collector, ev.iteration, ev.scope, ev.captured_at), eid  # fmt: skip
-    fields, cut = dict(row["fields"]), dict(row["cut_fields"])
-    capture = {k: v for k, v in msgspec.to_builtins(ev.capture).items() if k != "query"}
-    for k, v in capture.items():
-        if isinstance(v, str) and len(v) > WHOLE:
-            assert (fields.pop(k), cut.pop(k)) == (v[:EXCERPT], len(v)), (eid, k)
-        else:
-            assert fields.pop(k, None) == v, (eid, k)
-    assert cut == {}, eid  # only a long text is cut
-    assert (fields.pop("action", None), fields.pop("cost", 0)) == (
-        ev.budget.action,
-        ev.budget.cost,
-    ), eid
-    assert fields.pop("payload") == ("unknown" if ev.payload is None else "archived"), eid
-    assert fields.pop("ids", []) == harvest(ev.payload), eid
-    assert fields == {}, eid  # nothing else, and nothing read twice
-    query = ev.capture.query
-    if query is None:
-        assert row["query"] is None, eid
-    elif len(query) <= WHOLE:
-        assert (row["query"], row["query_chars"], row["cut"]) == (query, len(query), False), eid
-    else:
-        assert (row["query"], row["query_chars"], row["cut"]) == (
-            query[:EXCERPT],
-            len(query),
-            True,
-        ), eid
-        assert len(row["text"].split("\n")[1]) <= QUERY_LINE_MAX, eid
-
-
-def check_tail(state: State, hypothesis: str, out, index: dict[str, dict]) -> dict:
-    """Every field "This turn" states reads back: budgets, each hypothesis's control, statuses, recalled items, the task."""
-    tail = v13_tail(out.text)
-    b = state.budget
-    assert (tail["iteration"], tail["max_iterations"], tail["cost_used"], tail["max_cost"]) == (
-        state.iteration, b.max_iterations, b.cost_used, b.max_cost)  # fmt: skip
-    assert tail["selected"] == hypothesis
-    assert tail["hypotheses"] == [{
-        "id": x.id, "confidence": x.confidence, "disposition": x.disposition,
-        "iterations_used": x.control.iterations_used, "iteration_limit": x.control.iteration_limit,
-        "previous_result": x.control.previous_result,
-        "recalled": state.recall[x.id].evidence_refs if x.id in state.recall else None,
-    } for x in state.hypotheses]  # fmt: skip
-    h = state.hypothesis(hypothesis)
-    assert (tail["plan"], tail["next_checks"]) == (h.control.plan, h.control.next_checks)
-    assert sorted(tail["budget_status"].items()) == sorted(  # the result to assess read back from `assess:`
-        (ev.id, ev.budget.status) for ev in state.evidence
-        if ev.budget.status != ("settled" if ev.budget.action is not None else "none"))  # fmt: skip
-    by_status: dict[str, list[str]] = {}
-    for note in state.notes:
-        if note.status is not None:
-            by_status.setdefault(note.status, []).append(note.id)
-    assert list(tail["note_status"].items()) == sorted(
-        by_status.items()
-    )  # statuses in order, IDs in note order
-    assert tail["assess"] == state.pending_result(hypothesis)
-    # The tail shows archived items only, each in full; every other item shown is in the journal.
-    assert set(tail["shown"]) <= set(index) and sorted(tail["shown"]) == tail["shown"]
-    return tail
-
-
-def check_lossless(state: State, hypothesis: str, name: str = "v13") -> dict[str, dict]:
-    """Every journal entry, index row and tail field of `state` reads back from the v13 text; the index rows."""
-    out = get_encoder(name).render(state, hypothesis)
-    by_id = {ev.id: ev for ev in state.evidence}
-    check_entries(state, out, v13_evidence(out.text))
-    index = v13_index(out.text)
-    tail = check_tail(state, hypothesis, out, index)
-    # The index holds every archived item: those not shown, and those the tail shows in full this turn.
-    assert set(index) == set(out.indexed) | set(tail["shown"])
-    assert not set(out.indexed) & set(out.shown) and sorted(out.shown + out.indexed) == sorted(
-        by_id
-    )
-    for eid, row in index.items():
-        check_index_row(row, by_id[eid])
-    return index
 
 
 @pytest.mark.parametrize("name", BUDGETS)
@@ -413,85 +320,12 @@ def test_the_plain_name_is_a_budget_of_100000_characters():
 # -- the output schema's outline reads back to the schema ---------------------------------------------
 
 
-def _read_outline(text: str, at: int = 0) -> tuple[dict, int]:
-    """Parse one value of a schema outline (the documented grammar) from `at`; return (schema, end)."""
-    parts, at = [], at
-    while True:
-        part, at = _read_alternative(text, at)
-        parts.append(part)
-        if not text.startswith(" | ", at):
-            break
-        at += 3
-    return (parts[0] if len(parts) == 1 else {"oneOf": parts}), at
-
-
-def _read_alternative(text: str, at: int) -> tuple[dict, int]:
-    decoder = json.JSONDecoder()
-    if text[at] == "{":
-        schema: dict = {
-            "type": "object",
-            "additionalProperties": False,
-            "required": [],
-            "properties": {},
-        }
-        at += 1
-        while text[at] != "}":
-            key, at = decoder.raw_decode(text, at)
-            optional = text[at] == "?"
-            at += optional
-            assert text.startswith(": ", at)
-            schema["properties"][key], at = _read_outline(text, at + 2)
-            if not optional:
-                schema["required"].append(key)
-            at += 2 if text.startswith(", ", at) else 0
-        if not schema["required"]:
-            del schema["required"]
-        return schema, at + 1
-    if text[at] == "[":
-        items, at = _read_outline(text, at + 1)
-        assert text[at] == "]"
-        schema, at = {"type": "array", "items": items}, at + 1
-        if m := re.compile(r" (?:(\d+) to (\d+)|at least (\d+)|at most (\d+))(, distinct)?").match(
-            text, at
-        ):
-            low, high = m.group(1) or m.group(3), m.group(2) or m.group(4)
-            schema.update({k: int(v) for k, v in (("minItems", low), ("maxItems", high)) if v})
-            if m.group(5):
-                schema["uniqueItems"] = True
-            at = m.end()
-        return schema, at
-    if text[at] == '"':
-        values = []
-        while True:
-            value, at = decoder.raw_decode(text, at)
-            values.append(value)
-            if (
-                text[at : at + 1] != "|"
-                or text.startswith("| ", at)
-                or text.startswith(" | ", at - 1)
-            ):
-                break
-            at += 1
-        return ({"const": values[0]} if len(values) == 1 else {"enum": values}), at
-    if text.startswith("string", at):
-        m = re.compile(r"string(?: (\^\S*?\$)(?=[,}\]]| |$))?").match(text, at)
-        return (
-            {"type": "string", "pattern": m.group(1)} if m.group(1) else {"type": "string"}
-        ), m.end()
-    m = re.compile(r"number(?: ([0-9.]+)\.\.([0-9.]+))?").match(text, at)
-    assert m, text[at : at + 40]
-    schema = {"type": "number"}
-    if m.group(1):
-        schema.update(minimum=json.loads(m.group(1)), maximum=json.loads(m.group(2)))
-    return schema, m.end()
-
-
 def test_the_output_schema_outline_reads_back_to_the_decision_schema():
     """The preamble's outline is the whole schema: parsed back, it is the JSON Schema less its `$schema` and title."""
     encoder = get_encoder("v13")
     lines = encoder.preamble.split("\n")
     assert lines[-3:-1] == ["## Output schema", "`?`: optional key; no other keys."]
-    schema, end = _read_outline(lines[-1])
+    schema, end = read_outline(lines[-1])
     assert end == len(lines[-1])
     expected = {k: v for k, v in encoder.decision_schema.items() if k not in ("$schema", "title")}
     assert schema == expected

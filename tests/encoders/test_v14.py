@@ -14,16 +14,16 @@ import tarfile
 
 import msgspec
 import pytest
-from conftest import ROOT
-from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from journal_checks import DECISION_HEAD, NOTE_HEAD, _word
-from recover import _spans, v12_evidence
-from recover14 import paged_blocks, read_index, read_tail, sections
-from test_render_properties import states
-from test_v13 import check_index_row
 
+from tests.helpers.common import ROOT
+from tests.helpers.factory import evidence, sample_state
+from tests.helpers.journal_checks import DECISION_HEAD, NOTE_HEAD, _word
+from tests.helpers.recover import _spans, read_outline, v12_evidence
+from tests.helpers.recover14 import paged_blocks, read_index, read_tail, sections
+from tests.helpers.strategies import states
+from tests.helpers.v13_checks import check_index_row
 from workingset.compare.availability import availability
 from workingset.decisions import PagedRecall, check_recall_pages, parse_decision
 from workingset.encoders import get_encoder
@@ -628,8 +628,7 @@ def test_a_case_longer_than_its_room_is_paged_and_recalled():
 
 
 def test_a_session_recalls_a_page_and_refuses_an_unknown_one(tmp_path):
-    from session_helpers import db_dump
-
+    from tests.helpers.session_helpers import db_dump
     from workingset.session.investigation import Investigation
 
     state = huge_state(60_000)
@@ -684,12 +683,10 @@ def test_a_state_whose_fixed_parts_pass_the_budget_is_refused_with_a_code():
 
 
 def test_the_output_schema_outline_reads_back_to_the_decision_schema():
-    from test_v13 import _read_outline
-
     encoder = get_encoder("v14")
     lines = encoder.preamble.split("\n")
     assert lines[-3:-1] == ["## Output schema", "`?`: optional key; no other keys."]
-    schema, end = _read_outline(lines[-1])
+    schema, end = read_outline(lines[-1])
     assert end == len(lines[-1])
     assert schema == {
         k: v for k, v in encoder.decision_schema.items() if k not in ("$schema", "title")

@@ -10,7 +10,9 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from session_helpers import (
+from typer.testing import CliRunner
+
+from tests.helpers.session_helpers import (
     answer_bytes,
     assess,
     conclude,
@@ -20,8 +22,6 @@ from session_helpers import (
     result,
     state_bytes,
 )
-from typer.testing import CliRunner
-
 from workingset.cli.commands import app
 from workingset.errors import DecisionRejected, WorkingsetError
 from workingset.session.frozen_replay import first_difference, replay_export
@@ -264,8 +264,7 @@ def test_first_difference_walks_to_the_first_changed_leaf():
 
 
 def test_a_v11_export_with_a_compacted_journal_and_a_recall_replays(tmp_path):
-    from session_helpers import make_state
-
+    from tests.helpers.session_helpers import make_state
     from workingset.encoders.v11 import MIN_BUDGET
 
     with Investigation.create(tmp_path / "s.sqlite3", make_state(limits=(20, 6, 6)), encoder=f"v11:budget={MIN_BUDGET}",

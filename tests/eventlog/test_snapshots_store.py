@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
-from store_sql import execute as _execute
-from store_sql import query as _query
-from test_session_cache import Reads
 
 import workingset.eventlog.snapshots as snapshots
+from tests.helpers.session_helpers import ANALYSIS, assess, decision, query, result, state_bytes
+from tests.helpers.store_sql import Reads
+from tests.helpers.store_sql import execute as _execute
+from tests.helpers.store_sql import query as _query
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import SCHEMA_VERSION

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import msgspec
 import pytest
-from factory import sample_state
 from hypothesis import HealthCheck, given, settings
-from test_render_properties import states
 
+from tests.helpers.factory import sample_state
+from tests.helpers.strategies import states
 from workingset.eventlog.snapshots import Snapshot
 from workingset.eventlog.trusted import TrustedCodec
 from workingset.model.state import Capture, Evidence, Hypothesis, State

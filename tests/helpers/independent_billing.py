@@ -53,7 +53,7 @@ REQUEST_ARGS = {
     "openai-5.6": ("--provider", "openai", "--model", "gpt-5.6"),
 }
 MODELS = tuple(REQUEST_ARGS)
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @functools.cache

@@ -11,8 +11,9 @@ import json
 import re
 
 import msgspec
-from recover import _spans
 
+from tests.helpers.recover import _spans, v12_evidence
+from workingset.encoders import get_encoder
 from workingset.model.state import State
 
 NOTE_HEAD = re.compile(r"^(N[0-9]{6}) (\S+) #([0-9]+) (\S+)$")
@@ -82,3 +83,9 @@ def check_entries(state: State, out, shown: dict[str, dict]) -> None:
     expected = [(h.id, r.iteration, r.kind, r.evidence_refs, r.verdict, r.confidence, r.text)
                 for h in state.hypotheses for r in h.history]  # fmt: skip
     assert sorted(rows, key=repr) == sorted(expected, key=repr)
+
+
+def v12_lossless(state: State, hypothesis: str, name: str = "v12") -> None:
+    """Every shown evidence item, note and decision row of `state` reads back from the v12 text."""
+    out = get_encoder(name).render(state, hypothesis)
+    check_entries(state, out, v12_evidence(out.text))

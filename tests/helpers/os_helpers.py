@@ -13,7 +13,6 @@ from pathlib import Path
 
 from workingset.cli.commands import main
 
-TESTS = str(Path(__file__).parent)
 HANG = (
     60  # seconds: a command still running then is hanging (each of these returns in well under one)
 )

@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import BUG17, ROOT, invoke
-
+from tests.helpers.common import BUG17, ROOT, invoke
 from workingset.compare.billing import CacheOptions, Prompt, bill, state_time
 from workingset.runs.layout import read_run
 

@@ -394,9 +394,85 @@ def v14_evidence_payloads(text: str) -> dict[str, object]:
     A paged entry's first page is fenced, so v12's reader sees no head in it; such items are in
     `shown` without a payload here (tests/test_v14.py joins their pages).
     """
-    from recover14 import sections
+    from tests.helpers.recover14 import sections
 
     index, _body, _tail = sections(text)
     if index:  # the same line count, so that the entries' line numbers stay
         text = text.replace("\n" + index + "\n", "\n" + "\n" * index.count("\n") + "\n", 1)
     return {eid: entry["payload"] for eid, entry in v12_evidence(text).items()}
+
+
+# -- the output schema outline of v13 and later (its documented grammar) ---------------------------
+
+
+def read_outline(text: str, at: int = 0) -> tuple[dict, int]:
+    """Parse one value of a schema outline (the documented grammar) from `at`; return (schema, end)."""
+    parts, at = [], at
+    while True:
+        part, at = _read_alternative(text, at)
+        parts.append(part)
+        if not text.startswith(" | ", at):
+            break
+        at += 3
+    return (parts[0] if len(parts) == 1 else {"oneOf": parts}), at
+
+
+def _read_alternative(text: str, at: int) -> tuple[dict, int]:
+    decoder = json.JSONDecoder()
+    if text[at] == "{":
+        schema: dict = {
+            "type": "object",
+            "additionalProperties": False,
+            "required": [],
+            "properties": {},
+        }
+        at += 1
+        while text[at] != "}":
+            key, at = decoder.raw_decode(text, at)
+            optional = text[at] == "?"
+            at += optional
+            assert text.startswith(": ", at)
+            schema["properties"][key], at = read_outline(text, at + 2)
+            if not optional:
+                schema["required"].append(key)
+            at += 2 if text.startswith(", ", at) else 0
+        if not schema["required"]:
+            del schema["required"]
+        return schema, at + 1
+    if text[at] == "[":
+        items, at = read_outline(text, at + 1)
+        assert text[at] == "]"
+        schema, at = {"type": "array", "items": items}, at + 1
+        if m := re.compile(r" (?:(\d+) to (\d+)|at least (\d+)|at most (\d+))(, distinct)?").match(
+            text, at
+        ):
+            low, high = m.group(1) or m.group(3), m.group(2) or m.group(4)
+            schema.update({k: int(v) for k, v in (("minItems", low), ("maxItems", high)) if v})
+            if m.group(5):
+                schema["uniqueItems"] = True
+            at = m.end()
+        return schema, at
+    if text[at] == '"':
+        values = []
+        while True:
+            value, at = decoder.raw_decode(text, at)
+            values.append(value)
+            if (
+                text[at : at + 1] != "|"
+                or text.startswith("| ", at)
+                or text.startswith(" | ", at - 1)
+            ):
+                break
+            at += 1
+        return ({"const": values[0]} if len(values) == 1 else {"enum": values}), at
+    if text.startswith("string", at):
+        m = re.compile(r"string(?: (\^\S*?\$)(?=[,}\]]| |$))?").match(text, at)
+        return (
+            {"type": "string", "pattern": m.group(1)} if m.group(1) else {"type": "string"}
+        ), m.end()
+    m = re.compile(r"number(?: ([0-9.]+)\.\.([0-9.]+))?").match(text, at)
+    assert m, text[at : at + 40]
+    schema = {"type": "number"}
+    if m.group(1):
+        schema.update(minimum=json.loads(m.group(1)), maximum=json.loads(m.group(2)))
+    return schema, m.end()

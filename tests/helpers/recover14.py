@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from recover import _headings, _spans, v13_index, v13_tail
+from tests.helpers.recover import _headings, _spans, v13_index, v13_tail
 
 PAGED = re.compile(r"^(\S+) paged: ([0-9]+) chars, ([0-9]+) pages; page 1:$")
 TAIL_PAGE = re.compile(r"^(\S+) page ([0-9]+)/([0-9]+), ([0-9]+) chars:$")

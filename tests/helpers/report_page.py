@@ -29,8 +29,8 @@ def exported_run(tmp_path) -> tuple:
     conclusion citing unknown evidence refused, then one that completes the analysis. Returns the run's directory,
     the query's action and the evidence it recorded."""
     import pytest
-    from session_helpers import assess, conclude, decision, query, result, state_bytes
 
+    from tests.helpers.session_helpers import assess, conclude, decision, query, result, state_bytes
     from workingset.errors import DecisionRejected
     from workingset.session.investigation import Investigation
 

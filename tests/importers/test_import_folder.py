@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import invoke
 
+from tests.helpers.common import invoke
 from workingset.importers import folder as folder_module
 from workingset.importers.folder import find_sources, import_folder, run_name
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 SWE = DATA / "swe-agent-0.x-pydicom-1458.excerpt.traj"
 MINI = DATA / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json"
 OPENHANDS = DATA / "openhands-v1-astropy-14309.excerpt"

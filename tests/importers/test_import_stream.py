@@ -14,13 +14,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
-import test_render_properties as props
-from conftest import BUG17, CORPUS, CORPUS_SOURCES, ROOT, needs_corpus
-from factory import evidence, sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from msgspec.structs import replace
 
+from tests.helpers import strategies as props
+from tests.helpers.common import BUG17, ROOT
+from tests.helpers.factory import evidence, sample_state
+from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES, needs_corpus
 from workingset import importers
 from workingset.encoders import get_encoder
 from workingset.importers import import_trajectory, write_import
@@ -30,7 +31,7 @@ from workingset.model.state import Case, EvidenceBudget, HistoryEntry, Note, Sta
 from workingset.runs.layout import read_run
 from workingset.runs.runfile import common_prefix
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 EXCERPTS = {
     "swe-agent-0.x-pydicom-1458.excerpt.traj": "swe-agent",
     "swe-agent-function_calling_simple.excerpt.traj": "swe-agent",

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from conftest import CORPUS, needs_corpus
-from conftest import CORPUS_SOURCES as SOURCES
 
+from tests.helpers.real_corpus import CORPUS, needs_corpus
+from tests.helpers.real_corpus import CORPUS_SOURCES as SOURCES
 from workingset.errors import InvalidFile, UsageError
 from workingset.importers import FORMATS, import_trajectory, write_import
 from workingset.model.state import TextPayload
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.fixture(scope="module")
@@ -468,7 +468,7 @@ def test_runs_without_a_fixed_prompt_read_as_none_and_a_damaged_one_fails(tmp_pa
     from workingset.runs.layout import convert_run, read_fixed_prompt, read_run
 
     fixture = (
-        Path(__file__).parent.parent / "fixtures" / "bug17"
+        Path(__file__).parents[2] / "fixtures" / "bug17"
     )  # stored-context files, no fixed prompt
     assert read_fixed_prompt(fixture) is None
     convert_run(fixture, tmp_path / "packed", "run")

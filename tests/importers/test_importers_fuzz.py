@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_fuzz_files import paths
-from test_importers_excerpts import EXCERPTS, MINI_2X, OPENHANDS, SWE_0X
 
+from tests.helpers.excerpts import EXCERPTS, MINI_2X, OPENHANDS, SWE_0X
+from tests.helpers.json_paths import paths
 from workingset.errors import InvalidFile, WorkingsetError
 from workingset.importers import import_trajectory
 

@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import CORPUS, invoke, needs_corpus
-from conftest import CORPUS_SOURCES as SOURCES
+
+from tests.helpers.common import invoke
+from tests.helpers.real_corpus import CORPUS, needs_corpus
+from tests.helpers.real_corpus import CORPUS_SOURCES as SOURCES
 
 
 @pytest.fixture(scope="module")
@@ -120,7 +122,7 @@ def test_compare_a_mini_run(runs):
 
 # -- the public excerpts in tests/data/, as a new user would run them --------------------------
 
-DATA = Path(__file__).resolve().parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 @pytest.mark.parametrize(

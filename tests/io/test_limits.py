@@ -9,9 +9,9 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from session_helpers import assess, decision, make_state, query, result, state_bytes
 from typer.testing import CliRunner
 
+from tests.helpers.session_helpers import assess, decision, make_state, query, result, state_bytes
 from workingset.cli.commands import app
 from workingset.errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
 from workingset.io import limits
@@ -384,7 +384,9 @@ def test_an_import_whose_costs_pass_the_cost_range_is_invalid_file(tmp_path, cos
 
     src = json.loads(
         (
-            Path(__file__).parent / "data" / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json"
+            Path(__file__).parents[1]
+            / "data"
+            / "mini-swe-agent-2.2-sqlfluff-1625.excerpt.traj.json"
         ).read_text()
     )
     replies = [m for m in src["messages"] if m["role"] == "assistant"]
@@ -453,7 +455,7 @@ def test_replay_refuses_a_journal_line_nested_deep_or_giving_a_key_twice(tmp_pat
 
 
 def _kept_answers(store: str) -> list[bytes]:
-    from store_sql import query as sql
+    from tests.helpers.store_sql import query as sql
 
     return [
         row[0].encode()
@@ -478,7 +480,7 @@ def _api_keeps(tmp_path, answer: bytes, env_limit: int | None) -> tuple[list[byt
     "env_limit", [None, 5000], ids=["default limit", "WORKINGSET_MAX_DECISION_BYTES"]
 )
 def test_the_cli_keeps_a_too_large_answer_as_the_api_does(tmp_path, monkeypatch, how, env_limit):
-    from os_helpers import cli_process
+    from tests.helpers.os_helpers import cli_process
 
     answer = json.dumps(
         decision(query("x" * 2_000_000 if env_limit is None else "y" * 9000))

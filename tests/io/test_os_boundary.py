@@ -19,7 +19,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from os_helpers import (
+
+from tests.helpers.os_helpers import (
     HANG,
     can_mount_read_only,
     cli,
@@ -28,8 +29,14 @@ from os_helpers import (
     cli_read_only,
     snapshot,
 )
-from session_helpers import answer_bytes, answer_events, db_dump, decision, query, state_bytes
-
+from tests.helpers.session_helpers import (
+    answer_bytes,
+    answer_events,
+    db_dump,
+    decision,
+    query,
+    state_bytes,
+)
 from workingset.io.files import write_new_files
 from workingset.session.investigation import Investigation
 
@@ -192,7 +199,7 @@ def test_an_out_that_cannot_be_a_new_run_directory_is_refused_before_any_work(
     assert out.startswith(
         res.error["details"].get("path", out)
     )  # the path, or the part of it that failed
-    traj = Path(__file__).parent / "data"
+    traj = Path(__file__).parents[1] / "data"
     source = next(p for p in sorted(traj.rglob("*.traj.json")))
     cli("import", "mini-swe-agent", source, "--out", out).rejected(OUT_CODES[place])
     assert listing() == before and (full / "keep.json").read_text() == "mine"

@@ -7,8 +7,8 @@ from decimal import Decimal
 
 from hypothesis import given
 from hypothesis import strategies as st
-from session_helpers import decision, make_state, query, result
 
+from tests.helpers.session_helpers import decision, make_state, query, result
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.io.limits import MAX_COST
 from workingset.model.costs import add_cost, cost_text

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import msgspec
-from factory import sample_state
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.helpers.factory import sample_state
+from tests.helpers.json_paths import paths
 from workingset.cli.commands import main
 from workingset.runs.layout import make_stored_context
 
@@ -18,17 +19,6 @@ GARBAGE = st.one_of(
     st.text(max_size=12), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
     st.sampled_from(["E000001", "E999999", "H1", "H9", "B000001", "2026-13-01T00:00:00Z", "xxh3-128:" + "0" * 32, "v11"]),
 )  # fmt: skip
-
-
-def paths(node, prefix=()):
-    """Every (path, value) inside a JSON document."""
-    yield prefix, node
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            yield from paths(value, (*prefix, i))
 
 
 ALL_PATHS = [p for p, _ in paths(VALID) if p]

@@ -6,8 +6,8 @@ import json
 
 import msgspec
 import pytest
-from factory import sample_state
 
+from tests.helpers.factory import sample_state
 from workingset.cli.commands import main
 from workingset.model.hashing import canonical_json, content_hash
 from workingset.model.state import load_state, load_state_or_context

@@ -7,8 +7,8 @@ import json
 
 import msgspec
 import pytest
-from session_helpers import conclude, decision, make_state, recall, state_bytes
 
+from tests.helpers.session_helpers import conclude, decision, make_state, recall, state_bytes
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.v08 import V8
 from workingset.errors import DecisionRejected

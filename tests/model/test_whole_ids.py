@@ -12,10 +12,10 @@ import json
 import msgspec
 import pytest
 from jsonschema import Draft202012Validator
-from os_helpers import cli
-from session_helpers import make_state, state_bytes
-from store_sql import execute, query
 
+from tests.helpers.os_helpers import cli
+from tests.helpers.session_helpers import make_state, state_bytes
+from tests.helpers.store_sql import execute, query
 from workingset.errors import InvalidFile
 from workingset.model.state import load_start
 from workingset.session.investigation import Investigation

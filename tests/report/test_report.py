@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BUG17, CORPUS, invoke, needs_corpus
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from report_page import embedded, texts
 
+from tests.helpers.common import BUG17, invoke
+from tests.helpers.real_corpus import CORPUS, needs_corpus
+from tests.helpers.report_page import embedded, texts
 from workingset.compare.baselines import BASELINES
 from workingset.encoders import render
 from workingset.report import DEFAULT_STRATEGIES, report_data
@@ -276,7 +277,7 @@ def test_a_run_of_an_encoder_the_page_does_not_show_opens_on_the_second_strategy
 
 
 def test_an_exported_run_shows_each_turns_decision_rejections_and_outcome(tmp_path):
-    from report_page import exported_run
+    from tests.helpers.report_page import exported_run
 
     run, action, eid = exported_run(tmp_path)
     answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
@@ -306,8 +307,7 @@ def test_a_plain_run_has_no_record(bug17_report):
 
 
 def test_a_request_left_open_or_closed_by_a_cancel(tmp_path):
-    from session_helpers import decision, query, state_bytes
-
+    from tests.helpers.session_helpers import decision, query, state_bytes
     from workingset.report.record import turn_records
 
     with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v10") as inv:
@@ -339,7 +339,7 @@ def test_a_request_left_open_or_closed_by_a_cancel(tmp_path):
 
 
 def test_a_damaged_journal_is_invalid_file_and_writes_no_report(tmp_path):
-    from report_page import exported_run
+    from tests.helpers.report_page import exported_run
 
     run, _, _ = exported_run(tmp_path)
     (run / "journal.jsonl").write_text("{not json\n")

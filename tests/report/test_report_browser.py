@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 import pytest
-from browser import chromium, missing
-from conftest import BUG17, invoke
-from report_page import embedded, exported_run
 
+from tests.helpers.browser import chromium, missing
+from tests.helpers.common import BUG17, invoke
+from tests.helpers.report_page import embedded, exported_run
 from workingset.encoders import render
 from workingset.runs.layout import read_run
 

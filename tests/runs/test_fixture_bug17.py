@@ -13,8 +13,8 @@ import sys
 
 import msgspec
 import pytest
-from conftest import BUG17 as RUN
 
+from tests.helpers.common import BUG17 as RUN
 from workingset.encoders import render
 from workingset.model.state import RowsPayload, TextPayload, load_stored_context
 

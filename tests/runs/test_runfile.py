@@ -7,10 +7,10 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from conftest import BUG17
-from test_importers_excerpts import EXCERPTS, MINI_1X, OPENHANDS
 from typer.testing import CliRunner
 
+from tests.helpers.common import BUG17
+from tests.helpers.excerpts import EXCERPTS, MINI_1X, OPENHANDS
 from workingset.cli.commands import app
 from workingset.errors import InvalidFile, UsageError, WorkingsetError
 from workingset.importers import import_trajectory, write_import

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from session_helpers import ANALYSIS, decision, make_state, query, result
 from typer.testing import CliRunner
 
+from tests.helpers.session_helpers import ANALYSIS, decision, make_state, query, result
 from workingset.cli.commands import app
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation

@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from anthropic.types import Message
-from openai.types.chat import ChatCompletion
-from openai.types.responses import Response
-from test_provider_sdks import anthropic_reply, chat_reply, responses_reply
 
+from tests.helpers.provider_replies import anthropic_reply, chat_reply, responses_reply
+from tests.helpers.sdks import reply_types
 from workingset import ReplyUnusable, UsageError
 from workingset.session.answers import answer_of
 
@@ -49,6 +47,7 @@ def sdk(kind, data: dict):
 
 @pytest.mark.parametrize("as_sdk", [False, True], ids=["dict", "sdk"])
 def test_the_answer_of_each_reply_form(as_sdk):
+    Message, ChatCompletion, Response = reply_types()
     wrap = sdk if as_sdk else (lambda _kind, data: data)
     assert (
         answer_of(wrap(Message, anthropic_reply(DECISION))) == DECISION
@@ -67,6 +66,7 @@ def test_the_answer_of_each_reply_form(as_sdk):
 
 
 def test_a_text_block_beside_the_tool_call_does_not_hide_it():
+    Message, ChatCompletion, Response = reply_types()
     reply = anthropic_reply(DECISION)
     reply["content"].insert(0, {"type": "text", "text": "Let me decide."})
     assert answer_of(sdk(Message, reply)) == DECISION
@@ -83,6 +83,7 @@ def _code(reply) -> ReplyUnusable:
 
 
 def test_a_reply_cut_off_at_its_limit_is_truncated_even_with_a_tool_call():
+    Message, ChatCompletion, Response = reply_types()
     cut = anthropic_reply(DECISION)
     cut["stop_reason"] = "max_tokens"
     err = _code(sdk(Message, cut))
@@ -102,6 +103,7 @@ def test_a_reply_cut_off_at_its_limit_is_truncated_even_with_a_tool_call():
 
 
 def test_a_refusal_is_refused():
+    Message, ChatCompletion, Response = reply_types()
     assert (
         _code(sdk(Message, anthropic_text("I can't help with that.", "refusal"))).code
         == "reply_refused"
@@ -119,11 +121,13 @@ def test_a_refusal_is_refused():
 
 
 @pytest.mark.parametrize("reply", [
-    (Message, anthropic_text("")), (Message, anthropic_text("  \n")), (ChatCompletion, chat_reply("")),
-    (Response, responses_reply("")),
+    ("Message", anthropic_text("")), ("Message", anthropic_text("  \n")), ("ChatCompletion", chat_reply("")),
+    ("Response", responses_reply("")),
 ], ids=["anthropic", "anthropic-blank", "openai", "responses"])  # fmt: skip
 def test_an_empty_reply_is_empty(reply):
-    kind, data = reply
+    Message, ChatCompletion, Response = reply_types()
+    name, data = reply
+    kind = {"Message": Message, "ChatCompletion": ChatCompletion, "Response": Response}[name]
     assert _code(sdk(kind, data)).code == "reply_empty"
     empty = dict(data, content=[]) if kind is Message else data
     assert _code(sdk(kind, empty)).code == "reply_empty"

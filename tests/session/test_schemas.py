@@ -19,7 +19,7 @@ from workingset.encoders._render import decision_schema
 from workingset.errors import DecisionRejected
 from workingset.session.schemas import json_schema
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 EIDS = st.sampled_from(["E000001", "E000002", "E000003", "E000004", "E1", 7])
 TEXT = st.sampled_from(["", "x", "select 1"])
 

@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import BUG17
-from session_helpers import (
+
+from tests.helpers.common import BUG17
+from tests.helpers.session_helpers import (
     ANALYSIS,
     answer_events,
     assess,
@@ -23,7 +24,6 @@ from session_helpers import (
     result,
     state_bytes,
 )  # fmt: skip
-
 from workingset.errors import WorkingsetError
 from workingset.runs.layout import read_run, verify_context
 from workingset.session.investigation import Investigation

@@ -13,7 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from session_helpers import (
+
+import workingset.store.interface as st
+from tests.helpers.common import ROOT
+from tests.helpers.session_helpers import (
     ANALYSIS,
     assess,
     conclude,
@@ -24,45 +27,12 @@ from session_helpers import (
     result,
     state_bytes,
 )
-
-import workingset.store.interface as st
+from tests.helpers.store_sql import Reads
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
-from workingset.store import Manifest, SqliteStore, open_store
-from workingset.store.sqltx import SqlTx
+from workingset.store import Manifest, open_store
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
-
-
-class Reads:
-    """Counts what the store hands out: event rows, payloads, SQL statements."""
-
-    def __init__(self, monkeypatch):
-        self.events = self.payloads = 0
-        self.statements: list[str] = []
-        events, payloads = SqlTx.events, SqlTx.payloads  # both backends' Tx
-
-        def counted_events(tx, *args, **kw):
-            rows = events(tx, *args, **kw)
-            self.events += len(rows)
-            return rows
-
-        def counted_payloads(tx, hashes):
-            out = payloads(tx, hashes)
-            self.payloads += len(out)
-            return out
-
-        monkeypatch.setattr(SqlTx, "events", counted_events)
-        monkeypatch.setattr(SqlTx, "payloads", counted_payloads)
-
-    def watch(self, inv: Investigation) -> None:
-        """Collect the SQL statements run on this handle's connection (SQLite only)."""
-        if isinstance(inv.store, SqliteStore):
-            inv.store._conn.set_trace_callback(self.statements.append)
-
-    def reset(self) -> None:
-        self.events = self.payloads = 0
-        self.statements.clear()
 
 
 def make(path, encoder="v8", **kw) -> Investigation:
@@ -114,8 +84,8 @@ def test_a_cached_handle_sees_a_second_process_change(store, monkeypatch):
     before = inv.show()
     # Another process answers the open request and records the query's result.
     script = (
-        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "from session_helpers import decision, query, result\n"
+        f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+        "from tests.helpers.session_helpers import decision, query, result\n"
         "from workingset.session.investigation import Investigation\n"
         f"with Investigation.open({str(path)!r}, 'demo') as other:\n"
         f"    act = other.submit({req.request_id!r}, decision(query('select 2'))).action\n"

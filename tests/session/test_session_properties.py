@@ -8,8 +8,15 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from session_helpers import ANALYSIS, answer_bytes, answer_events, db_dump, result, state_bytes
 
+from tests.helpers.session_helpers import (
+    ANALYSIS,
+    answer_bytes,
+    answer_events,
+    db_dump,
+    result,
+    state_bytes,
+)
 from workingset.errors import DecisionRejected, SessionError
 from workingset.model.state import validate_state
 from workingset.session.investigation import Investigation

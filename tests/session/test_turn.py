@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 
-import anthropic
 import pytest
-from session_helpers import assess, conclude, decision, query, recall, state_bytes
-from test_provider_sdks import Provider, anthropic_reply, chat_reply
 
+from tests.helpers.provider_replies import Provider, anthropic_reply, chat_reply
+from tests.helpers.sdks import require
+from tests.helpers.session_helpers import assess, conclude, decision, query, recall, state_bytes
 from workingset import Investigation, SqliteStore, WorkingsetError
 from workingset.session.investigation import utc_now
 
@@ -170,6 +170,7 @@ def test_bad_turn_options_are_refused_before_a_request_is_rendered(inv, kw, code
 
 
 def test_a_turn_through_the_anthropic_sdk_on_a_mock_transport(inv):
+    anthropic = require("anthropic")
     server = Provider()
     client = anthropic.Anthropic(api_key="test-key", http_client=server.client(), max_retries=0)
     server.replies += [

@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
-from session_helpers import (
+
+from tests.helpers.common import ROOT
+from tests.helpers.session_helpers import (
     ANALYSIS,
     db_dump,
     decision,
@@ -20,14 +22,12 @@ from session_helpers import (
     result,
     state_bytes,
 )
-from store_sql import execute as _execute
-from store_sql import query as _query
-
+from tests.helpers.store_sql import execute as _execute
+from tests.helpers.store_sql import query as _query
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import APPLICATION_ID, SCHEMA_VERSION, PostgresStore, SqliteStore
 
-TESTS = str(Path(__file__).parent)
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 
 
@@ -233,7 +233,7 @@ def test_a_damaged_file_is_store_corrupt_never_a_traceback(tmp_path, damage):
 
 FAULT_SCRIPT = r"""
 import json, os, sys
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {root!r})
 import workingset.store.interface as st
 import workingset.store.sqlite as sq
 store, op, target = sys.argv[1], sys.argv[2], int(sys.argv[3])
@@ -248,7 +248,7 @@ def small_cache(self):
     setup(self)
     self._conn.execute("PRAGMA cache_size = 1")  # spill uncommitted pages into the WAL before COMMIT
 sq.SqliteStore._setup = small_cache
-from session_helpers import assess, conclude, decision, query, result, state_bytes
+from tests.helpers.session_helpers import assess, conclude, decision, query, result, state_bytes
 from workingset.session.investigation import Investigation
 clock = lambda: "2026-06-10T21:00:00Z"
 if op == "create":
@@ -324,7 +324,7 @@ def _base(stores: _Stores, op) -> str:
 def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, store, request, op):
     stores = _Stores(store, tmp_path, request)
     request.addfinalizer(stores.drop)
-    script = FAULT_SCRIPT.format(tests=TESTS)
+    script = FAULT_SCRIPT.format(root=str(ROOT))
     base = _base(stores, op)
     before = stores.logical(base)
     dry = stores.copy(base, "dry")
@@ -358,7 +358,7 @@ def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, st
 
 RACE_SCRIPT = r"""
 import json, os, sys, time
-sys.path.insert(0, {tests!r})
+sys.path.insert(0, {root!r})
 import workingset.store.interface as st
 store, gate, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 if mode == "slow":
@@ -367,7 +367,7 @@ if mode == "slow":
             open(gate + ".inside", "w").close()
             time.sleep(0.8)
     st._checkpoint = hook
-from session_helpers import decision, query
+from tests.helpers.session_helpers import decision, query
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 inv = Investigation.open(store, "demo")
@@ -390,7 +390,7 @@ def _race(tmp_path, store, modes, warm=False) -> list[dict]:
     inv.next_request("H1")
     inv.close()
     gate = str(tmp_path / "gate")
-    script = RACE_SCRIPT.format(tests=TESTS)
+    script = RACE_SCRIPT.format(root=str(ROOT))
     extra = ["warm"] if warm else []
     procs = [subprocess.Popen([sys.executable, "-c", script, str(path), gate, m, *extra], stdout=subprocess.PIPE)
              for m in modes]  # fmt: skip

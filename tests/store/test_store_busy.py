@@ -6,9 +6,9 @@ import subprocess
 import sys
 
 import pytest
-from os_helpers import cli, snapshot
-from session_helpers import state_bytes
 
+from tests.helpers.os_helpers import cli, snapshot
+from tests.helpers.session_helpers import state_bytes
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import SqliteStore

@@ -14,9 +14,9 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from os_helpers import cli, snapshot
-from session_helpers import assess, db_dump, decision, query, result, state_bytes
 
+from tests.helpers.os_helpers import cli, snapshot
+from tests.helpers.session_helpers import assess, db_dump, decision, query, result, state_bytes
 from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store.sqltx import TABLE_NAMES
@@ -315,7 +315,7 @@ BACKEND_DAMAGE = {**STORE_DAMAGE, **ANALYSIS_DAMAGE}
 def _damaged_analysis(store: str, name: str, *, paused: bool = False) -> str:
     """demo: request r1 (H1) answered by a query (its action pending), then request r2 (H2) open, the last event
     (then paused, if `paused`); then the damage `name`. Returns the pending action."""
-    from store_sql import execute
+    from tests.helpers.store_sql import execute
 
     with Investigation.create(store, state_bytes(), clock=CLOCK) as inv:
         req = inv.next_request("H1")
@@ -336,7 +336,7 @@ def _damaged_analysis(store: str, name: str, *, paused: bool = False) -> str:
 
 
 def _events(store: str) -> list[tuple]:
-    from store_sql import query as sql
+    from tests.helpers.store_sql import query as sql
 
     return sql(store, "SELECT seq, kind, at, data FROM events ORDER BY seq")
 

@@ -139,9 +139,8 @@ def test_the_real_encoding_counts_the_same_through_the_kept_vocabulary():
 def test_compare_gives_the_same_numbers_from_the_disk_cache(tmp_path: Path):
     import json
 
-    from conftest import BUG17, invoke
-
     import workingset.tokens.count as tokens
+    from tests.helpers.common import BUG17, invoke
 
     def compare(*extra: str) -> dict:
         result = invoke("compare", str(BUG17), "--all", "--baselines", "--json", *extra)
