@@ -74,6 +74,15 @@ def store(request, tmp_path) -> str:
     return make_store(request.param, tmp_path, request)
 
 
+def pytest_collection_modifyitems(items):
+    """Mark `slow` every test on the PostgreSQL server (a server per session, a database per test)
+    and every `soak` test, so that `-m "not slow"` (which replaces addopts' `-m 'not soak'`) leaves both out."""
+    for item in items:
+        on_server = "postgresql" in item.nodeid or "pg_server" in getattr(item, "fixturenames", ())
+        if on_server or item.get_closest_marker("soak"):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """In CI (`CI=true`) a PostgreSQL test that skips is a failure: the backend must have been tested."""

@@ -257,6 +257,7 @@ def _real(name: str, tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow  # corpus: the real runs and the kept 167-step run
 @pytest.mark.parametrize("name", [*REAL, "openhands-v1-sonnet4-pylint-167"])
 def test_real_runs_bill_every_recorded_call(name: str, tmp_path: Path):
     path = _real(name, tmp_path)

@@ -47,6 +47,7 @@ def test_each_run_object_is_the_single_run_json(runs: Path):
         assert data == _json(data["run"], "--cache", "ideal")
 
 
+@pytest.mark.slow  # corpus
 def test_each_run_bills_its_baselines_with_its_own_fixed_prompt(runs: Path, tmp_path: Path):
     """An imported run keeps its agent's fixed prompt; compare of many runs sends each run's own, as one run's compare does."""
     source = CORPUS / "openhands-v1-sonnet4-matplotlib-24570"

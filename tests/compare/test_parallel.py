@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers.common import BUG17, invoke
+
+pytestmark = pytest.mark.slow  # cross-process: worker processes
 
 
 def _json(*args: str) -> dict:

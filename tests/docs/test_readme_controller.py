@@ -18,6 +18,8 @@ from workingset import Investigation, read_run, verify_context
 if TYPE_CHECKING:  # annotations only; the tests import it where they use it
     import httpx2
 
+pytestmark = pytest.mark.slow  # crash: the controller is killed mid-turn and restarted
+
 ROOT = Path(__file__).parents[2]
 
 

@@ -33,6 +33,10 @@ from workingset.runs.layout import load_context_file
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import _results  # noqa: E402
 
+# Published numbers: the tests rerun the benchmarks' commands (in other processes) on bug17, the
+# kept runs and the corpus, and recompute the README's and the docs' numbers from them.
+pytestmark = pytest.mark.slow
+
 SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", re.S)
 # Sections that read data kept outside the repository; skipped where it is absent.
 EXTERNAL = {

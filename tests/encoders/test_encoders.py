@@ -45,6 +45,7 @@ def test_render_is_deterministic_and_pure(encoder):
         assert sum(n for _, n in out.sections) == out.chars
 
 
+@pytest.mark.slow  # cross-process
 def test_same_bytes_in_other_processes_and_hash_seeds():
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]); from tests.helpers.factory import sample_state;"

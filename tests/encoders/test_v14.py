@@ -468,6 +468,7 @@ def bound_states(draw):
     return state
 
 
+@pytest.mark.slow  # fuzz: generated states with up to 40 outputs of up to 120,000 characters
 @settings(
     max_examples=40,
     deadline=None,

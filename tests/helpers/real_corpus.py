@@ -15,9 +15,15 @@ import pytest
 from tests.helpers.common import ROOT
 
 CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw")
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}"
-)
+MISSING = f"the trajectory corpus is not at {CORPUS} (../shared/corpus/raw, or $WORKINGSET_CORPUS)"
+_absent = pytest.mark.skipif(not CORPUS.is_dir(), reason=MISSING)
+
+
+def needs_corpus(test):
+    """Mark a test that reads the corpus: `slow`, and skipped, naming the corpus, where it is absent."""
+    return pytest.mark.slow(_absent(test))
+
+
 CORPUS_SOURCES = {  # name -> (format, agent actions)
     "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),
     "mini-v2-deepseek-sqlfluff-1625.traj.json": ("mini-swe-agent", 48),

@@ -24,6 +24,8 @@ from tests.helpers.json_paths import paths
 from workingset.errors import InvalidFile, WorkingsetError
 from workingset.importers import import_trajectory
 
+pytestmark = pytest.mark.slow  # fuzz
+
 
 def _set(value: Any, at: tuple, new: Any) -> Any:
     if not at:

@@ -40,6 +40,9 @@ from tests.helpers.session_helpers import (
 from workingset.io.files import write_new_files
 from workingset.session.investigation import Investigation
 
+# Cross-process: the CLI in subprocesses with timeouts, as another user, on a read-only mount.
+pytestmark = pytest.mark.slow
+
 LONG = "n" * 300  # over NAME_MAX (255) on every common file system
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import msgspec
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -12,6 +13,8 @@ from tests.helpers.factory import sample_state
 from tests.helpers.json_paths import paths
 from workingset.cli.commands import main
 from workingset.runs.layout import make_stored_context
+
+pytestmark = pytest.mark.slow  # fuzz
 
 VALID = msgspec.to_builtins(make_stored_context("sample-r0001", "v8", "H1", sample_state()))
 GARBAGE = st.one_of(

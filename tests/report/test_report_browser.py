@@ -12,6 +12,8 @@ from tests.helpers.report_page import embedded, exported_run
 from workingset.encoders import render
 from workingset.runs.layout import read_run
 
+pytestmark = pytest.mark.slow  # browser: headless Chromium
+
 # In CI the browser is installed by .ci/run: a missing one is a failure there, not a skip.
 if missing() and os.environ.get("CI") != "true":
     pytest.skip(f"the browser test needs headless Chromium: {missing()}", allow_module_level=True)

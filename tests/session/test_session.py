@@ -183,6 +183,7 @@ def cli(store: str, *args: str, stdin: str | None = None) -> dict:
     return out
 
 
+@pytest.mark.slow  # cross-process: every step a new CLI process
 def test_recall_lifecycle_across_process_restarts(store, tmp_path):
     state_file = tmp_path / "state.json"
     state_file.write_bytes(state_bytes())

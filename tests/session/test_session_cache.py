@@ -76,6 +76,7 @@ def test_a_turn_reads_no_history_however_long_the_log(store, monkeypatch):
     assert show == inv.show()
 
 
+@pytest.mark.slow  # cross-process
 def test_a_cached_handle_sees_a_second_process_change(store, monkeypatch):
     reads = Reads(monkeypatch)
     path = store

@@ -6,6 +6,7 @@ import json
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +21,8 @@ from tests.helpers.session_helpers import (
 from workingset.errors import DecisionRejected, SessionError
 from workingset.model.state import validate_state
 from workingset.session.investigation import Investigation
+
+pytestmark = pytest.mark.slow  # fuzz: random decisions against a live store
 
 # Placeholders resolved against the open request: its pending result, a shown ID, an indexed one.
 IDS = ["PENDING"] * 6 + ["SHOWN"] * 4 + ["INDEXED"] * 2 + ["E000001", "E000004", "E000099", "E12"]

@@ -320,6 +320,7 @@ def _base(stores: _Stores, op) -> str:
     return path
 
 
+@pytest.mark.slow  # crash: a writer killed at each step
 @pytest.mark.parametrize("op", ["create", "next", "submit", "conclude", "record", "cancel"])
 def test_a_crash_at_any_write_step_leaves_the_state_before_or_after(tmp_path, store, request, op):
     stores = _Stores(store, tmp_path, request)
@@ -404,6 +405,7 @@ def _race(tmp_path, store, modes, warm=False) -> list[dict]:
     return outs
 
 
+@pytest.mark.slow  # cross-process
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 def test_two_processes_submitting_to_one_open_request_overlapping(tmp_path, store, warm):
     slow, follow = _race(tmp_path, store, ["slow", "follow"], warm)
@@ -411,6 +413,7 @@ def test_two_processes_submitting_to_one_open_request_overlapping(tmp_path, stor
     assert follow == {"error": "stale_request"}
 
 
+@pytest.mark.slow  # cross-process
 @pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
 def test_two_processes_submitting_to_one_open_request_at_once(tmp_path, store, warm):
     outs = _race(tmp_path, store, ["a", "b"], warm)

@@ -13,6 +13,8 @@ from workingset.errors import WorkingsetError
 from workingset.session.investigation import Investigation
 from workingset.store import SqliteStore
 
+pytestmark = pytest.mark.slow  # cross-process: another process holds the lock
+
 HOLD = r"""
 import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=0)

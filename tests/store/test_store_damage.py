@@ -277,6 +277,7 @@ def _random_cells(pristine: Path, tmp_path: Path, cases: int, seed: int) -> None
             ) from exc
 
 
+@pytest.mark.slow  # fuzz
 def test_random_cell_damage_is_a_code_never_a_crash(pristine, tmp_path):
     _random_cells(pristine, tmp_path, cases=30, seed=10)
 

@@ -81,6 +81,7 @@ def _writer(path: str, worker: int) -> None:
     cache.close()
 
 
+@pytest.mark.slow  # cross-process
 def test_concurrent_processes_lose_nothing(tmp_path: Path):
     ctx = multiprocessing.get_context("fork")
     procs = [ctx.Process(target=_writer, args=(str(tmp_path / FILE), w)) for w in range(4)]
