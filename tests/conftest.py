@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from tests.helpers.common import VERSIONS
+from tests.helpers.common import LONG_RUN, VERSIONS
 from workingset.encoders import ENCODERS
 
 
@@ -30,6 +30,23 @@ def snapshot_txt(snapshot):
 def _private_cache_dir(tmp_path_factory):
     """Keep the on-disk caches (token counts, vocabularies) of the test run out of the user's."""
     os.environ["WORKINGSET_CACHE_DIR"] = str(tmp_path_factory.mktemp("workingset-cache"))
+
+
+@pytest.fixture(scope="session")
+def long_run(tmp_path_factory):
+    """The kept 167-step OpenHands run's states (benchmarks/data/), unpacked and imported once.
+
+    Shared by the v13 and v14 tests, which only render them (rendering never changes a state).
+    """
+    import tarfile
+
+    from workingset.importers import import_trajectory
+
+    archive_path = LONG_RUN
+    into = tmp_path_factory.mktemp("long-run")
+    with tarfile.open(archive_path) as archive:
+        archive.extractall(into, filter="data")
+    return import_trajectory("openhands", into / archive_path.name.removesuffix(".tar.xz")).states
 
 
 @pytest.fixture(params=VERSIONS, ids=[f"v{n}" for n in VERSIONS])

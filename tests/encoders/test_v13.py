@@ -2,14 +2,12 @@
 
 v13 is v12 with `evidence_index` rows written as evidence heads (a text field past 200
 characters cut to its first 160) and a tail without empty lines: these tests parse the text
-with the documented conventions alone (tests/recover.py) and compare with the state. A row's
+with the documented conventions alone (tests/helpers/recover.py) and compare with the state. A row's
 query and other text fields are exact, or, when cut, exactly the first 160 characters of a
 text of the stated length.
 """
 
 from __future__ import annotations
-
-import tarfile
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -29,8 +27,7 @@ from workingset.model.state import State, TextPayload, validate_state
 from workingset.runs.layout import read_run
 
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
-# The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md): editor calls whose queries hold files.
-LONG_RUN = ROOT / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
+# `long_run` (conftest.py): the kept 167-step OpenHands run, editor calls whose queries hold files.
 BUDGETS = ["v13", "v13:budget=60000", f"v13:budget={MIN_BUDGET}"]
 
 
@@ -57,15 +54,6 @@ def test_every_corpus_context_reads_back(name):
     for version in ("v13", f"v13:budget={MIN_BUDGET}"):
         for state in imported.states:
             check_lossless(state, state.hypotheses[0].id, version)
-
-
-@pytest.fixture(scope="module")
-def long_run(tmp_path_factory):
-    """The kept 167-step run's states, imported from the archive unpacked into a temporary directory."""
-    into = tmp_path_factory.mktemp("long-run")
-    with tarfile.open(LONG_RUN) as archive:
-        archive.extractall(into, filter="data")
-    return import_trajectory("openhands", into / LONG_RUN.name.removesuffix(".tar.xz")).states
 
 
 def test_every_fourth_context_of_the_kept_167_step_run_reads_back(long_run):

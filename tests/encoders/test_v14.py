@@ -1,6 +1,6 @@
 """v14: every context is at most its budget, and every evidence byte, note and decision is shown or reachable.
 
-The text is read back with the documented conventions alone (tests/recover.py, recover14.py):
+The text is read back with the documented conventions alone (tests/helpers/recover.py, recover14.py):
 what the journal shows whole is compared with the state field by field; every other entry is
 named by the index (a row or a range), and recalling it (page by page when it is paged)
 gives back the whole entry.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tarfile
 
 import msgspec
 import pytest
@@ -28,7 +27,6 @@ from workingset.compare.availability import availability
 from workingset.decisions import PagedRecall, check_recall_pages, parse_decision
 from workingset.encoders import get_encoder
 from workingset.errors import DecisionRejected, InvalidFile
-from workingset.importers import import_trajectory
 from workingset.model.state import (
     HistoryEntry,
     RecallSelection,
@@ -44,7 +42,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from synthetic import make_state  # noqa: E402
 
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
-LONG_RUN = ROOT / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
 BUDGETS = ["v14", "v14:budget=20000"]
 # The size of the one `git diff --cached` output of issue 22 that put a v13 context at 931,174 characters.
 HUGE = 868_167
@@ -402,14 +399,6 @@ def test_a_100000_item_state_is_within_the_budget_and_its_index_names_every_id()
         len(archived) == index["count"] > 240_000
     )  # evidence, notes and decisions, named by ranges and rows
     assert {ev.id for ev in state.evidence} <= archived | set(out.shown)
-
-
-@pytest.fixture(scope="module")
-def long_run(tmp_path_factory):
-    into = tmp_path_factory.mktemp("long-run")
-    with tarfile.open(LONG_RUN) as archive:
-        archive.extractall(into, filter="data")
-    return import_trajectory("openhands", into / LONG_RUN.name.removesuffix(".tar.xz")).states
 
 
 @pytest.mark.parametrize("name", BUDGETS)

@@ -15,6 +15,8 @@ DATA = TESTS / "data"  # the trimmed public trajectories (tests/data/README.md)
 BUG17 = ROOT / "fixtures" / "bug17"
 BENCHMARKS = ROOT / "benchmarks"
 VERSIONS = sorted(ENCODERS)
+# The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md).
+LONG_RUN = BENCHMARKS / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
 
 # A fixed, plain terminal, so that CLI output (tables, no colour, no progress bar) is stable.
 CLI_ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
