@@ -7,7 +7,7 @@ section (or appends it), so scripts can run in any order and rerun independently
 A section is deterministic (every number is reproduced exactly by its command) unless
 its script declares it timed. Run with `--check`, a script writes nothing: it compares the
 section it would write with the one in RESULTS.md, all but the machine line, and exits 1
-with a diff when they differ. `tests/test_results.py` runs every deterministic section's
+with a diff when they differ. `tests/docs/test_results.py` runs every deterministic section's
 command that way.
 """
 
@@ -53,7 +53,7 @@ and so only as current as the commit in its machine line.
 """
 CHECK_FLAG = "--check"
 CHECK_DETERMINISTIC = (
-    "Check: deterministic. `tests/test_results.py` reruns the command with `--check`, which fails "
+    "Check: deterministic. `tests/docs/test_results.py` reruns the command with `--check`, which fails "
     "unless it reproduces this section exactly (all but the machine line)."
 )
 CHECK_TIMED = (

@@ -6,7 +6,7 @@ section of RESULTS.md). It reports on bug17, the corpus's longest OpenHands run
 `benchmarks/data/`, plus each OpenHands V1 conversation directory named with `--openhands`
 (each imported into a temporary directory first).
 
-Load time is measured in headless Chromium (tests/browser.py): from navigation start to
+Load time is measured in headless Chromium (tests/helpers/browser.py): from navigation start to
 the moment the page's charts have all drawn and its viewer shows the last turn (`wsReadyMs`,
 set by the page). The baseline is a page holding the same inlined plotly.js drawing one
 empty chart, loaded the same way in the same browser, alternately with the report.

@@ -1,7 +1,7 @@
 """`workingset requests`: the bodies a provider receives, through the official SDKs unchanged.
 
 Their independent billing, from the providers' documented rules against `compare` on every
-run, strategy and model, is `tests/test_billing_every_run.py`. The journal test here proves
+run, strategy and model, is `tests/compare/test_billing_every_run.py`. The journal test here proves
 that v11–v13's requests are ones a cache can hit: every turn's previous journal end is a
 block boundary of the next request within 20 blocks of its last breakpoint.
 """

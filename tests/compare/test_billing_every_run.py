@@ -3,7 +3,7 @@
 On bug17, every corpus run and the 167-step run kept in `benchmarks/data` (two corpus runs and the
 long one with `-m soak`), for every strategy
 `compare --all --baselines` knows (v1–v14 and every baseline) under `anthropic`, `openai-auto`
-and `openai-5.6`, the bill of `tests/independent_billing.py` — the providers' documented rules,
+and `openai-5.6`, the bill of `tests/helpers/independent_billing.py` — the providers' documented rules,
 tiktoken and the CLI's JSON only, tools and system included — is within 2% of `compare`'s
 effective cost. The corpus is required in CI and skipped elsewhere when absent.
 """

@@ -1,6 +1,7 @@
 """The package layout: no import cycles between workingset's modules, and few top-level rooms."""
 
 import ast
+import re
 from pathlib import Path
 
 import workingset
@@ -171,3 +172,17 @@ def test_test_folders_are_named_after_rooms_of_workingset():
     folders = {p.name for p in TESTS.iterdir() if p.is_dir()} - NOT_ROOMS
     assert folders and folders <= rooms, sorted(folders - rooms)
     assert not list((TESTS / "helpers").glob("test_*.py"))  # helpers hold no tests
+
+
+def test_every_test_path_the_docs_name_exists():
+    # The tests moved into folders once; a page that still names an old path misleads a reader.
+    repo = ROOT.parent
+    pages = [repo / "README.md", *repo.glob("docs/*.md"), *repo.glob("encodings/*.md"),
+             *repo.glob("benchmarks/*.md"), *repo.glob("fixtures/*/README.md"), *TESTS.rglob("*.md")]  # fmt: skip
+    named = {
+        (page.relative_to(repo), path)
+        for page in pages
+        for path in re.findall(r"(?<![\w/.])tests/[\w/]+\.py", page.read_text(encoding="utf-8"))
+    }
+    assert len(named) > 10
+    assert sorted((str(p), t) for p, t in named if not (repo / t).is_file()) == []

@@ -281,7 +281,7 @@ def test_readme_numbers_reproduce_from_the_command():
     unchecked = [m.group(0) for m in MEASURED.finditer(rest)]
     assert not unchecked, (
         f"numbers no test reproduces in {', '.join(DOC_PAGES)}: {unchecked}; add each claim to readme_claims() "
-        "in tests/test_results.py (or, if no command of ours produces it, to NOT_OURS)"
+        "in tests/docs/test_results.py (or, if no command of ours produces it, to NOT_OURS)"
     )
 
 

@@ -4,7 +4,7 @@ The encoders tested a value with `^…$`, and `$` also matches before a final ne
 head-line value such as `origin "loki:prod\\n"` was written bare, so the line broke in two, and
 a text payload's language "python\\n" became a fence's info string, so the fenced body started
 one line late with an empty line. Both now fall to their other branch (compact JSON, no info
-string); every other value renders as before (tests/test_frozen_corpus.py and the snapshots
+string); every other value renders as before (tests/encoders/test_frozen_corpus.py and the snapshots
 prove it). A language with a control character is also refused where inputs come in.
 """
 

@@ -82,7 +82,7 @@ def test_output_schema_is_the_versions_decision_schema(encoder):
     schema_line = out.text.split("\n").index("## Output schema")
     if (
         encoder.version >= 13
-    ):  # an outline generated from the schema (tests/test_v13.py reads it back)
+    ):  # an outline generated from the schema (tests/encoders/test_v13.py reads it back)
         assert out.text.split("\n")[schema_line + 2] == schema_outline(encoder.decision_schema)
     else:
         block = next(b for b in blocks(out.text) if b[0] > schema_line)

@@ -34,7 +34,7 @@ def test_random_states_are_lossless_under_every_version(state, hid):
         assert sorted(out.shown + out.indexed) == sorted(by_id)
         if (
             encoder.version >= 14
-        ):  # an index of every kind of entry: tests/test_v14.py reads it back
+        ):  # an index of every kind of entry: tests/encoders/test_v14.py reads it back
             pass
         elif (
             encoder.version >= 13

@@ -2,7 +2,7 @@
 
 v12 writes heads of positional fields and `key=value` pairs instead of keyed JSON records,
 and queries and decision texts raw instead of JSON-escaped: these tests parse the text with
-the documented conventions alone (tests/recover.py) and compare with the state.
+the documented conventions alone (tests/helpers/recover.py) and compare with the state.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ of their own. A run's cells — every strategy `compare --all --baselines` knows
 Run as a script it checks bug17, every corpus run and the 167-step run kept in
 `benchmarks/data`, prints one line per run × strategy × model and the largest difference:
 
-    .venv/bin/python tests/independent_billing.py [CORPUS_DIR]   # default: $WORKINGSET_CORPUS, else ../shared/corpus/raw
+    .venv/bin/python tests/helpers/independent_billing.py [CORPUS_DIR]   # default: $WORKINGSET_CORPUS, else ../shared/corpus/raw
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The cache-true statements of the docs, recomputed: bug17 from the command, the corpus from RESULTS.md.
 
-`tests/test_results.py` requires every measured number of the README and the docs pages it
+`tests/docs/test_results.py` requires every measured number of the README and the docs pages it
 moved to (`DOC_PAGES`) to belong to a claim; these are the claims of docs/compare.md's
 "Cache-true costs" section and of docs/encoders.md's v13. bug17's come from
 `compare fixtures/bug17 --all --baselines --cache ideal,anthropic,openai-auto,openai-5.6 --json`; the

@@ -392,7 +392,7 @@ def v14_evidence_payloads(text: str) -> dict[str, object]:
     """v14: the payloads of the evidence entries shown whole (journal and tail); the index rows left out.
 
     A paged entry's first page is fenced, so v12's reader sees no head in it; such items are in
-    `shown` without a payload here (tests/test_v14.py joins their pages).
+    `shown` without a payload here (tests/encoders/test_v14.py joins their pages).
     """
     from tests.helpers.recover14 import sections
 
