@@ -91,13 +91,21 @@ def store(request, tmp_path) -> str:
     return make_store(request.param, tmp_path, request)
 
 
-def pytest_collection_modifyitems(items):
-    """Mark `slow` every test on the PostgreSQL server (a server per session, a database per test)
-    and every `soak` test, so that `-m "not slow"` (which replaces addopts' `-m 'not soak'`) leaves both out."""
+def pytest_collection_modifyitems(config, items):
+    """Mark `slow` every test on the PostgreSQL server (a server per session, a database per test).
+
+    A `-m` given on the command line replaces addopts' `-m 'not soak'`: unless it names `soak`
+    itself, the soak tests stay out (`-m "not slow"` and `-m slow` leave them out, `-m soak` runs them).
+    """
+    soak_named = "soak" in (config.option.markexpr or "")
+    kept, dropped = [], []
     for item in items:
-        on_server = "postgresql" in item.nodeid or "pg_server" in getattr(item, "fixturenames", ())
-        if on_server or item.get_closest_marker("soak"):
+        if "postgresql" in item.nodeid or "pg_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+        (dropped if item.get_closest_marker("soak") and not soak_named else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.hookimpl(hookwrapper=True)

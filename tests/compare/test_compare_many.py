@@ -103,6 +103,7 @@ def test_shards_merged_give_the_unsharded_output(runs: Path, tmp_path: Path):
     assert merged["aggregate"] == whole["aggregate"]
 
 
+@pytest.mark.slow  # cross-process: --jobs workers
 def test_jobs_give_the_numbers_of_one_process(runs: Path):
     assert _json(str(runs), "--summary", "--jobs", "2") == _json(str(runs), "--summary")
 
