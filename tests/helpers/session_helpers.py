@@ -209,7 +209,7 @@ def db_dump(path: str, *, answers: bool = True) -> str:
     rejection appends one, and changes nothing else (every other row stays identical).
     """
     if str(path).startswith("postgresql://"):
-        import pg_server
+        from tests.helpers import pg_server
 
         return pg_server.dump(str(path), answers=answers)
     conn = sqlite3.connect(path)
