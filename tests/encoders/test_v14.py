@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.common import ROOT
-from tests.helpers.factory import evidence, sample_state
+from tests.helpers.factory import HUGE, evidence, huge_state, sample_state
 from tests.helpers.journal_checks import DECISION_HEAD, NOTE_HEAD, _word
 from tests.helpers.recover import _spans, read_outline, v12_evidence
 from tests.helpers.recover14 import paged_blocks, read_index, read_tail, sections
@@ -43,8 +43,6 @@ from synthetic import make_state  # noqa: E402
 
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
 BUDGETS = ["v14", "v14:budget=20000"]
-# The size of the one `git diff --cached` output of issue 22 that put a v13 context at 931,174 characters.
-HUGE = 868_167
 
 
 def all_refs(state: State) -> list[str]:
@@ -327,22 +325,6 @@ def check_reachable(state: State, hypothesis: str, name: str, refs: list[str]) -
 
 
 # -- the bound ----------------------------------------------------------------------------------------
-
-
-def huge_state(chars: int = HUGE) -> State:
-    """The sample state and one output of `chars` characters (a diff, backtick runs and all), then a small one."""
-    state = sample_state()
-    line = "+    assert pool.wait_ms < 450  # ```fence``` and ````more```` `x`\n"
-    text = (line * (chars // len(line) + 1))[:chars]
-    n = len(state.evidence)
-    state.evidence.append(
-        evidence(n + 1, "H2", TextPayload(language="diff", text=text), query="git diff --cached")
-    )
-    state.evidence.append(
-        evidence(n + 2, "H1", TextPayload(language="log", text="after the diff\n"))
-    )
-    validate_state(state)
-    return state
 
 
 @pytest.mark.parametrize("name", BUDGETS)

@@ -94,3 +94,23 @@ def sample_state() -> State:
     )  # fmt: skip
     validate_state(state)
     return state
+
+
+# The size of the one `git diff --cached` output of issue 22 that put a v13 context at 931,174 characters.
+HUGE = 868_167
+
+
+def huge_state(chars: int = HUGE) -> State:
+    """The sample state and one output of `chars` characters (a diff, backtick runs and all), then a small one."""
+    state = sample_state()
+    line = "+    assert pool.wait_ms < 450  # ```fence``` and ````more```` `x`\n"
+    text = (line * (chars // len(line) + 1))[:chars]
+    n = len(state.evidence)
+    state.evidence.append(
+        evidence(n + 1, "H2", TextPayload(language="diff", text=text), query="git diff --cached")
+    )
+    state.evidence.append(
+        evidence(n + 2, "H1", TextPayload(language="log", text="after the diff\n"))
+    )
+    validate_state(state)
+    return state
