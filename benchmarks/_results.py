@@ -7,7 +7,7 @@ section (or appends it), so scripts can run in any order and rerun independently
 A section is deterministic (every number is reproduced exactly by its command) unless
 its script declares it timed. Run with `--check`, a script writes nothing: it compares the
 section it would write with the one in RESULTS.md, all but the machine line, and exits 1
-with a diff when they differ. `tests/test_results.py` runs every deterministic section's
+with a diff when they differ. `tests/docs/test_results.py` runs every deterministic section's
 command that way.
 """
 
@@ -53,7 +53,7 @@ and so only as current as the commit in its machine line.
 """
 CHECK_FLAG = "--check"
 CHECK_DETERMINISTIC = (
-    "Check: deterministic. `tests/test_results.py` reruns the command with `--check`, which fails "
+    "Check: deterministic. `tests/docs/test_results.py` reruns the command with `--check`, which fails "
     "unless it reproduces this section exactly (all but the machine line)."
 )
 CHECK_TIMED = (
@@ -158,8 +158,9 @@ def machine() -> str:
 def command() -> str:
     """The command line that reproduces this run, relative to the repository root."""
     script = Path(sys.argv[0]).resolve()
-    if script.is_relative_to(ROOT):  # a benchmark script; under pytest, pytest's own file
-        script = script.relative_to(ROOT)
+    # Relative where it can be; a program outside the repository (pytest's, when the tests call
+    # this with a virtual environment elsewhere) is named in full rather than raising.
+    script = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
     return " ".join(
         [".venv/bin/python", str(script), *(a for a in sys.argv[1:] if a != CHECK_FLAG)]
     )

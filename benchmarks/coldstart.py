@@ -35,7 +35,7 @@ from tabulate import tabulate
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "helpers"))
 
 from _results import median, write_section  # noqa: E402
 from store_sql import execute, query  # noqa: E402

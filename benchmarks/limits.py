@@ -30,7 +30,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
 from _results import ROOT, median, sample, write_section  # noqa: E402
 from session_helpers import assess, decision, make_state, query  # noqa: E402

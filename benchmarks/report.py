@@ -6,7 +6,7 @@ section of RESULTS.md). It reports on bug17, the corpus's longest OpenHands run
 `benchmarks/data/`, plus each OpenHands V1 conversation directory named with `--openhands`
 (each imported into a temporary directory first).
 
-Load time is measured in headless Chromium (tests/browser.py): from navigation start to
+Load time is measured in headless Chromium (tests/helpers/browser.py): from navigation start to
 the moment the page's charts have all drawn and its viewer shows the last turn (`wsReadyMs`,
 set by the page). The baseline is a page holding the same inlined plotly.js drawing one
 empty chart, loaded the same way in the same browser, alternately with the report.
@@ -23,7 +23,7 @@ from pathlib import Path
 import msgspec
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpers"))
 
 from _data import long_runs  # noqa: E402
 from _results import ROOT, median, write_section  # noqa: E402

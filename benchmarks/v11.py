@@ -4,7 +4,7 @@ Run: `.venv/bin/python benchmarks/v11.py` (writes the `v11-speed` section of RES
 
 A session keeps a v11-or-later journal walk on its replayed state (`session.render_kept`), so a turn
 renders only the entries appended since the last one; a fresh render (another process, or
-`workingset render`) walks every entry. Both give the same bytes (tests/test_v11.py).
+`workingset render`) walks every entry. Both give the same bytes (tests/encoders/test_v11.py).
 """
 
 from __future__ import annotations

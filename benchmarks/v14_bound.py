@@ -5,7 +5,7 @@ Run: .venv/bin/python benchmarks/v14_bound.py [--corpus DIR] [--check]
 bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
 repository, or `$WORKINGSET_CORPUS`), the 167-step run kept in `benchmarks/data/`, the state
 of issue 22's worst output (the sample state and one 868,167-character diff, as
-tests/test_v14.py builds it) and a 100,000-item synthetic state (`synthetic.make_state`) are
+tests/helpers/factory.py builds it) and a 100,000-item synthetic state (`synthetic.make_state`) are
 rendered under v14 and v13 at the default budget (100,000 characters) and at 20,000. Per
 run and budget: the contexts, v14's and v13's largest context, the journal rewrites v14 made
 between consecutive contexts (its compactions that fell between them), and how many contexts
@@ -22,7 +22,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
 
 from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
@@ -66,9 +66,7 @@ def measure(contexts: list[tuple], with_v13: bool = True) -> list[str]:
 
 def main() -> None:
     """Render every run under v14 and v13 at both budgets; write the `v14_bound` section."""
-    from test_v14 import (
-        huge_state,  # the worst output, built once for the tests and here
-    )
+    from factory import huge_state  # the worst output (tests/helpers), built for the tests and here
 
     _corpus, entries = corpus_entries(__doc__.splitlines()[0])
     rows = []

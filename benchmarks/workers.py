@@ -36,7 +36,7 @@ from tabulate import tabulate
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(HERE.parent / "tests" / "helpers"))
 
 from _results import median, ms, p95, write_section  # noqa: E402
 

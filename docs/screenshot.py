@@ -1,6 +1,6 @@
 """Make docs/report.png, the README's picture of `workingset report` on bug17.
 
-Run: `.venv/bin/python docs/screenshot.py` (needs headless Chromium, see tests/browser.py).
+Run: `.venv/bin/python docs/screenshot.py` (needs headless Chromium, see tests/helpers/browser.py).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Shared fixtures and helpers: every encoder version, the bug17 run, the CLI runner, text snapshots."""
+"""Shared fixtures: every encoder version, text snapshots, the stores of both backends (helpers live in tests/helpers/)."""
 
 from __future__ import annotations
 
@@ -7,37 +7,9 @@ from pathlib import Path
 
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
-from typer.testing import CliRunner
 
-from workingset.cli.commands import app
+from tests.helpers.common import LONG_RUN, VERSIONS
 from workingset.encoders import ENCODERS
-
-ROOT = Path(__file__).resolve().parents[1]
-BUG17 = ROOT / "fixtures" / "bug17"
-VERSIONS = sorted(ENCODERS)
-
-# The public trajectories beside the project, or where $WORKINGSET_CORPUS says (read-only,
-# not part of the repository; tests skip where they are absent).
-CORPUS = Path(os.environ.get("WORKINGSET_CORPUS") or ROOT.parent / "shared" / "corpus" / "raw")
-needs_corpus = pytest.mark.skipif(
-    not CORPUS.is_dir(), reason=f"the trajectory corpus is not at {CORPUS}"
-)
-CORPUS_SOURCES = {  # name -> (format, agent actions)
-    "sweagent-gpt4-pydicom-1458.traj": ("swe-agent", 12),
-    "mini-v2-deepseek-sqlfluff-1625.traj.json": ("mini-swe-agent", 48),
-    "mini-v1-gemini3pro-pylint-6386.traj.json": ("mini-swe-agent", 54),
-    "openhands-v1-sonnet4-astropy-14309": ("openhands", 51),
-    "openhands-v1-sonnet4-matplotlib-24570": ("openhands", 44),
-}
-
-
-# A fixed, plain terminal, so that CLI output (tables, no colour, no progress bar) is stable.
-CLI_ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
-
-
-def invoke(*args: str):
-    """Run the CLI in-process with a fixed terminal width."""
-    return CliRunner().invoke(app, list(args), env=CLI_ENV, terminal_width=200)
 
 
 class TextSnapshot(SingleFileSnapshotExtension):
@@ -60,6 +32,23 @@ def _private_cache_dir(tmp_path_factory):
     os.environ["WORKINGSET_CACHE_DIR"] = str(tmp_path_factory.mktemp("workingset-cache"))
 
 
+@pytest.fixture(scope="session")
+def long_run(tmp_path_factory):
+    """The kept 167-step OpenHands run's states (benchmarks/data/), unpacked and imported once.
+
+    Shared by the v13 and v14 tests, which only render them (rendering never changes a state).
+    """
+    import tarfile
+
+    from workingset.importers import import_trajectory
+
+    archive_path = LONG_RUN
+    into = tmp_path_factory.mktemp("long-run")
+    with tarfile.open(archive_path) as archive:
+        archive.extractall(into, filter="data")
+    return import_trajectory("openhands", into / archive_path.name.removesuffix(".tar.xz")).states
+
+
 @pytest.fixture(params=VERSIONS, ids=[f"v{n}" for n in VERSIONS])
 def encoder(request):
     """Each test using this runs once per encoder version (the shared invariants)."""
@@ -74,9 +63,7 @@ BACKENDS = ["sqlite", "postgresql"]
 @pytest.fixture(scope="session")
 def pg_server():
     """A throwaway PostgreSQL server for the session; skipped where there is none (a failure in CI)."""
-    import os
-
-    import pg_server as pg
+    from tests.helpers import pg_server as pg
 
     why = pg.missing()
     if why is not None:
@@ -104,11 +91,26 @@ def store(request, tmp_path) -> str:
     return make_store(request.param, tmp_path, request)
 
 
+def pytest_collection_modifyitems(config, items):
+    """Mark `slow` every test on the PostgreSQL server (a server per session, a database per test).
+
+    A `-m` given on the command line replaces addopts' `-m 'not soak'`: unless it names `soak`
+    itself, the soak tests stay out (`-m "not slow"` and `-m slow` leave them out, `-m soak` runs them).
+    """
+    soak_named = "soak" in (config.option.markexpr or "")
+    kept, dropped = [], []
+    for item in items:
+        if "postgresql" in item.nodeid or "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+        (dropped if item.get_closest_marker("soak") and not soak_named else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     """In CI (`CI=true`) a PostgreSQL test that skips is a failure: the backend must have been tested."""
-    import os
-
     outcome = yield
     report = outcome.get_result()
     if (

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from session_helpers import assess, conclude, decision, make_state, query, recall
 
+from tests.helpers.session_helpers import assess, conclude, decision, make_state, query, recall
 from workingset import controller as ctl
 from workingset.decisions import parse_decision
 from workingset.errors import SessionError

@@ -8,8 +8,8 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from session_helpers import assess, conclude, decision, make_state, query, recall
 
+from tests.helpers.session_helpers import assess, conclude, decision, make_state, query, recall
 from workingset.decisions import Conclude, Query, Recall, check_decision, parse_decision
 from workingset.encoders import ENCODERS
 from workingset.errors import DecisionRejected

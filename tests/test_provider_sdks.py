@@ -9,62 +9,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
-import httpx2
-import openai
 import pytest
-from session_helpers import assess, decision, query, result, state_bytes
 
+from tests.helpers.sdks import require
+
+if TYPE_CHECKING:  # annotations only; the tests import it themselves
+    pass
+
+from tests.helpers.provider_replies import Provider, anthropic_reply, chat_reply, responses_reply
+from tests.helpers.session_helpers import assess, decision, query, result, state_bytes
 from workingset import DecisionRejected, Investigation
 from workingset.encoders import get_encoder
 from workingset.providers import strict_schema
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
-
-
-class Provider:
-    """A mock endpoint: records each request body, replies with the next queued JSON response."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict] = []
-        self.paths: list[str] = []
-        self.replies: list[dict] = []
-
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        self.paths.append(request.url.path)
-        self.bodies.append(json.loads(request.content))
-        return httpx2.Response(200, json=self.replies.pop(0))
-
-    def client(self) -> httpx2.Client:
-        return httpx2.Client(transport=httpx2.MockTransport(self))
-
-
-def anthropic_reply(tool_input: dict) -> dict:
-    return {
-        "id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test",
-        "content": [{"type": "tool_use", "id": "toolu_01", "name": "submit_decision", "input": tool_input}],
-        "stop_reason": "tool_use", "stop_sequence": None,
-        "usage": {"input_tokens": 1200, "output_tokens": 40, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
-    }  # fmt: skip
-
-
-def chat_reply(content: str) -> dict:
-    return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-test",
-        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": content, "refusal": None}}],
-    }  # fmt: skip
-
-
-def responses_reply(text: str) -> dict:
-    return {
-        "id": "resp_1", "object": "response", "created_at": 0, "model": "gpt-test", "status": "completed",
-        "output": [{"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-                    "content": [{"type": "output_text", "text": text, "annotations": []}]}],
-        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "error": None, "incomplete_details": None,
-        "instructions": None, "metadata": {}, "temperature": 1.0, "top_p": 1.0,
-    }  # fmt: skip
 
 
 @pytest.fixture
@@ -82,6 +42,7 @@ def pending(tmp_path):
 
 
 def test_anthropic_messages_and_a_retry_through_the_sdk(pending):
+    anthropic = require("anthropic")
     inv, req = pending
     server = Provider()
     client = anthropic.Anthropic(api_key="test-key", http_client=server.client(), max_retries=0)
@@ -124,6 +85,7 @@ def test_anthropic_messages_and_a_retry_through_the_sdk(pending):
 
 
 def test_openai_chat_completions_strict_json_schema_through_the_sdk(pending):
+    openai = require("openai")
     inv, req = pending
     server = Provider()
     client = openai.OpenAI(api_key="test-key", http_client=server.client(), max_retries=0)
@@ -148,6 +110,7 @@ def test_openai_chat_completions_strict_json_schema_through_the_sdk(pending):
 
 
 def test_openai_responses_api_through_the_sdk(pending):
+    openai = require("openai")
     inv, req = pending
     server = Provider()
     client = openai.OpenAI(api_key="test-key", http_client=server.client(), max_retries=0)
@@ -170,6 +133,7 @@ def test_openai_responses_api_through_the_sdk(pending):
 
 def test_the_providers_doc_example_runs(tmp_path, monkeypatch):
     """docs/providers.md's retry loop, with the Anthropic client pointed at a mock that first answers wrongly."""
+    anthropic = require("anthropic")
     root = Path(__file__).parent.parent
     code = (
         (root / "docs" / "providers.md").read_text().split("```python\n", 1)[1].split("```", 1)[0]

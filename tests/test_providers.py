@@ -6,10 +6,19 @@ import json
 
 import jsonschema
 import pytest
-from conftest import BUG17
-from session_helpers import assess, conclude, db_dump, decision, query, recall, result, state_bytes
 from typer.testing import CliRunner
 
+from tests.helpers.common import BUG17
+from tests.helpers.session_helpers import (
+    assess,
+    conclude,
+    db_dump,
+    decision,
+    query,
+    recall,
+    result,
+    state_bytes,
+)
 from workingset import DecisionRejected, Investigation, Request, UsageError, load_stored_context
 from workingset.cli.commands import app
 from workingset.decisions import parse_decision

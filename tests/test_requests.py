@@ -1,7 +1,7 @@
 """`workingset requests`: the bodies a provider receives, through the official SDKs unchanged.
 
 Their independent billing, from the providers' documented rules against `compare` on every
-run, strategy and model, is `tests/test_billing_every_run.py`. The journal test here proves
+run, strategy and model, is `tests/compare/test_billing_every_run.py`. The journal test here proves
 that v11–v13's requests are ones a cache can hit: every turn's previous journal end is a
 block boundary of the next request within 20 blocks of its last breakpoint.
 """
@@ -11,16 +11,13 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import anthropic
-import httpx2
-import openai
 import pytest
-from anthropic.types import message_create_params
-from conftest import BUG17
-from openai.types.chat import completion_create_params
 from typer.testing import CliRunner
 
+from tests.helpers.common import BUG17
+from tests.helpers.sdks import require
 from workingset.cli.commands import app
 from workingset.compare.wire import body_prompt
 from workingset.encoders import get_encoder
@@ -29,6 +26,9 @@ from workingset.session.replies import Request
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from _data import long_runs  # noqa: E402
+
+if TYPE_CHECKING:  # annotations only; the tests import it where they use it
+    import httpx2
 
 
 def requests_of(run: Path, *args: str) -> list[dict]:
@@ -68,12 +68,18 @@ class Echo:
         self.reply = reply
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
+        httpx2 = require("httpx2")
         self.bodies.append(json.loads(request.content))
         return httpx2.Response(200, json=self.reply)
 
 
 @pytest.mark.parametrize("strategy", ["v13", "full-transcript"])
 def test_bodies_go_through_the_sdks_unchanged(strategy):
+    anthropic = require("anthropic")
+    completion_create_params = require("openai.types.chat").completion_create_params
+    httpx2 = require("httpx2")
+    message_create_params = require("anthropic.types").message_create_params
+    openai = require("openai")
     from pydantic import TypeAdapter
 
     line = requests_of(BUG17, "--strategy", strategy)[-1]

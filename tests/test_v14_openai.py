@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-import httpx2
 import jsonschema
-import openai
 import pytest
 from msgspec import UNSET
-from session_helpers import assess, conclude, decision, query, recall, result, state_bytes
 
+from tests.helpers.sdks import require
+from tests.helpers.session_helpers import (
+    assess,
+    conclude,
+    decision,
+    query,
+    recall,
+    result,
+    state_bytes,
+)
 from workingset import DecisionRejected, Investigation
 from workingset.decisions import parse_decision
 from workingset.encoders import get_encoder
@@ -33,11 +41,12 @@ class Provider:
         self.bodies: list[dict] = []
         self.replies: list[dict] = []
 
-    def __call__(self, request: httpx2.Request) -> httpx2.Response:
+    def __call__(self, request: Any) -> Any:
         self.bodies.append(json.loads(request.content))
-        return httpx2.Response(200, json=self.replies.pop(0))
+        return require("httpx2").Response(200, json=self.replies.pop(0))
 
-    def client(self) -> openai.OpenAI:
+    def client(self) -> Any:
+        httpx2, openai = require("httpx2"), require("openai")
         transport = httpx2.Client(transport=httpx2.MockTransport(self))
         return openai.OpenAI(api_key="test-key", http_client=transport, max_retries=0)
 

@@ -10,7 +10,7 @@ class Code(StrEnum):
     """Every stable error code, in the order of docs/protocol.md's error table.
 
     A member is its own string (`Code.TOO_LARGE == "too_large"`), so a raise site may pass
-    either; `tests/test_docs_protocol.py` checks that every code the package raises is a
+    either; `tests/docs/test_docs_protocol.py` checks that every code the package raises is a
     member and that the table lists exactly the members.
     """
 

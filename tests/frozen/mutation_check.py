@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TEST = "tests/test_frozen_corpus.py"
+TEST = "tests/encoders/test_frozen_corpus.py"
 MUTATIONS = (  # (what it breaks, file, original text, mutated text)
     ("empty-rows remark when item_count and truncated are both null", "workingset/encoders/v01.py",
      "cap.truncated is not True", "cap.truncated is False"),

@@ -134,7 +134,7 @@ class ToolOutputMasking(Baseline):
 
 
 # The median size of the 9 summaries recorded in the corpus's and benchmarks/data's OpenHands
-# runs (cl100k tokens; tests/test_baselines.py recomputes it). OpenHands documents none.
+# runs (cl100k tokens; tests/compare/test_baselines.py recomputes it). OpenHands documents none.
 SUMMARY_TOKENS = 409
 
 

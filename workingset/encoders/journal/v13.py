@@ -69,7 +69,7 @@ def schema_outline(schema: dict[str, Any]) -> str:
 
     Every object must forbid other keys (the outline's caption says so). A keyword the outline
     cannot write, or one that does not belong to the node's type, raises ValueError, so nothing
-    of a schema is dropped (tests/test_v13.py reads the outline back to the schema).
+    of a schema is dropped (tests/encoders/test_v13.py reads the outline back to the schema).
     """
     node = {
         k: v for k, v in schema.items() if k not in ("$schema", "title")

@@ -1,0 +1,309 @@
+"""Published numbers cannot go stale: RESULTS.md and the README reproduce from their commands.
+
+Each RESULTS.md section says whether it is deterministic or timed. A deterministic
+section's command is rerun with `--check`, which fails unless it writes the section again
+exactly; a timed one must name the commit it was measured at, and the sizes it reports
+beside its timings (characters, bytes) are recomputed. In the README, every
+measured number (percentages, thousands, "about N") must belong to a claim this module
+recomputes from `workingset compare`, or to a short list of numbers that are not ours.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+import msgspec
+import pytest
+
+from tests.helpers.common import BUG17, ROOT, invoke
+from tests.helpers.readme_cache import cache_claims
+from tests.helpers.real_corpus import CORPUS
+from workingset.encoders import ENCODERS, v11
+from workingset.errors import WorkingsetError
+from workingset.io import caches
+from workingset.io.limits import Limits, read_bounded
+from workingset.runs.layout import load_context_file
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import _results  # noqa: E402
+
+# Published numbers: the tests rerun the benchmarks' commands (in other processes) on bug17, the
+# kept runs and the corpus, and recompute the README's and the docs' numbers from them.
+pytestmark = pytest.mark.slow
+
+SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", re.S)
+# Sections that read data kept outside the repository; skipped where it is absent.
+EXTERNAL = {
+    "trajectories": CORPUS,
+    "cache": CORPUS,
+    "run_files": CORPUS,
+    "v11_cost": CORPUS,
+    "v13_budget": CORPUS,
+    "calibrate": CORPUS,
+    "v14_bound": CORPUS,
+    "v14_targets": CORPUS,
+    # The staged corpus of issue 22's measurement, beside the repository where it is kept (not in CI).
+    "v14_targets_staged": ROOT.parent / "corpus-staging" / "raw",
+}
+
+
+def _sections() -> dict[str, str]:
+    return {
+        m.group(1): m.group(2)
+        for m in SECTION.finditer(_results.RESULTS.read_text(encoding="utf-8"))
+    }
+
+
+SECTIONS = _sections()
+DETERMINISTIC = [name for name, text in SECTIONS.items() if _results.CHECK_DETERMINISTIC in text]
+
+
+def test_results_header_and_every_section_declares_its_check():
+    assert _results.RESULTS.read_text(encoding="utf-8").startswith(_results.HEADER)
+    for name, text in SECTIONS.items():
+        checks = [line for line in text.splitlines() if line.startswith("Check: ")]
+        assert checks in ([_results.CHECK_DETERMINISTIC], [_results.CHECK_TIMED]), (
+            f"section {name}: {checks}"
+        )
+        assert re.search(r"^Command: `\.venv/bin/python benchmarks/\S+\.py[^`]*`$", text, re.M), (
+            name
+        )
+
+
+@pytest.mark.parametrize("name", [n for n in SECTIONS if n not in DETERMINISTIC])
+def test_timed_section_names_a_clean_commit(name: str):
+    machine = re.search(r"^Machine: .*$", SECTIONS[name], re.M).group(0)
+    assert re.search(r"; commit [0-9a-f]{7,40};", machine), (
+        f"section {name} does not say which commit it measured"
+    )
+
+
+# Sections whose check takes ten minutes or more (67 runs): run with -m soak.
+SOAK = {"v14_targets_staged"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.soak) if n in SOAK else n for n in DETERMINISTIC]
+)
+def test_deterministic_section_reproduces_exactly(name: str):
+    if name in EXTERNAL and not EXTERNAL[name].is_dir():
+        pytest.skip(
+            f"section {name} reads the trajectory corpus at {EXTERNAL[name]}, which is not here"
+        )
+    argv = shlex.split(re.search(r"^Command: `([^`]+)`$", SECTIONS[name], re.M).group(1))
+    env = {**os.environ, "WORKINGSET_CORPUS": str(CORPUS)}
+    result = subprocess.run([sys.executable, *argv[1:], _results.CHECK_FLAG], cwd=ROOT, env=env,
+                            capture_output=True, text=True)  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+# -- what timed sections hold besides timings ----------------------------------------------
+
+
+def _github_table(section: str, first_header: str) -> list[dict[str, str]]:
+    """The rows of the Markdown table whose header starts with `first_header`, as header -> cell."""
+    lines = section.splitlines()
+    at = next(
+        i
+        for i, line in enumerate(lines)
+        if re.match(rf"^\|\s*{re.escape(first_header)}\s*\|", line)
+    )
+    cells = lambda line: [c.strip() for c in line.strip().strip("|").split("|")]  # noqa: E731
+    headers, rows = cells(lines[at]), []
+    for line in lines[at + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append(dict(zip(headers, cells(line))))
+    return rows
+
+
+def test_speed_section_sizes_are_current():
+    """The speed section's context and its chars column are what the encoders give now."""
+    section = SECTIONS["speed"]
+    path = BUG17 / "bug17-r0018.json"
+    ctx = load_context_file(path)
+    assert (f"Context: `fixtures/bug17/{path.name}` ({path.stat().st_size:,} bytes, {len(ctx.state.evidence)} "
+            f"evidence items, hypothesis {ctx.hypothesis})") in section  # fmt: skip
+    published = {row["version"]: row["chars"] for row in _github_table(section, "version")}
+    # A version added since the last timing run has no row yet; every row shown must be current.
+    now = {
+        v: f"{ENCODERS[int(v[1:])].render(ctx.state, ctx.hypothesis).chars:,}" for v in published
+    }
+    assert published == now, "rerun benchmarks/speed.py: its render table is stale"
+
+
+def test_scale_section_sizes_are_current():
+    """The scale section's state sizes and rendered characters are what the generator and encoders give now."""
+    from synthetic import make_state
+
+    rows = _github_table(SECTIONS["scale"], "evidence items")
+    for row in rows:
+        state = make_state(int(row["evidence items"].replace(",", "")))
+        assert row["state JSON bytes"] == f"{len(msgspec.json.encode(state)):,}"
+        for v in (8, 10):
+            assert row[f"v{v} chars"] == f"{ENCODERS[v].render(state, 'H1').chars:,}", (
+                f"v{v} at {row['evidence items']}"
+            )
+
+
+def test_report_section_sizes_are_current(monkeypatch):
+    """The report section's bug17 row (page and data bytes) is what `workingset report` writes now."""
+    from workingset.report import report_data
+    from workingset.report.page import plotly_js, render_page
+
+    section = SECTIONS["report"]
+    row = next(r for r in _github_table(section, "run") if r["run"].startswith("bug17"))
+    monkeypatch.chdir(BUG17.parent)  # the benchmark names the run `bug17`
+    data = report_data(BUG17.name)
+    assert row["page bytes"] == f"{len(render_page(data).encode()):,}", "rerun benchmarks/report.py"
+    assert row["viewer texts (JSON bytes)"] == f"{len(msgspec.json.encode(data['viewer'])):,}"
+    assert row["compare data (JSON bytes)"] == f"{len(msgspec.json.encode(data['compare'])):,}"
+    assert f"plotly.js ({len(plotly_js().encode()):,} bytes)" in section
+
+
+def test_check_fails_on_a_changed_number_and_ignores_the_machine_line():
+    block = "<!-- BEGIN t -->\n## T\n\nMachine: today\n\n| v7 | 1,234 |\n<!-- END t -->\n"
+    _results._check("t", block, "head\n\n" + block.replace("today", "yesterday"))
+    with pytest.raises(SystemExit, match="stale"):
+        _results._check("t", block, block.replace("1,234", "1,235"))
+    with pytest.raises(SystemExit, match="no section"):
+        _results._check("t", block, "head\n")
+
+
+# -- the README -----------------------------------------------------------------------
+
+# Numbers in the README that no command of ours produces: providers' documented cache
+# minimums. Anything else that looks measured must be a claim below.
+NOT_OURS = (
+    "1,024-token minimum", "minimum (about 1,024 tokens)",
+    # The providers' documented minimums and lookback, quoted in "Cache-true costs".
+    "`claude-opus-4-6`: 4,096", "without `--model`, 1,024", "up to about 20 blocks before it",
+    # What the README said before issue 21's block-true models, quoted as the claims that changed.
+    "costs 0.76–1.10× the transcript", "matches `compare` within 2% on bug17",
+)  # fmt: skip
+MEASURED = re.compile(
+    r"\d+(?:\.\d+)?%|\babout \d{1,3}(?:,\d{3})*(?:\.\d+)?k?\b|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b|\b\d+\.\d+k\b"
+)
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.1f}%".replace("-", "−")
+
+
+def _break_even(data: dict, cheap: str, dear: str) -> float:
+    """The cached price at which `cheap` (more cached tokens) and `dear` cost the same."""
+    a, b = data["total"][cheap], data["total"][dear]
+    return (b["uncached_tokens"] - a["uncached_tokens"]) / (a["cached_tokens"] - b["cached_tokens"])
+
+
+def readme_claims() -> list[str]:
+    """The README's bug17 statements, written from what `compare fixtures/bug17 --all` prints now."""
+    data = json.loads(invoke("compare", str(BUG17), "--all", "--json").stdout)
+    bare = json.loads(invoke("compare", str(BUG17), "--all", "--no-recall", "--json").stdout)
+    total = data["total"]
+    share = {s: 100 * t["cached_tokens"] / t["tokens"] for s, t in total.items()}
+    claims = [f"totals over the {len(data['contexts'])} contexts, R = {data['cached_price']:g}"]
+    # The README's first command, `compare fixtures/bug17` with the default pair, ends with this line.
+    claims.append(f"`{invoke('compare', str(BUG17)).stdout.splitlines()[-1]}`")
+    for s in ("v7", "v8", "v9", "v10"):
+        t, change = total[s], total[s].get("change_percent", {})  # the base (v7) has none
+        cells = [
+            s, f"{t['tokens']:,}" + ("" if s == "v7" else f" ({_signed(change['tokens'])})"),
+            f"{t['cached_tokens']:,} ({share[s]:.1f}%)", f"{t['uncached_tokens']:,}", f"{t['effective_cost']:,.1f}",
+            "" if s == "v7" else _signed(change["effective_cost"]),
+        ]  # fmt: skip
+        claims.append(("| " + " | ".join(cells) + " |").replace("|  |", "| |"))
+    fewer = {round(-total[s]["change_percent"]["tokens"]) for s in ("v8", "v9")}
+    assert len(fewer) == 1, "v8 and v9 no longer save about the same share of tokens"
+    cheaper = [-total[s]["change_percent"]["effective_cost"] for s in ("v8", "v9")]
+    claims.append(f"v8 and v9 send about {fewer.pop()}% fewer tokens than v7 but cost only "
+                  f"{math.floor(min(cheaper))}–{math.ceil(max(cheaper))}% less")  # fmt: skip
+    claims.append(f"a cache could serve {share['v7']:.0f}% of it")
+    # From which context on v8 shares only the header and case: the same count every turn.
+    cached = [c["sizes"]["v8"]["cached_tokens"] for c in data["contexts"]]
+    first = next(i for i in range(len(cached)) if len(set(cached[i:])) == 1)
+    label = data["contexts"][first]["request_id"].rsplit("-", 1)[1]
+    claims.append(
+        f"from {label} on only the header and case (about {cached[-1] / 1000:.1f}k tokens) are shared"
+    )
+    claims.append(
+        f"With cache reads priced under about {_break_even(data, 'v7', 'v8'):.2f} of the full price, v7 costs less than v8"
+    )
+    assert min(("v7", "v8", "v9", "v10"), key=lambda s: total[s]["effective_cost"]) == "v10"
+    claims.append("it is the cheapest of the four here")
+    claims.append(
+        f"v8 undercuts it only when a cached token costs more than about {_break_even(data, 'v10', 'v8'):.2f} of the full price"
+    )
+    four = ("v7", "v8", "v9", "v10")  # the versions the README's bug17 paragraph speaks of
+    assert {s: bare["total"][s] for s in four} == {s: total[s] for s in four}, (
+        "--no-recall no longer gives the same numbers on bug17"
+    )
+    claims.append("`--no-recall` gives the same numbers")
+    claims.append(
+        f"On bug17 its cached share is {share['v10']:.1f}%, above v7's {share['v7']:.1f}%."
+    )
+    # v11's constants, as the README states them.
+    claims.append(f"`v11:budget=60000` (characters; the plain name is {v11.DEFAULT_BUDGET:,})")
+    claims.append(f"an eighth of the budget (at least {v11.TAIL_RESERVE_MIN:,} characters)")
+    claims.append(f"**Its default budget is {ENCODERS[13].default_budget:,} characters** (v11 and v12 keep "
+                  f"{v11.DEFAULT_BUDGET:,})")  # fmt: skip
+    # The error a decision over the default size limit gets, as the README quotes it.
+    with pytest.raises(WorkingsetError) as err:
+        read_bounded(
+            io.BytesIO(b" " * (Limits().max_decision_bytes + 1)), "decision", "<stdin>", Limits()
+        )
+    claims.append(f"`error: {err.value.code}: {err.value.message}`")
+    return claims
+
+
+# The README and the docs pages its manual moved to: every measured number in them is a claim.
+DOC_PAGES = ("README.md", *(f"docs/{name}.md" for name in (
+    "encoders", "compare", "report", "import", "sessions", "operations", "providers", "design")))  # fmt: skip
+
+
+def _prose(text: str) -> str:
+    """A page without its code blocks, every run of whitespace one space."""
+    return " ".join(re.sub(r"^```.*?^```", "", text, flags=re.S | re.M).split())
+
+
+def docs_prose() -> str:
+    """The prose of every page in DOC_PAGES, one page after another."""
+    return " \n ".join(_prose((ROOT / page).read_text(encoding="utf-8")) for page in DOC_PAGES)
+
+
+def test_readme_numbers_reproduce_from_the_command():
+    prose = docs_prose()
+    claims = readme_claims() + cache_claims()
+    missing = [claim for claim in claims if claim not in prose]
+    assert not missing, (
+        f"{', '.join(DOC_PAGES)} no longer say what the command gives:\n" + "\n".join(missing)
+    )
+    rest = prose
+    # The per-process caches' bounds are constants of the code, checked against the registry
+    # by tests/io/test_caches.py.
+    bounds = [f"{c.limit:,} {c.unit}" for c in caches.caches() if c.limit is not None]
+    for claim in [*claims, *NOT_OURS, *bounds]:
+        rest = rest.replace(claim, "")
+    unchecked = [m.group(0) for m in MEASURED.finditer(rest)]
+    assert not unchecked, (
+        f"numbers no test reproduces in {', '.join(DOC_PAGES)}: {unchecked}; add each claim to readme_claims() "
+        "in tests/docs/test_results.py (or, if no command of ours produces it, to NOT_OURS)"
+    )
+
+
+def test_the_readme_comparison_is_the_first_command_output():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    first = readme.split("```sh\n", 1)[1].splitlines()[0]
+    assert first.endswith("workingset compare fixtures/bug17")
+    shown = readme.split("## One comparison", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    output = invoke("compare", str(BUG17)).stdout
+    assert output.endswith(shown), (
+        "the README's comparison is not how `workingset compare fixtures/bug17` ends"
+    )

@@ -1,0 +1,35 @@
+"""The provider SDKs, imported by the tests that use them: a skip where one is absent, a failure in CI.
+
+`anthropic`, `openai` and their HTTP library `httpx2` are test dependencies (`.[test]`), not
+the library's: a checkout without them still runs every other test. In CI (`CI=true`) they
+are installed, so a missing one fails the test instead of skipping it, as conftest.py does
+for PostgreSQL and Chromium.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from types import ModuleType
+
+import pytest
+
+
+def require(module: str) -> ModuleType:
+    """Import `module` for the calling test; skip it (fail it under `CI=true`) where it is absent."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        why = f"{module} is not installed ({exc}; pip install -e '.[test]')"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and {why}")
+        pytest.skip(why)
+
+
+def reply_types() -> tuple[type, type, type]:
+    """The SDKs' reply types: anthropic's `Message`, openai's `ChatCompletion` and `Response`."""
+    return (
+        require("anthropic.types").Message,
+        require("openai.types.chat").ChatCompletion,
+        require("openai.types.responses").Response,
+    )
