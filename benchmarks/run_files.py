@@ -26,11 +26,8 @@ from _data import long_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from trajectories import CORPUS, DEFAULT_CORPUS, detect  # noqa: E402
 
-from workingset.importers import HYPOTHESIS, import_trajectory  # noqa: E402
+from workingset.importers import ENCODER, HYPOTHESIS, import_trajectory  # noqa: E402
 from workingset.runs.layout import make_stored_context, read_run, write_layout  # noqa: E402
-
-# The encoder the sizes were measured with, as the section says (imports record v14 by default since issue 22).
-ENCODER = "investigation_project_v7"
 
 
 def _bytes(path: Path) -> int:

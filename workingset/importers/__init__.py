@@ -2,8 +2,8 @@
 
 `FORMATS` is the one registry: format name -> parser of a source path into a
 `Trajectory`. `import_trajectory` parses and builds the states; `write_import` renders
-them with the default encoder, v14 (`_stream` streams v7's hashes), and writes the run (a run
-file by default, see `runs.py`). The mapping is documented in the README
+them with encoder v7 unless told (`_stream` streams v7's hashes, so an import stays near
+linear in its steps) and writes the run (a run file by default, see `runs.py`). The mapping is documented in the README
 ("Importing agent trajectories") and in each parser's docstring.
 """
 
@@ -16,7 +16,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..encoders import DEFAULT_ENCODER
 from ..errors import UsageError
 from ..io.files import check_new_run_dir
 from ..model.state import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
@@ -32,8 +31,11 @@ FORMATS: dict[str, Callable[[Path], Trajectory]] = {
     "mini-swe-agent": mini_swe_agent.parse,
     "openhands": openhands.parse,
 }
-# What an import records unless told (v14 since issue 22); a stored run keeps the encoder it recorded.
-ENCODER = DEFAULT_ENCODER
+# What an import records unless told. Not the default encoder (v14): only v7's hashes stream
+# from step to step, and a v14 import walks its whole journal every step (the step's evidence
+# changes status, so its walk cannot resume): more than quadratic in the steps. `compare`
+# renders every version it measures whatever a run recorded.
+ENCODER = "investigation_project_v7"
 _ANALYSIS = re.compile(ANALYSIS_ID_PATTERN)
 
 
@@ -76,7 +78,7 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
 
 def write_import(imported: Imported, out: str | Path, layout: str = "run", step: Callable[[int], None] | None = None,
                  encoder: str = ENCODER) -> list[Path]:  # fmt: skip
-    """Render each state with `encoder` (v14 unless told) for H1 and write the run in `layout` into a new or empty `out`.
+    """Render each state with `encoder` (v7 unless told) for H1 and write the run in `layout` into a new or empty `out`.
 
     `run` (the default) writes one run file, `out/run.json`, in which every payload is stored
     once; `contexts` writes one stored-context file per step. The agent's fixed prompt, where
