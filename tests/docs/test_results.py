@@ -18,6 +18,7 @@ import re
 import shlex
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import msgspec
 import pytest
@@ -89,18 +90,40 @@ def test_timed_section_names_a_clean_commit(name: str):
 SOAK = {"v14_targets_staged"}
 
 
+def _check_section(name: str) -> subprocess.CompletedProcess[str]:
+    argv = shlex.split(re.search(r"^Command: `([^`]+)`$", SECTIONS[name], re.M).group(1))
+    env = {**os.environ, "WORKINGSET_CORPUS": str(CORPUS)}
+    return subprocess.run([sys.executable, *argv[1:], _results.CHECK_FLAG], cwd=ROOT, env=env,
+                          capture_output=True, text=True)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def section_checks(request) -> dict[str, Future[subprocess.CompletedProcess[str]]]:
+    """Every selected section's check, started at once and run two at a time.
+
+    Each check is a benchmark script in its own process, while this one only waits: two at a
+    time keep both cores of a small machine busy, and the slowest checks overlap.
+    """
+    names = sorted(
+        {item.callspec.params["name"] for item in request.session.items
+         if item.originalname == "test_deterministic_section_reproduces_exactly"},
+        key=lambda n: DETERMINISTIC.index(n),
+    )  # fmt: skip
+    present = [n for n in names if n not in EXTERNAL or EXTERNAL[n].is_dir()]
+    pool = ThreadPoolExecutor(max_workers=2)
+    request.addfinalizer(lambda: pool.shutdown(cancel_futures=True))
+    return {name: pool.submit(_check_section, name) for name in present}
+
+
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.soak) if n in SOAK else n for n in DETERMINISTIC]
 )
-def test_deterministic_section_reproduces_exactly(name: str):
+def test_deterministic_section_reproduces_exactly(name: str, section_checks):
     if name in EXTERNAL and not EXTERNAL[name].is_dir():
         pytest.skip(
             f"section {name} reads the trajectory corpus at {EXTERNAL[name]}, which is not here"
         )
-    argv = shlex.split(re.search(r"^Command: `([^`]+)`$", SECTIONS[name], re.M).group(1))
-    env = {**os.environ, "WORKINGSET_CORPUS": str(CORPUS)}
-    result = subprocess.run([sys.executable, *argv[1:], _results.CHECK_FLAG], cwd=ROOT, env=env,
-                            capture_output=True, text=True)  # fmt: skip
+    result = section_checks[name].result()
     assert result.returncode == 0, result.stdout + result.stderr
 
 
