@@ -83,7 +83,7 @@ def main() -> None:
         f"Session turn at {TURN_ITEMS:,} items (`turns.run_turns`, encoder v14, 9 turns after 3 warm-up turns, the "
         f"walk kept between turns): submit+next median {turn_ms:.3f} ms, of it v14's render {render_ms:.3f} ms; "
         f"target within {TURN_TARGET_MS:g} ms: {'met' if turn_ms <= TURN_TARGET_MS else 'missed'}.\n\n"
-        "Where a fresh render misses: it walks every entry of the state, notes and decision rows included (about "
+        "What a fresh render costs beyond v13's (and, where it misses, why): it walks every entry of the state, notes and decision rows included (about "
         "25,000 at 10,000 items), and writes an index row for each archived one before the oldest fold into ranges, "
         "where v13 archives evidence only; a session pays that walk once and then resumes it each turn. The turn "
         "shares the machine's two cores with other processes (the load average above): its median moves with them.\n"
