@@ -92,7 +92,7 @@ def store(request, tmp_path) -> str:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark `slow` every test on the PostgreSQL server (a server per session, a database per test).
+    """Mark `slow` every test on the PostgreSQL server (a server per session, a database per test) and every hypothesis property test.
 
     A `-m` given on the command line replaces addopts' `-m 'not soak'`: unless it names `soak`
     itself, the soak tests stay out (`-m "not slow"` and `-m slow` leave them out, `-m soak` runs them).
@@ -101,6 +101,9 @@ def pytest_collection_modifyitems(config, items):
     kept, dropped = [], []
     for item in items:
         if "postgresql" in item.nodeid or "pg_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+        # Property tests generate their inputs (hypothesis): fuzzing by another name.
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.slow)
         (dropped if item.get_closest_marker("soak") and not soak_named else kept).append(item)
     if dropped:
