@@ -187,22 +187,7 @@ def _line_tokens(line: str, encoding: str) -> array:
 
 def _common_chars(a: str, b: str) -> int:
     """The length of the longest common prefix of two strings (C-level slice comparisons)."""
-    limit, i, step = min(len(a), len(b)), 0, _COMPARE_SLICE
-    while i < limit:
-        end = min(i + step, limit)
-        if a[i:end] != b[i:end]:
-            break
-        i = end
-    else:
-        return limit
-    lo, hi = i, end
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
+    return _common_slices(a, b)
 
 
 def _encode(
@@ -328,9 +313,16 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
     """Return the length of the longest common prefix of two token sequences."""
     # Slices compare equal only between arrays of one type code (an array never equals a list).
     a, b = (x if isinstance(x, array) and x.typecode == "I" else array("I", x) for x in (a, b))
+    return _common_slices(a, b)
+
+
+def _common_slices(a: Any, b: Any) -> int:
+    """The longest common prefix of two strs or two arrays of one type code, by slices.
+
+    Compare in C-level slices, then halve the first differing slice: no per-item Python loop.
+    """
     limit = min(len(a), len(b))
     step, i, end = _COMPARE_SLICE, 0, 0
-    # Compare in C-level slices, then halve the first differing slice: no per-token Python loop.
     while i < limit:
         end = min(i + step, limit)
         if a[i:end] != b[i:end]:
