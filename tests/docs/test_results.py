@@ -26,7 +26,8 @@ import pytest
 from tests.helpers.common import BUG17, ROOT, invoke
 from tests.helpers.readme_cache import cache_claims
 from tests.helpers.real_corpus import CORPUS
-from workingset.encoders import ENCODERS, v11
+from workingset.encoders import ENCODERS
+from workingset.encoders.journal import v11
 from workingset.errors import WorkingsetError
 from workingset.io import caches
 from workingset.io.limits import Limits, read_bounded

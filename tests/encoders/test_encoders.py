@@ -14,7 +14,7 @@ from tests.helpers.common import BUG17, ROOT
 from tests.helpers.factory import sample_state
 from tests.helpers.recover import blocks, evidence_payloads, journal_records, table_after
 from workingset.encoders import ENCODERS, get_encoder, render
-from workingset.encoders.v13 import schema_outline
+from workingset.encoders.journal.v13 import schema_outline
 from workingset.errors import SessionError, UnknownEncoder
 from workingset.model.state import RecallSelection, copy_state, load_stored_context
 

@@ -16,7 +16,7 @@ import pytest
 
 from workingset.encoders import ENCODERS, get_encoder, render
 from workingset.encoders._render import compact
-from workingset.encoders.v13 import schema_outline
+from workingset.encoders.journal.v13 import schema_outline
 from workingset.model.state import load_state
 
 ENCODINGS = Path(__file__).resolve().parents[2] / "encodings"

@@ -10,7 +10,7 @@ from tests.helpers.recover import evidence_payloads, table_after, v13_index
 from tests.helpers.session_helpers import assess, decision, make_state, query, recall
 from workingset import Investigation, render
 from workingset.encoders import get_encoder
-from workingset.encoders.v11 import DEFAULT_BUDGET, MIN_BUDGET
+from workingset.encoders.journal.v11 import DEFAULT_BUDGET, MIN_BUDGET
 from workingset.errors import UnknownEncoder
 from workingset.runs.layout import read_run
 

@@ -21,7 +21,7 @@ from tests.helpers.journal_checks import v12_lossless
 from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES, needs_corpus
 from tests.helpers.strategies import texts
 from workingset.encoders import get_encoder
-from workingset.encoders.v11 import MIN_BUDGET
+from workingset.encoders.journal.v11 import MIN_BUDGET
 from workingset.importers import import_trajectory
 from workingset.model.state import validate_state
 from workingset.runs.layout import read_run

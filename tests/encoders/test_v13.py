@@ -21,7 +21,7 @@ from tests.helpers.recover import _V12_HEAD, read_outline, v12_pairs, v13_index
 from tests.helpers.strategies import pieces, texts
 from tests.helpers.v13_checks import PAIR_MAX, QUERY_LINE_MAX, ROW_MAX, check_lossless
 from workingset.encoders import get_encoder
-from workingset.encoders.v11 import MIN_BUDGET
+from workingset.encoders.journal.v11 import MIN_BUDGET
 from workingset.importers import import_trajectory
 from workingset.model.state import State, TextPayload, validate_state
 from workingset.runs.layout import read_run
@@ -320,7 +320,7 @@ def test_the_output_schema_outline_reads_back_to_the_decision_schema():
 
 
 def test_an_outline_refuses_what_it_cannot_write():
-    from workingset.encoders.v13 import schema_outline
+    from workingset.encoders.journal.v13 import schema_outline
 
     for schema in ({"type": "string", "format": "date"}, {"type": "object", "properties": {}, "additionalProperties": True},
                    {"type": "object", "properties": {}}, {"enum": ["only"]}, {"type": "integer"},

@@ -265,7 +265,7 @@ def test_first_difference_walks_to_the_first_changed_leaf():
 
 def test_a_v11_export_with_a_compacted_journal_and_a_recall_replays(tmp_path):
     from tests.helpers.session_helpers import make_state
-    from workingset.encoders.v11 import MIN_BUDGET
+    from workingset.encoders.journal.v11 import MIN_BUDGET
 
     with Investigation.create(tmp_path / "s.sqlite3", make_state(limits=(20, 6, 6)), encoder=f"v11:budget={MIN_BUDGET}",
                               clock=CLOCK) as inv:  # fmt: skip

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 import workingset.compare.availability as availability
-import workingset.encoders._journal14 as journal14
 import workingset.encoders._render as render_helpers
+import workingset.encoders.journal.walk14 as journal14
 import workingset.model.hashing as hashing
 import workingset.tokens.count as count
 from tests.helpers.session_helpers import state_bytes

@@ -14,6 +14,7 @@ from ._api import Encoder, RenderedContext, View
 from .journal.v11 import V11
 from .journal.v12 import V12
 from .journal.v13 import V13
+from .journal.v14 import V14
 from .v01 import V1
 from .v02 import V2
 from .v03 import V3
@@ -24,7 +25,6 @@ from .v07 import V7
 from .v08 import V8
 from .v09 import V9
 from .v10 import V10
-from .v14 import V14
 
 ENCODERS: dict[int, Encoder] = {
     1: V1(),

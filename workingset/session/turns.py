@@ -23,7 +23,7 @@ from ..decisions import (
     parse_decision,
 )
 from ..encoders import RenderedContext
-from ..encoders.v11 import V11
+from ..encoders.journal.v11 import V11
 from ..errors import (
     DecisionRejected,
     InvalidFile,

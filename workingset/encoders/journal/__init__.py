@@ -2,6 +2,7 @@
 
 `walk`: the journal's entries, their formats (v11's; a version subclasses `Format`) and the
 walk that compacts it past its room. `base`: the family's base encoder, `JournalEncoder`,
-whose tail is a sequence of hooks. `v11`, `v12`, `v13`: each version, subclassing the one
-before and overriding only what it changes.
+whose tail is a sequence of hooks. `v11` … `v14`: each version, subclassing the one before
+and overriding only what it changes; `walk14` is v14's own walk (paged entries, every kind
+archived, ranged index rows).
 """

@@ -4,7 +4,7 @@ The preamble, the case, the journal entries, the index rows and the tail lines a
 What changes is what could make a v13 context pass its budget (issue 22):
 
 - an entry longer than a page (an 868,167-character `git diff`) is written as its first page,
-  its length and its page count (`_journal14`); a recall can ask for any page of it;
+  its length and its page count (`walk14`); a recall can ask for any page of it;
 - compactions archive notes and decision rows too, each addressable by its reference
   (`N…`, `H<n>/<k>`), and index rows become ID ranges when they alone would pass their room;
 - the tail shows at most five entries (the result to assess and up to four recalled ones),
@@ -27,20 +27,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from ..errors import TooLarge
-from ..model.state import ENTRY_REF, PAGE_REF, State
-from ._journal import Journal
-from ._journal14 import (
-    Journal14,
-    Plan14,
-    decision_refs,
-    page,
-    page_bounds,
-    paged_text,
-    same_as_targets,
-    walk,
-)
-from ._render import (
+from ...errors import TooLarge
+from ...model.state import ENTRY_REF, PAGE_REF, State
+from .._render import (
     _ASSESSMENT,
     _CONCLUDE,
     _EID,
@@ -53,6 +42,17 @@ from ._render import (
 from .v11 import JournalView
 from .v12 import _value
 from .v13 import EXCERPT, V13, V13_FORMAT, schema_outline
+from .walk import Journal
+from .walk14 import (
+    Journal14,
+    Plan14,
+    decision_refs,
+    page,
+    page_bounds,
+    paged_text,
+    same_as_targets,
+    walk,
+)
 
 # The smallest context window of the models billed (Claude: "1M (or 200k) tokens", Claude Platform
 # Docs, "Context windows", read 2026-12-02), a quarter of it, at 2 characters per token (a count
@@ -113,7 +113,7 @@ class V14(V13):
     """v14: v13 with a hard bound (paged entries, every kind archived, ranged index rows) and paged recall."""
 
     version = 14
-    journal_format = V13_FORMAT  # v13's entries and index rows; v14 changes the walk (`_journal14`)
+    journal_format = V13_FORMAT  # v13's entries and index rows; v14 changes the walk (`walk14`)
     protocol = PROTOCOL
     default_budget = DEFAULT_BUDGET
     supports_pages = True
@@ -317,54 +317,58 @@ class V14(V13):
 
     # -- the tail --------------------------------------------------------------------------
 
-    def tail_section(self, view: JournalView) -> str:
-        assert isinstance(view, View14) and view.plan14 is not None
-        state, h = view.state, view.selected
-        budget = state.budget
-        recall = {hid: [*sel.evidence_refs, *sel.entries] for hid, sel in state.recall.items()}
-        lines = [
-            heading(2, "This turn"),
-            f"iteration {state.iteration}/{budget.max_iterations}" + self.cost_part(budget),
-            *(
-                ("*" if x.id == h.id else "") + self.hypothesis_line(x, recall.get(x.id))
-                for x in state.hypotheses
-            ),
+    # -- the tail: v13's hooks, with what v14 shows ----------------------------------------
+    # v13's budget and task lines as they are; the others say what this context shows: the
+    # recalled entries too, a plan cut at a page, only the statuses of the entries in view,
+    # and the archived or paged entries this turn brings back.
+
+    def hypotheses_lines(self, view: JournalView) -> list[str]:
+        recall = {hid: [*sel.evidence_refs, *sel.entries] for hid, sel in view.state.recall.items()}
+        return [
+            self.hypothesis_mark(x, view) + self.hypothesis_line(x, recall.get(x.id))
+            for x in view.state.hypotheses
         ]
+
+    def selected_lines(self, view: JournalView) -> list[str]:
         # A plan or next checks longer than a page (never seen in a run) is cut as v13 cuts a row's text.
-        if h.control.plan is not None:
-            lines.append(_bounded("plan", compact(h.control.plan), h.control.plan, self.page_size))
-        if h.control.next_checks:
-            checks = compact(h.control.next_checks)
+        control, lines = view.selected.control, []
+        if control.plan is not None:
+            lines.append(_bounded("plan", compact(control.plan), control.plan, self.page_size))
+        if control.next_checks:
+            checks = compact(control.next_checks)
             lines.append(_bounded("next checks", checks, checks, self.page_size))
-        pending = state.pending_result(h.id)
-        plan = view.plan14
-        assert plan is not None  # select() plans before any section is written
-        in_view = plan.shown_refs | view.tail_refs
-        # Only what the context shows, in evidence order.
+        return lines
+
+    def status_lines(self, view: JournalView) -> list[str]:
+        """The budget and note statuses of what this context shows (journal and tail), in evidence order."""
+        assert isinstance(view, View14) and view.plan14 is not None
+        state, plan = view.state, view.plan14
+        pending = state.pending_result(view.selected.id)
         seen = sorted(
             (ev for ev in view.shown if ev.id != pending), key=lambda ev: plan.positions[ev.id]
         )
         exceptions = [f"{ev.id} {ev.budget.status}" for ev in seen
                       if ev.budget.status != ("settled" if ev.budget.action is not None else "none")]  # fmt: skip
+        lines = []
         if exceptions:
             lines.append("budget status: " + ", ".join(exceptions))
+        in_view = plan.shown_refs | view.tail_refs
         by_status: dict[str, list[str]] = {}
         for note in state.notes:
             if note.status is not None and note.id in in_view:
                 by_status.setdefault(note.status, []).append(note.id)
         if by_status:
-            lines.append(
-                "note status: "
-                + "; ".join(
-                    f"{_value(status)} {', '.join(ids)}"
-                    for status, ids in sorted(by_status.items())
-                )
+            listed = (
+                f"{_value(status)} {', '.join(ids)}" for status, ids in sorted(by_status.items())
             )
-        if view.tail_entries:
-            lines.append("archived or paged, shown this turn:")
-            lines.extend(text for _, text in view.tail_entries)
-        lines.append(f"assess: {pending or 'none'}")
-        return "\n".join(lines)
+            lines.append("note status: " + "; ".join(listed))
+        return lines
+
+    def tail_item_lines(self, view: JournalView) -> list[str]:
+        assert isinstance(view, View14)
+        if not view.tail_entries:
+            return []
+        return ["archived or paged, shown this turn:", *(text for _, text in view.tail_entries)]
 
 
 def _bounded(name: str, written: str, value: str, room: int) -> str:

@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from ..io.caches import register_lru
-from ..model.state import Evidence, State
-from ._journal import Journal, _cached, entries
-from ._render import fence
+from ...io.caches import register_lru
+from ...model.state import Evidence, State
+from .._render import fence
+from .walk import Journal, _cached, entries
 
 # `ref paged: N chars, K pages; page 1:` heads a paged entry (see `paged_text`).
 PAGED = "{ref} paged: {chars} chars, {pages} pages; page 1:"
