@@ -699,6 +699,39 @@ def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():
         assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")
 
 
+def test_a_kept_walk_holds_a_status_only_copy_and_walks_afresh_on_any_other_change():
+    """An item replaced by a copy with another budget status (an import's next step) resumes the walk; any other change walks afresh."""
+    enc = get_encoder("v14:budget=20000")
+    full = make_state(600)
+    journal = enc.new_journal(full)
+    states = list(growing(full, 12))[:6]
+    for state in states[:-1]:
+        enc.render(state, "H1", journal=journal)
+    state = states[-1]
+    first = journal.w
+    archived = journal.w.archived_ev[0].id  # an archived item and one the journal shows
+    shown = next(ev.id for ev in journal.plan_.shown)
+    for eid in (archived, shown):
+        at = next(i for i, ev in enumerate(state.evidence) if ev.id == eid)
+        ev = state.evidence[at]
+        status = "unsettled" if ev.budget.status != "unsettled" else "settled"
+        state.evidence[at] = msgspec.structs.replace(
+            ev, budget=msgspec.structs.replace(ev.budget, status=status)
+        )
+    kept = enc.render(state, "H1", journal=journal)
+    assert journal.w is first, "a status-only copy resumes the walk"
+    assert kept == enc.render(copy_state(state), "H1")  # the tail states the copy's status
+    # Another field changed (the action, which the entry's head writes): a fresh walk, same bytes.
+    at = next(i for i, ev in enumerate(state.evidence) if ev.id == shown)
+    ev = state.evidence[at]
+    state.evidence[at] = msgspec.structs.replace(
+        ev, budget=msgspec.structs.replace(ev.budget, action=None)
+    )
+    kept = enc.render(state, "H1", journal=journal)
+    assert journal.w is not first
+    assert kept == enc.render(copy_state(state), "H1")
+
+
 def test_same_as_names_an_entry_above_it_when_the_state_lists_items_out_of_order():
     """A later item listed first, with the payload of an earlier one: the earlier (in journal order) is written whole."""
     state = sample_state()

@@ -54,25 +54,49 @@ def assert_streams_like_render(states: list[tuple[State, str]], encoder: str = "
         )
 
 
+# v7 streams its hashes; a journal encoder resumes its walk from state to state (v14 at its
+# default budget, and at a small one, where compactions archive and range the index).
+STREAMED = ["v7", "v14", "v14:budget=20000"]
+
+
+@pytest.mark.parametrize("encoder", STREAMED)
 @pytest.mark.parametrize("name", list(EXCERPTS))
-def test_every_state_of_each_excerpt(name: str):
+def test_every_state_of_each_excerpt(name: str, encoder: str):
     im = import_trajectory(EXCERPTS[name], DATA / name)
-    assert_streams_like_render([(s, "H1") for s in im.states])
+    assert_streams_like_render([(s, "H1") for s in im.states], encoder)
 
 
-def test_every_state_of_the_167_step_run(tmp_path: Path):
+@pytest.mark.parametrize("encoder", STREAMED)
+def test_every_state_of_the_167_step_run(tmp_path: Path, encoder: str):
     with tarfile.open(LONG_RUN) as archive:
         archive.extractall(tmp_path, filter="data")
     im = import_trajectory("openhands", tmp_path / "openhands-v1-sonnet4-pylint-167")
     assert len(im.states) > 150
-    assert_streams_like_render([(s, "H1") for s in im.states])
+    assert_streams_like_render([(s, "H1") for s in im.states], encoder)
 
 
 @needs_corpus
+@pytest.mark.parametrize("encoder", STREAMED)
 @pytest.mark.parametrize("name", list(CORPUS_SOURCES))
-def test_every_state_of_each_corpus_run(name: str):
+def test_every_state_of_each_corpus_run(name: str, encoder: str):
     im = import_trajectory(CORPUS_SOURCES[name][0], CORPUS / name)
-    assert_streams_like_render([(s, "H1") for s in im.states])
+    assert_streams_like_render([(s, "H1") for s in im.states], encoder)
+
+
+@pytest.mark.parametrize("encoder", ["v14", "v14:budget=20000"])
+def test_v14_resumes_one_walk_across_every_step_of_an_import(tmp_path: Path, encoder: str):
+    # Each step settles the result before it (a copy differing in budget status only): the
+    # walk holds the copy and goes on, so an import costs each step's new entries, not a walk.
+    im = import_trajectory("swe-agent", _swe_agent_run(tmp_path, 300))
+    stream, enc = StreamingRender(encoder), get_encoder(encoder)
+    walks = set()
+    for state in im.states:
+        got, out = stream(state, "H1"), enc.render(state, "H1")
+        assert (got.chars, got.hash) == (out.chars, out.hash)
+        walks.add(id(stream._kept[enc.name].w))
+    assert len(walks) == 1, "every step resumed the first walk"
+    if encoder.endswith("20000"):  # the small budget archived settled items
+        assert stream._kept[enc.name].w.archived_ev
 
 
 @pytest.mark.parametrize("encoder", ["v7", "v6", "v8"])
@@ -157,7 +181,17 @@ def runs(draw) -> list[tuple[State, str]]:
             )
         change = draw(
             st.sampled_from(
-                ["none", "settle", "payload", "capture", "remove", "case", "note", "history"]
+                [
+                    "none",
+                    "settle",
+                    "status",
+                    "payload",
+                    "capture",
+                    "remove",
+                    "case",
+                    "note",
+                    "history",
+                ]
             )
         )
         eid = draw(st.sampled_from(sorted(items)))
@@ -166,6 +200,9 @@ def runs(draw) -> list[tuple[State, str]]:
             items[eid] = replace(
                 ev, budget=EvidenceBudget(action=ev.budget.action, status="settled", cost=1.5)
             )
+        elif change == "status":  # what an import's next step does to the result before it
+            status = "unsettled" if ev.budget.status == "settled" else "settled"
+            items[eid] = replace(ev, budget=replace(ev.budget, status=status))
         elif change == "payload":
             payload = draw(props.payloads())
             items[eid] = replace(
@@ -210,10 +247,11 @@ def runs(draw) -> list[tuple[State, str]]:
     return out
 
 
+@pytest.mark.parametrize("encoder", ["v7", "v14"])
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(run=runs())
-def test_generated_runs_stream_like_render(run):
-    assert_streams_like_render(run)
+def test_generated_runs_stream_like_render(run, encoder):
+    assert_streams_like_render(run, encoder)
 
 
 @given(a=st.lists(st.integers(0, 3), max_size=12), b=st.lists(st.integers(0, 3), max_size=12))

@@ -20,8 +20,10 @@ render the same text up to the end of block m. Anything else starts from nothing
 are values, as everywhere in the import: an item changed in place after its block was hashed
 (rather than replaced) is not seen, as the block cache does not see a payload changed in
 place. Only v7 itself streams (its layout is frozen; later versions select and order
-differently); every other encoder renders each state in full. The tests compare both for every state of every
-stored run and import, and for generated ones.
+differently). A journal encoder (v11 and later) keeps its walk from state to state
+(`render_kept`), as a session keeps it from turn to turn, so a state costs its new entries
+and its tail; any other encoder renders each state in full. The tests compare both for every
+state of every stored run and import, and for generated ones.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import xxhash
 
 from ..encoders import get_encoder
 from ..encoders._render import heading, rows_caption
+from ..encoders.journal.base import render_kept
 from ..encoders.v01 import to_plain
 from ..encoders.v06 import CAPTURE_COLUMNS, HISTORY_COLUMNS, NOTE_COLUMNS, capture_cells
 from ..encoders.v07 import EVIDENCE_BUDGET_COLUMNS, V7
@@ -128,6 +131,7 @@ class StreamingRender:
         self._budget = _Table("evidence budget", EVIDENCE_BUDGET_COLUMNS, _budget_row)
         self._notes = _Table("notes", NOTE_COLUMNS, attrgetter(*NOTE_COLUMNS))
         self._histories: dict[str, _Table] = {}  # by hypothesis ID
+        self._kept: dict[str, Any] = {}  # a journal encoder's walk, resumed from state to state
 
     def __call__(self, state: State, hypothesis: str) -> Rendered:
         """The size and hash of `state` rendered for `hypothesis`, equal to the full render's."""
@@ -135,7 +139,7 @@ class StreamingRender:
         if (
             enc is None or not state.evidence
         ):  # no evidence: v7 writes "(no evidence shown)" instead
-            out = self.encoder.render(state, hypothesis)
+            out = render_kept(self.encoder, state, hypothesis, self._kept)
             return Rendered(chars=out.chars, hash=out.hash)
         view = enc.select(state, enc.selected(state, hypothesis))
         view.refs = enc.references(view)

@@ -23,7 +23,7 @@ from ..decisions import (
     parse_decision,
 )
 from ..encoders import RenderedContext
-from ..encoders.journal.v11 import V11
+from ..encoders.journal.base import render_kept as resuming_render
 from ..errors import (
     DecisionRejected,
     InvalidFile,
@@ -415,14 +415,10 @@ class Turns(_Mixin):
 
 
 def render_kept(view: Replayed, encoder: str, hypothesis: str) -> RenderedContext:
-    """Render the kept state; an encoder that can resume its work between turns (v11) keeps it on the view."""
-    enc = stored_encoder(encoder, "a stored row")
-    if not isinstance(enc, V11):
-        return enc.render(view.state, hypothesis)
-    journal = view.renders.get(enc.name)
-    if journal is None:
-        journal = view.renders[enc.name] = enc.new_journal(view.state)
-    return enc.render(view.state, hypothesis, journal=journal)
+    """Render the kept state; an encoder that can resume its work between turns (the journal family) keeps it on the view."""
+    return resuming_render(
+        stored_encoder(encoder, "a stored row"), view.state, hypothesis, view.renders
+    )
 
 
 def of_action(

@@ -269,6 +269,22 @@ class JournalEncoder(ABC):
         """What to answer: whether an assessment is due, for which result."""
 
 
+def render_kept(
+    encoder: Any, state: State, hypothesis: str, kept: dict[str, Journal]
+) -> RenderedContext:
+    """Render `state`, a journal encoder resuming the walk it keeps in `kept` (by encoder name).
+
+    The renders of one analysis's growing state (a session's turns, an import's steps) share
+    their walk, so each costs what is new; the bytes are a fresh render's. Any other encoder
+    renders the state whole."""
+    if not isinstance(encoder, JournalEncoder):
+        return encoder.render(state, hypothesis)
+    journal = kept.get(encoder.name)
+    if journal is None:
+        journal = kept[encoder.name] = encoder.new_journal(state)
+    return encoder.render(state, hypothesis, journal=journal)
+
+
 def recalled(state: State, hypothesis: str) -> list[str] | None:
     """The evidence IDs `hypothesis` recalled (None when it has no recall selection)."""
     selection = state.recall.get(hypothesis)

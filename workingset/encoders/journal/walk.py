@@ -430,13 +430,16 @@ class Journal:
         sources = self._sources(state)
         if self.plan_ is None or len(sources) != len(self.sources):
             return None
-        for now, then in zip(sources, self.sources):
-            if len(now) < len(then) or not all(map(operator.is_, now, then)):
-                return None
+        if not all(self._kept(now, then) for now, then in zip(sources, self.sources)):
+            return None
         new = entries(state, skip=[len(then) for then in self.sources])
         if new.orders and self.last is not None and new.orders[0] <= self.last:
             return None
         return new
+
+    def _kept(self, now: list[Any], then: list[Any]) -> bool:
+        """Whether the list `now` still holds, object for object, the list `then` the last walk saw."""
+        return len(now) >= len(then) and all(map(operator.is_, now, then))
 
     def plan(self, state: State) -> Plan:
         new = self._new_entries(state)

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
+from msgspec.structs import replace
+
 from ...io.caches import register_lru
 from ...model.state import Evidence, State
 from .._render import fence
@@ -382,6 +384,12 @@ class Journal14(Journal):
     saw (object for object), the new entries come after the last one walked, and every new
     evidence and note ID sorts after the old ones (ranges count IDs in sorted order); anything
     else walks from the first entry. Either way the result is the fresh walk's (a test checks it).
+
+    One change besides appending resumes too: an evidence item replaced by a copy that
+    differs only in its budget status (an import's states each hold the previous result
+    unsettled, then settled, as two objects; a session changes the status in place). No
+    entry or index row writes a status (the tail does), so the walk holds the copy in the old
+    item's place and goes on.
     """
 
     def __init__(self, limit: int, page_size: int, fmt: Any):
@@ -389,6 +397,30 @@ class Journal14(Journal):
         self.page_size = page_size
         self.w = Walk14(limit, page_size, fmt)
         self.top = ("", "")  # the largest evidence and note IDs walked
+
+    def _kept(self, now: list[Any], then: list[Any]) -> bool:
+        if super()._kept(now, then):
+            return True
+        if len(now) < len(then) or not then or not isinstance(then[0], Evidence):
+            return False
+        changed = [(old, new) for old, new in zip(then, now) if old is not new]
+        if not all(_status_only(old, new) for old, new in changed):
+            return False
+        self._hold([new for _, new in changed])
+        return True
+
+    def _hold(self, copies: list[Evidence]) -> None:
+        """Put each copy in the place of the walked item of its ID, in the entries and, if archived, the archived items.
+
+        Each search runs from the newest end: the item a turn settles is its previous result."""
+        w = self.w
+        for ev in copies:
+            w.items[_last_index(w.refs, ev.id)] = ev
+            if ev.id in w.archived_set:
+                archived = w.archived_ev
+                archived[
+                    next(i for i in range(len(archived) - 1, -1, -1) if archived[i].id == ev.id)
+                ] = ev
 
     def plan(self, state: State) -> Plan14:  # type: ignore[override]
         new = self._new_entries(state)
@@ -417,3 +449,17 @@ class Journal14(Journal):
         plan = w.result()
         self.plan_ = plan  # type: ignore[assignment]
         return plan
+
+
+def _status_only(old: Evidence, new: Evidence) -> bool:
+    """Whether `new` is `old` with another budget status, every other field equal."""
+    budget = replace(new.budget, status=old.budget.status)
+    return budget == old.budget and replace(new, budget=old.budget) == old
+
+
+def _last_index(refs: list[str], ref: str) -> int:
+    """The index of the last `ref` in `refs` (it is there: the walk holds every item it saw)."""
+    for i in range(len(refs) - 1, -1, -1):
+        if refs[i] == ref:
+            return i
+    raise ValueError(ref)
