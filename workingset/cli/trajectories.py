@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..encoders import DEFAULT_ENCODER
 from ..errors import UsageError, WorkingsetError
 from .boundary import emit_json, report_error
 from .options import JsonFlag
@@ -46,9 +47,9 @@ def import_(
     encoder: Annotated[
         str,
         typer.Option(
-            help="The encoder each stored context records and is hashed with (v7 unless told; e.g. v14)."
+            help="The encoder each stored context records and is hashed with (v14 unless told; e.g. v7)."
         ),
-    ] = "investigation_project_v7",
+    ] = DEFAULT_ENCODER,
     as_json: JsonFlag = False,
 ) -> None:
     """Import an agent trajectory (or a folder of them) as runs of stored contexts, one per agent step."""

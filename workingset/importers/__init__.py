@@ -2,9 +2,9 @@
 
 `FORMATS` is the one registry: format name -> parser of a source path into a
 `Trajectory`. `import_trajectory` parses and builds the states; `write_import` renders
-them with encoder v7 unless told (`_stream` streams v7's hashes, so an import stays near
-linear in its steps) and writes the run (a run file by default, see `runs.py`). The mapping is documented in the README
-("Importing agent trajectories") and in each parser's docstring.
+them with the default encoder (v14) unless told, each step continuing from the one before
+(`_stream`), and writes the run (a run file by default, see `runs/`). The mapping is
+documented in docs/import.md and in each parser's docstring.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..encoders import DEFAULT_ENCODER
 from ..errors import UsageError
 from ..io.files import check_new_run_dir
 from ..model.state import ANALYSIS_ID_CHARS, ANALYSIS_ID_PATTERN, State
@@ -31,11 +32,9 @@ FORMATS: dict[str, Callable[[Path], Trajectory]] = {
     "mini-swe-agent": mini_swe_agent.parse,
     "openhands": openhands.parse,
 }
-# What an import records unless told. Not the default encoder (v14): only v7's hashes stream
-# from step to step, and a v14 import walks its whole journal every step (the step's evidence
-# changes status, so its walk cannot resume): more than quadratic in the steps. `compare`
-# renders every version it measures whatever a run recorded.
-ENCODER = "investigation_project_v7"
+# What an import records unless told: the default encoder, v14, as for a new analysis. Its walk
+# resumes from step to step (`_stream.StreamingRender`), as a session's does from turn to turn.
+ENCODER = DEFAULT_ENCODER
 _ANALYSIS = re.compile(ANALYSIS_ID_PATTERN)
 
 
@@ -78,7 +77,7 @@ def import_trajectory(fmt: str, source: str | Path, analysis: str | None = None)
 
 def write_import(imported: Imported, out: str | Path, layout: str = "run", step: Callable[[int], None] | None = None,
                  encoder: str = ENCODER) -> list[Path]:  # fmt: skip
-    """Render each state with `encoder` (v7 unless told) for H1 and write the run in `layout` into a new or empty `out`.
+    """Render each state with `encoder` (v14 unless told) for H1 and write the run in `layout` into a new or empty `out`.
 
     `run` (the default) writes one run file, `out/run.json`, in which every payload is stored
     once; `contexts` writes one stored-context file per step. The agent's fixed prompt, where
