@@ -1,4 +1,4 @@
-"""v14 is the default (issue 22): new analyses and the decision schema use it unless told; imports keep v7.
+"""v14 is the default (issue 22): new analyses and the decision schema use it unless told, and so do imports.
 
 Every other version stays selectable by name, and a run recorded with another encoder keeps
 it: its contexts verify as they were written.
@@ -42,17 +42,17 @@ def test_init_uses_v14_unless_told(tmp_path):
     assert json.loads(res.stdout)["encoder"] == V14
 
 
-def test_imports_record_v7_unless_told(tmp_path):
-    # Imports keep v7, whose hashes stream (docs/import.md); --encoder v14 records v14.
+def test_imports_record_v14_unless_told(tmp_path):
+    # Imports use the default encoder as new analyses do (docs/import.md); --encoder v7 records v7.
     imported = import_trajectory("mini-swe-agent", MINI_1X)
     write_import(imported, tmp_path / "lib")
-    assert {ctx.encoder for _, ctx in read_run(tmp_path / "lib")} == {"investigation_project_v7"}
+    assert {ctx.encoder for _, ctx in read_run(tmp_path / "lib")} == {V14}
     res = invoke("import", "mini-swe-agent", str(MINI_1X), "--out", str(tmp_path / "cli"))
     assert res.exit_code == 0, res.output
-    res = invoke("import", "mini-swe-agent", str(MINI_1X), "--out", str(tmp_path / "v14"),
-                 "--encoder", "v14")  # fmt: skip
+    res = invoke("import", "mini-swe-agent", str(MINI_1X), "--out", str(tmp_path / "v7"),
+                 "--encoder", "v7")  # fmt: skip
     assert res.exit_code == 0, res.output
-    for run, encoder in (("cli", "investigation_project_v7"), ("v14", V14)):
+    for run, encoder in (("cli", V14), ("v7", "investigation_project_v7")):
         res = invoke("verify", str(tmp_path / run), "--json")
         assert res.exit_code == 0, res.output
         assert {c["encoder"] for c in json.loads(res.stdout)["contexts"]} == {encoder}

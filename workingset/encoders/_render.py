@@ -153,20 +153,18 @@ _QUERY = {
     },
 }
 
+
+def ref_array(items: dict[str, Any], min_items: int | None = None) -> dict[str, Any]:
+    """A schema's list of up to four distinct references (MAX_RECALL), each matching `items`."""
+    bounds = {} if min_items is None else {"minItems": min_items}
+    return {"type": "array", **bounds, "maxItems": 4, "uniqueItems": True, "items": items}
+
+
 _RECALL = {
     "type": "object",
     "additionalProperties": False,
     "required": ["kind", "evidence_refs"],
-    "properties": {
-        "kind": {"const": "recall"},
-        "evidence_refs": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": 4,
-            "uniqueItems": True,
-            "items": _EID,
-        },
-    },
+    "properties": {"kind": {"const": "recall"}, "evidence_refs": ref_array(_EID, min_items=1)},
 }
 
 _CONCLUDE: dict[str, Any] = {

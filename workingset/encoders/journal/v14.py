@@ -38,6 +38,7 @@ from .._render import (
     compact,
     fence,
     heading,
+    ref_array,
 )
 from .v11 import JournalView
 from .v12 import _value
@@ -69,19 +70,9 @@ _RECALL14 = {
     "required": ["kind", "evidence_refs"],
     "properties": {
         "kind": {"const": "recall"},
-        "evidence_refs": {"type": "array", "maxItems": 4, "uniqueItems": True, "items": _EID},
-        "entries": {
-            "type": "array",
-            "maxItems": 4,
-            "uniqueItems": True,
-            "items": {"type": "string", "pattern": _REF},
-        },
-        "pages": {
-            "type": "array",
-            "maxItems": 4,
-            "uniqueItems": True,
-            "items": {"type": "string", "pattern": _PAGE},
-        },
+        "evidence_refs": ref_array(_EID),
+        "entries": ref_array({"type": "string", "pattern": _REF}),
+        "pages": ref_array({"type": "string", "pattern": _PAGE}),
     },
 }
 
