@@ -32,6 +32,25 @@ def _private_cache_dir(tmp_path_factory):
     os.environ["WORKINGSET_CACHE_DIR"] = str(tmp_path_factory.mktemp("workingset-cache"))
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _cli_built_once():
+    """typer's CliRunner builds the app's click command on every `invoke` (about 30 ms, from the
+    commands' signatures); hand it the one `main()` builds once per process, as the console script
+    runs it. Any other typer app is built as before."""
+    import typer.testing
+
+    from workingset.cli import commands
+
+    build = typer.testing._get_command
+
+    def get_command(app):
+        return commands._click_command() if app is commands.app else build(app)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command", get_command)
+        yield
+
+
 @pytest.fixture(scope="session")
 def long_run(tmp_path_factory):
     """The kept 167-step OpenHands run's states (benchmarks/data/), unpacked and imported once.
