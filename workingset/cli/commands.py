@@ -58,7 +58,7 @@ for _name, _command in COMMANDS:
 @cache
 def _click_command() -> Any:
     """The click command typer builds from `app`, built once: typer rebuilds it on every call of
-    `app(...)` (about 30 ms for these commands, from their signatures), and a process that runs
+    `app(...)` (about 15 ms for these commands, from their signatures), and a process that runs
     the CLI more than once (the tests, a script calling `main`) would pay that on each run."""
     return typer.main.get_command(app)
 
