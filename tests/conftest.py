@@ -1,4 +1,4 @@
-"""Shared fixtures: every encoder version, text snapshots, the stores of both backends (helpers live in tests/helpers/)."""
+"""Shared fixtures: every encoder version, text snapshots, the stores of both backends, the CLI built once (helpers live in tests/helpers/)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,29 @@ def snapshot_txt(snapshot):
 def _private_cache_dir(tmp_path_factory):
     """Keep the on-disk caches (token counts, vocabularies) of the test run out of the user's."""
     os.environ["WORKINGSET_CACHE_DIR"] = str(tmp_path_factory.mktemp("workingset-cache"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cli_built_once():
+    """typer's CliRunner builds the app's click command on every `invoke` (about 15 ms, from the
+    commands' signatures); hand it the one `main()` builds once per process, as the console script
+    runs it. Any other typer app is built as before (and every app, on a typer whose CliRunner
+    does not look the builder up there)."""
+    import typer.testing
+
+    from workingset.cli import commands
+
+    build = getattr(typer.testing, "_get_command", None)
+    if build is None:
+        yield
+        return
+
+    def get_command(app):
+        return commands._click_command() if app is commands.app else build(app)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(typer.testing, "_get_command", get_command)
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.helpers.common import BUG17
-from tests.helpers.sdks import require
+from tests.helpers.sdks import request_validators, require
 from workingset.cli.commands import app
 from workingset.compare.wire import body_prompt
 from workingset.encoders import get_encoder
@@ -76,16 +76,12 @@ class Echo:
 @pytest.mark.parametrize("strategy", ["v13", "full-transcript"])
 def test_bodies_go_through_the_sdks_unchanged(strategy):
     anthropic = require("anthropic")
-    completion_create_params = require("openai.types.chat").completion_create_params
     httpx2 = require("httpx2")
-    message_create_params = require("anthropic.types").message_create_params
     openai = require("openai")
-    from pydantic import TypeAdapter
+    anthropic_request, openai_request = request_validators()
 
     line = requests_of(BUG17, "--strategy", strategy)[-1]
-    TypeAdapter(message_create_params.MessageCreateParamsNonStreaming).validate_python(
-        {"model": "m", "max_tokens": 1, **line["body"]}
-    )
+    anthropic_request.validate_python({"model": "m", "max_tokens": 1, **line["body"]})
     echo = Echo({"id": "msg", "type": "message", "role": "assistant", "model": "m", "content": [], "stop_reason": "end_turn",
                  "stop_sequence": None, "usage": {"input_tokens": 1, "output_tokens": 1}})  # fmt: skip
     client = anthropic.Anthropic(
@@ -99,7 +95,7 @@ def test_bodies_go_through_the_sdks_unchanged(strategy):
     body = requests_of(BUG17, "--strategy", strategy, "--provider", "openai", "--model", "gpt-5.6")[
         -1
     ]["body"]
-    TypeAdapter(completion_create_params.CompletionCreateParamsNonStreaming).validate_python(body)
+    openai_request.validate_python(body)
     echo = Echo(
         {"id": "c", "object": "chat.completion", "created": 0, "model": "gpt-5.6", "choices": []}
     )

@@ -6,6 +6,7 @@ import msgspec
 import pytest
 
 from tests.helpers.real_corpus import CORPUS, needs_corpus
+from tests.helpers.sdks import request_validators
 from workingset.compare.baselines import (
     BASELINES,
     MASKED,
@@ -441,18 +442,14 @@ def test_openai_bodies_mark_only_the_gpt_5_6_family():
 def test_bodies_validate_against_the_sdk_request_types(agent: str | None, name: str):
     import anthropic.types
     import openai.types.chat
-    import pydantic
 
+    anthropic_request, openai_request = request_validators()
     b = for_run(None if agent is None else FIXED[agent])[name]
     state = _big_state(12, 3)
     a_body = b.body(state, "H1", "anthropic")
-    pydantic.TypeAdapter(
-        anthropic.types.message_create_params.MessageCreateParamsNonStreaming
-    ).validate_python({**a_body, "model": "claude-sonnet-4-5", "max_tokens": 1024})
+    anthropic_request.validate_python({**a_body, "model": "claude-sonnet-4-5", "max_tokens": 1024})
     o_body = b.body(state, "H1", "openai", "gpt-5.6")
-    pydantic.TypeAdapter(
-        openai.types.chat.completion_create_params.CompletionCreateParamsNonStreaming
-    ).validate_python({**o_body, "model": "gpt-5.6"})
+    openai_request.validate_python({**o_body, "model": "gpt-5.6"})
     # TypedDicts let unknown keys through: every key must be one the SDK types declare
     assert set(a_body) <= set(
         anthropic.types.message_create_params.MessageCreateParamsNonStreaming.__annotations__

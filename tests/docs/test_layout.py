@@ -4,6 +4,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 import workingset
 
 ROOT = Path(workingset.__file__).parent
@@ -92,9 +94,14 @@ def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
     return rooms
 
 
-def test_the_graph_builder_sees_function_level_and_relative_imports():
+@pytest.fixture(scope="module")
+def graph() -> dict[str, set[str]]:
+    """The import graph of the package, built once (it parses every module) for the tests that read it."""
+    return import_graph()
+
+
+def test_the_graph_builder_sees_function_level_and_relative_imports(graph):
     # Guards the check itself: an import inside a function, relative or not, is an edge.
-    graph = import_graph()
     assert "workingset.errors" in graph["workingset.controller"]  # from ..errors, module level
     assert "workingset.providers" in graph["workingset.cli.sessions"]  # inside a command function
     assert "workingset.tokens.disk_cache" in graph["workingset.tokens.count"]  # inside a function
@@ -102,12 +109,12 @@ def test_the_graph_builder_sees_function_level_and_relative_imports():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
-def test_no_import_cycle_between_modules():
-    assert find_cycle(import_graph()) is None
+def test_no_import_cycle_between_modules(graph):
+    assert find_cycle(graph) is None
 
 
-def test_no_import_cycle_between_top_level_packages():
-    assert find_cycle(package_graph(import_graph())) is None
+def test_no_import_cycle_between_top_level_packages(graph):
+    assert find_cycle(package_graph(graph)) is None
 
 
 def test_workingset_has_about_a_dozen_top_level_entries():

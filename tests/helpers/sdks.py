@@ -8,9 +8,11 @@ for PostgreSQL and Chromium.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -32,4 +34,20 @@ def reply_types() -> tuple[type, type, type]:
         require("anthropic.types").Message,
         require("openai.types.chat").ChatCompletion,
         require("openai.types.responses").Response,
+    )
+
+
+@functools.cache
+def request_validators() -> tuple[Any, Any]:
+    """pydantic validators of the SDKs' request types, built once (each takes about 30 ms to build):
+    anthropic's `MessageCreateParamsNonStreaming`, openai's chat `CompletionCreateParamsNonStreaming`."""
+    from pydantic import TypeAdapter
+
+    return (
+        TypeAdapter(
+            require("anthropic.types").message_create_params.MessageCreateParamsNonStreaming
+        ),
+        TypeAdapter(
+            require("openai.types.chat").completion_create_params.CompletionCreateParamsNonStreaming
+        ),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from functools import cache
 from typing import Any
 
 import typer
@@ -54,6 +55,14 @@ for _name, _command in COMMANDS:
     app.command(_name)(guarded(_command))
 
 
+@cache
+def _click_command() -> Any:
+    """The click command typer builds from `app`, built once: typer rebuilds it on every call of
+    `app(...)` (about 15 ms for these commands, from their signatures), and a process that runs
+    the CLI more than once (the tests, a script calling `main`) would pay that on each run."""
+    return typer.main.get_command(app)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
     from ..io.process import broken_pipe, prepare_streams
@@ -64,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         report_error(closed, as_json=False)
         return 2
     try:
-        result = app(args=args, prog_name="workingset", standalone_mode=False)
+        result = _click_command().main(args=args, prog_name="workingset", standalone_mode=False)
         sys.stdout.flush()  # here, not at exit, so that a reader gone away is an error we report
     except BrokenPipeError:
         return broken_pipe()
