@@ -269,20 +269,36 @@ class Walk14:
 
     def entry(
         self, kind: str, item: Any, hypothesis: str | None, ref: str, same_as: str | None
-    ) -> tuple[str, str]:
-        """The entry's text (before paging) and its index row, shown once the entry is archived."""
+    ) -> str:
+        """The entry as the journal writes it (paged past a page); its index row, shown once it is archived, joins `rows`.
+
+        One call writes both, so a walk reads each item once; the texts are cached per process
+        (an evidence item's two under one key).
+        """
         if kind == "evidence":
-            return self.fmt.evidence_texts(item, same_as)
-        text = self.fmt.entry_text(kind, item, hypothesis)
-        if kind == "note":
-            who = "null" if item.hypothesis is None else item.hypothesis
-            return text, f"{ref} {who} #{item.iteration} {item.kind} archived"
-        return text, f"{ref} #{item.iteration} {item.kind} archived"
+            text, row = self.fmt.evidence_texts(item, same_as)
+        else:
+            text = self.fmt.entry_text(kind, item, hypothesis)
+            if kind == "note":
+                who = "null" if item.hypothesis is None else item.hypothesis
+                row = f"{ref} {who} #{item.iteration} {item.kind} archived"
+            else:
+                row = f"{ref} #{item.iteration} {item.kind} archived"
+        if len(text) > self.page_size:
+            paged: tuple[str, int] = _cached(
+                ("v14-paged", ref, self.page_size, text), paged_text, ref, text, self.page_size
+            )  # type: ignore[assignment]
+            text, self.pages[ref] = paged
+            if kind == "evidence":  # the page count ends the row's head line
+                head, newline, query = row.partition("\n")
+                row = f"{head} pages={paged[1]}{newline}{query}"
+        self.rows.append(row)
+        return text
 
     def feed(self, state: State, ents: Any, decision: dict[int, str]) -> None:
         """Walk `ents`, entries of `state` after those already walked; `decision` gives each new decision row's reference.
 
-        The entries' texts and index rows are written first, a column each (cached per process).
+        The entries' texts and index rows are written first, a column each (`entry`).
         The journal only grows between two compactions, so each compaction is found by bisecting
         the running sizes; it archives a run of the oldest entries, and the rows that become
         ranges are found the same way. The walk's counters live in locals for the loop (a walk
@@ -292,15 +308,9 @@ class Walk14:
             self.spans = Spans(state)
         spans = self.spans
         spans.state = state
-        page_size, limit, overhead = self.page_size, self.limit, self.OVERHEAD
+        limit, overhead = self.limit, self.OVERHEAD
         row_room, rows_kept, low = limit // 4, limit // 8, limit // 3
-        refs, texts, rows, row_ends, pages = (
-            self.refs,
-            self.texts,
-            self.rows,
-            self.row_ends,
-            self.pages,
-        )
+        refs, texts, rows, row_ends = self.refs, self.texts, self.rows, self.row_ends
         size, rows_size, cursor, span_cursor = (
             self.size,
             self.rows_size,
@@ -318,19 +328,7 @@ class Walk14:
         new_refs = refs[first:]
         # `same_as` holds evidence IDs only: a note's or a decision's reference finds None in it.
         targets = map(self.same_as.get, new_refs)
-        # Each entry's text and row in one pass (an item is read once, its texts cached per process).
-        written = list(map(self.entry, ents.kinds, ents.items, ents.hypotheses, new_refs, targets))
-        new = [text for text, _ in written]
-        rows += [row for _, row in written]
-        for at in [at for at, text in enumerate(new) if len(text) > page_size]:
-            ref = new_refs[at]  # cached per process, as the entries' texts are
-            paged: tuple[str, int] = _cached(
-                ("v14-paged", ref, page_size, new[at]), paged_text, ref, new[at], page_size
-            )  # type: ignore[assignment]
-            new[at], pages[ref] = paged
-            if ents.kinds[at] == "evidence":  # the page count ends the row's head line
-                head, newline, query = rows[first + at].partition("\n")
-                rows[first + at] = f"{head} pages={pages[ref]}{newline}{query}"
+        new = list(map(self.entry, ents.kinds, ents.items, ents.hypotheses, new_refs, targets))
         texts += new
         base = row_ends[-1]
         row_ends += [base + size for size in accumulate(len(row) + 1 for row in rows[first:])]
