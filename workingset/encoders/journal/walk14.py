@@ -178,12 +178,14 @@ class Spans:
             if runs is None:
                 runs = all_runs[group] = []
                 size += 24  # the line's label (`archived decisions of H2: `) and its line break
-            rank = runs[-1][2] + 1 if runs else -1
-            ids = all_ids.get(group, ())
-            if not (0 <= rank < len(ids) and ids[rank] == ref):
-                rank = self.rank(group, ref)
-            if runs and runs[-1][2] == rank - 1:
+                last, rank = None, self.rank(group, ref)
+            else:
                 last = runs[-1]
+                rank = last[2] + 1
+                ids = all_ids[group]
+                if rank >= len(ids) or ids[rank] != ref:
+                    rank = self.rank(group, ref)
+            if last is not None and last[2] == rank - 1:
                 # `A` becomes `A..ref`, `A..B` becomes `A..ref`: the run's text grows by the difference.
                 size += 2 + len(ref) if last[0] == last[1] else len(ref) - len(last[1])
                 last[1], last[2] = ref, rank
