@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+from itertools import accumulate
 
 import msgspec
 import pytest
@@ -730,6 +731,26 @@ def test_a_kept_walk_holds_a_status_only_copy_and_walks_afresh_on_any_other_chan
     kept = enc.render(state, "H1", journal=journal)
     assert journal.w is not first
     assert kept == enc.render(copy_state(state), "H1")
+
+
+def test_the_walk_counts_what_it_shows_after_every_feed():
+    """The walk's sizes are those of the texts and rows it shows, paged entries and ranged rows included.
+
+    The walk finds compactions and ranges by bisecting running sizes, so a size counted wrong
+    (a paged row's `pages=`) moves them without breaking the journal's form: check the counts.
+    """
+    full = make_state(3_000)  # at 20,000 characters, a page is 960: most payloads are paged
+    for name in BUDGETS:
+        enc = get_encoder(name)
+        journal = enc.new_journal(full)
+        for state in [*growing(full, 7), full]:
+            enc.render(state, "H1", journal=journal)
+            w = journal.w
+            assert w.size == sum(len(text) + 2 for text in w.texts[w.cursor :]), name
+            assert w.row_ends == [0, *accumulate(len(row) + 1 for row in w.rows)], name
+            assert w.rows_size == w.row_ends[w.cursor] - w.row_ends[w.span_cursor], name
+            assert w.compactions and w.span_cursor and w.pages, name
+            assert all(not text for text in w.texts[: w.cursor]), name
 
 
 def test_same_as_names_an_entry_above_it_when_the_state_lists_items_out_of_order():

@@ -56,10 +56,6 @@ _TEXT_CHARS = 0
 _TEXT_CHARS_KEPT = 256_000_000  # a long-lived process must not grow without bound
 
 
-def _order(iteration: int, kind: str, pos: int) -> int:
-    return (iteration * len(_RANK) + _RANK[kind]) * _POSITIONS + pos
-
-
 @dataclass
 class Entries:
     """Journal entries in order, as columns: entry i is `kinds[i]`, `items[i]`, `hypotheses[i]`.
@@ -87,18 +83,20 @@ class Entries:
         self.kinds += [kind] * len(items)
         self.items += items
         self.hypotheses += [hypothesis] * len(items)
+        rank = _RANK[kind]
         self.orders += [
-            _order(item.iteration, kind, offset + pos) for pos, item in enumerate(items, skip)
+            (item.iteration * len(_RANK) + rank) * _POSITIONS + pos
+            for pos, item in enumerate(items, offset + skip)
         ]
 
     def sorted(self) -> Entries:
         """The entries by order (each source is added in its own order; a sort merges them)."""
         ranked = sorted(range(len(self.orders)), key=self.orders.__getitem__)
         return Entries(
-            [self.kinds[i] for i in ranked],
-            [self.items[i] for i in ranked],
-            [self.hypotheses[i] for i in ranked],
-            [self.orders[i] for i in ranked],
+            list(map(self.kinds.__getitem__, ranked)),
+            list(map(self.items.__getitem__, ranked)),
+            list(map(self.hypotheses.__getitem__, ranked)),
+            list(map(self.orders.__getitem__, ranked)),
         )
 
 
@@ -259,6 +257,15 @@ class Format:
 
     def index_row_text(self, ev: Evidence) -> str:
         return _cached((self.key, "index", _evidence_key(ev)), self.index_row, ev)
+
+    def evidence_texts(self, ev: Evidence, same_as: str | None = None) -> tuple[str, str]:
+        """The evidence entry's text and its index row under one key: a walk that may archive the item needs both."""
+        key = (self.key, "evidence and index", _evidence_key(ev), same_as)
+        texts: tuple[str, str] = _cached(key, self._evidence_texts, ev, same_as)  # type: ignore[assignment]
+        return texts
+
+    def _evidence_texts(self, ev: Evidence, same_as: str | None) -> tuple[str, str]:
+        return self.evidence_text(ev, same_as), self.index_row_text(ev)
 
     def entry_text(
         self, kind: str, item: Any, hypothesis: str | None, same_as: str | None = None

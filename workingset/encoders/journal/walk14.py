@@ -21,8 +21,10 @@ is a prefix of the next one's until a compaction rewrites it.
 from __future__ import annotations
 
 import functools
+from bisect import bisect_left, bisect_right
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from itertools import accumulate, count
 from operator import attrgetter
 from typing import Any
 
@@ -150,9 +152,9 @@ class Spans:
 
     def __init__(self, state: State):
         self.state = state
-        self.ranks: dict[
-            str, tuple[Any, int]
-        ] = {}  # ref -> (group, rank within the group), made at the first range
+        # group -> its IDs in order (`_group_ids`), made at the group's first range and again
+        # when a reference is newer than them (a kept walk's state grows)
+        self.ids: dict[Any, list[str]] = {}
         self.runs: dict[
             Any, list[list[Any]]
         ] = {}  # group -> runs [first, last, last rank], groups in order of first use
@@ -166,20 +168,26 @@ class Spans:
         self.extend([ref])
 
     def extend(self, refs: list[str]) -> None:
-        """Add each of `refs`, in order, to its group's runs (a compaction moves many rows at once)."""
-        ranks, all_runs, size = self.ranks, self.runs, self.size
+        """Add each of `refs`, in order, to its group's runs (a compaction moves many rows at once).
+
+        Most references are the next ID after their group's last run: that costs one look at
+        the group's IDs; any other is ranked by `rank`.
+        """
+        all_ids, all_runs, size = self.ids, self.runs, self.size
         for ref in refs:
-            found = ranks.get(ref)
-            if found is None:  # first range, or IDs appended since (they sort after the others)
-                ranks = self.ranks = _ranks(self.state)
-                found = ranks[ref]
-            group, rank = found
+            group = ref.partition("/")[0] if ref[0] == "H" else ref[0]
             runs = all_runs.get(group)
             if runs is None:
                 runs = all_runs[group] = []
                 size += 24  # the line's label (`archived decisions of H2: `) and its line break
-            if runs and runs[-1][2] == rank - 1:
+                last, rank = None, self.rank(group, ref)
+            else:
                 last = runs[-1]
+                rank = last[2] + 1
+                ids = all_ids[group]
+                if rank >= len(ids) or ids[rank] != ref:
+                    rank = self.rank(group, ref)
+            if last is not None and last[2] == rank - 1:
                 # `A` becomes `A..ref`, `A..B` becomes `A..ref`: the run's text grows by the difference.
                 size += 2 + len(ref) if last[0] == last[1] else len(ref) - len(last[1])
                 last[1], last[2] = ref, rank
@@ -188,22 +196,36 @@ class Spans:
                 size += len(ref) + 1
         self.size = size
 
+    def rank(self, group: Any, ref: str) -> int:
+        """Where `ref` is in its group's IDs, made from the state at the group's first range and whenever `ref` is not among them."""
+        at = _position(self.ids.get(group, []), group, ref)
+        # None: the group's first range, or IDs appended since (they sort after the others).
+        if at is None:
+            ids = self.ids[group] = _group_ids(self.state, group)
+            at = _position(ids, group, ref)
+        if at is None:
+            raise KeyError(ref)
+        return at
+
     def lines(self) -> list[str]:
         names = {"E": "archived evidence", "N": "archived notes"}
         return [f"{names.get(group, 'archived decisions of ' + str(group))}: " + " ".join(map(self._run_text, runs))
                 for group, runs in self.runs.items()]  # fmt: skip
 
 
-def _ranks(state: State) -> dict[str, tuple[Any, int]]:
-    ranks: dict[str, tuple[Any, int]] = {}
-    for k, eid in enumerate(sorted(ev.id for ev in state.evidence)):
-        ranks[eid] = ("E", k)
-    for k, nid in enumerate(sorted(n.id for n in state.notes)):
-        ranks[nid] = ("N", k)
-    for h in state.hypotheses:
-        for k in range(1, len(h.history) + 1):
-            ranks[f"{h.id}/{k}"] = (h.id, k)
-    return ranks
+def _position(ids: list[str], group: Any, ref: str) -> int | None:
+    at = int(ref.partition("/")[2]) - 1 if group[0] == "H" else bisect_left(ids, ref)
+    return at if at < len(ids) and ids[at] == ref else None
+
+
+def _group_ids(state: State, group: Any) -> list[str]:
+    """A group's IDs in order: evidence and note IDs sorted, a hypothesis's decision rows by number."""
+    if group == "E":
+        return sorted([ev.id for ev in state.evidence])
+    if group == "N":
+        return sorted([n.id for n in state.notes])
+    rows = next(h.history for h in state.hypotheses if h.id == group)
+    return [f"{group}/{k}" for k in range(1, len(rows) + 1)]
 
 
 class Walk14:
@@ -225,8 +247,10 @@ class Walk14:
         self.refs: list[str] = []
         self.texts: list[str] = []  # each entry as the journal writes it ("" once archived)
         self.pages: dict[str, int] = {}
-        self.rows: list[str] = []  # the index row of each archived entry, in archive order
-        self.row_refs: list[str] = []
+        # Each entry's index row (an archived entry's is shown), and where each ends: rows[:i]
+        # take row_ends[i] characters, line breaks included.
+        self.rows: list[str] = []
+        self.row_ends: list[int] = [0]
         self.spans: Spans | None = None
         self.span_cursor = 0  # rows before this position are written as ranges
         self.rows_size = self.size = 0
@@ -244,30 +268,53 @@ class Walk14:
 
     def targets(self, evidence: list[Evidence]) -> None:
         """Extend the `same_as` targets (`same_as_targets`) with items appended to the state's evidence."""
-        for ev in evidence:
-            self.positions[ev.id] = len(self.positions)
+        self.positions.update(zip([ev.id for ev in evidence], count(len(self.positions))))
         add_targets(evidence, self.first, self.same_as)
+
+    def entry(
+        self, kind: str, item: Any, hypothesis: str | None, ref: str, same_as: str | None
+    ) -> str:
+        """The entry as the journal writes it (paged past a page); its index row, shown once it is archived, joins `rows`.
+
+        One call writes both, so a walk reads each item once; the texts are cached per process
+        (an evidence item's two under one key).
+        """
+        if kind == "evidence":
+            text, row = self.fmt.evidence_texts(item, same_as)
+        else:
+            text = self.fmt.entry_text(kind, item, hypothesis)
+            if kind == "note":
+                who = "null" if item.hypothesis is None else item.hypothesis
+                row = f"{ref} {who} #{item.iteration} {item.kind} archived"
+            else:
+                row = f"{ref} #{item.iteration} {item.kind} archived"
+        if len(text) > self.page_size:
+            paged: tuple[str, int] = _cached(
+                ("v14-paged", ref, self.page_size, text), paged_text, ref, text, self.page_size
+            )  # type: ignore[assignment]
+            text, self.pages[ref] = paged
+            if kind == "evidence":  # the page count ends the row's head line
+                head, newline, query = row.partition("\n")
+                row = f"{head} pages={paged[1]}{newline}{query}"
+        self.rows.append(row)
+        return text
 
     def feed(self, state: State, ents: Any, decision: dict[int, str]) -> None:
         """Walk `ents`, entries of `state` after those already walked; `decision` gives each new decision row's reference.
 
-        The walk's counters live in locals for the loop (a walk can take 250,000 entries) and
-        are written back at the end.
+        The entries' texts and index rows are written first, a column each (`entry`).
+        The journal only grows between two compactions, so each compaction is found by bisecting
+        the running sizes; it archives a run of the oldest entries, and the rows that become
+        ranges are found the same way. The walk's counters live in locals for the loop (a walk
+        can take 250,000 entries) and are written back at the end.
         """
         if self.spans is None:
             self.spans = Spans(state)
         spans = self.spans
         spans.state = state
-        fmt, page_size, limit, overhead = self.fmt, self.page_size, self.limit, self.OVERHEAD
+        limit, overhead = self.limit, self.OVERHEAD
         row_room, rows_kept, low = limit // 4, limit // 8, limit // 3
-        refs, texts, kinds, items, pages = self.refs, self.texts, self.kinds, self.items, self.pages
-        rows, row_refs, archived_set, archived_ev = (
-            self.rows,
-            self.row_refs,
-            self.archived_set,
-            self.archived_ev,
-        )
-        same_as, entry_text, index_row_text = self.same_as, fmt.entry_text, fmt.index_row_text
+        refs, texts, rows, row_ends = self.refs, self.texts, self.rows, self.row_ends
         size, rows_size, cursor, span_cursor = (
             self.size,
             self.rows_size,
@@ -275,62 +322,48 @@ class Walk14:
             self.span_cursor,
         )
         threshold, compactions = self.threshold, self.compactions
-        index = (
-            (overhead + spans.size + rows_size) if rows else 0
-        )  # the index's size; it changes only at a compaction
-        # The columns go in whole (C speed); the loop only reads them, up to the entry it is at.
+        spans_size = spans.size  # it changes only when rows become ranges
+        index = (overhead + spans_size + rows_size) if cursor else 0  # changes only at a compaction
         first = len(refs)
-        kinds += ents.kinds
-        items += ents.items
+        self.kinds += ents.kinds
+        self.items += ents.items
         refs += [item.id if kind != "history" else decision[id(item)]
                  for kind, item in zip(ents.kinds, ents.items)]  # fmt: skip
-        for last, kind, item, hypothesis, ref in zip(
-            range(first, len(refs)), ents.kinds, ents.items, ents.hypotheses, refs[first:]
-        ):
-            full = entry_text(
-                kind, item, hypothesis, same_as.get(ref) if kind == "evidence" else None
-            )
-            if len(full) > page_size:  # cached per process, as the entries' texts are
-                paged: tuple[str, int] = _cached(
-                    ("v14-paged", ref, page_size, full), paged_text, ref, full, page_size
-                )  # type: ignore[assignment]
-                text, pages[ref] = paged
-            else:
-                text = full
-            texts.append(text)
-            size += len(text) + 2
-            if size + index <= threshold:
-                continue
+        new_refs = refs[first:]
+        # `same_as` holds evidence IDs only: a note's or a decision's reference finds None in it.
+        targets = map(self.same_as.get, new_refs)
+        new = list(map(self.entry, ents.kinds, ents.items, ents.hypotheses, new_refs, targets))
+        texts += new
+        base = row_ends[-1]
+        row_ends += [base + size for size in accumulate(len(row) + 1 for row in rows[first:])]
+        # The journal's size after each new entry, were nothing archived since the feed began.
+        running = list(accumulate((len(text) + 2 for text in new), initial=size))
+        dropped = 0  # the size of what this feed archived
+        end = 0
+        while (end := bisect_right(running, threshold - index + dropped, end + 1)) < len(running):
+            # New entry `end - 1` passes the threshold: compact.
+            last, size = first + end - 1, running[end] - dropped
             compactions += 1
-            while cursor < last and size + overhead + spans.size + rows_size > low:
-                # Archive the oldest entry shown: drop its text, write its index row.
-                old_ref, old_kind, old_item = refs[cursor], kinds[cursor], items[cursor]
+            start = cursor
+            while cursor < last and size + overhead + spans_size + rows_size > low:
+                # Archive the oldest entry shown: its text leaves the journal, its row joins the index.
                 size -= len(texts[cursor]) + 2
-                texts[cursor] = ""
-                if old_kind == "evidence":
-                    row = index_row_text(old_item)
-                    archived_ev.append(old_item)
-                    if old_ref in pages:  # at the end of the head line, before the query line
-                        head, newline, query = row.partition("\n")
-                        row = f"{head} pages={pages[old_ref]}{newline}{query}"
-                elif old_kind == "note":
-                    who = "null" if old_item.hypothesis is None else old_item.hypothesis
-                    row = f"{old_ref} {who} #{old_item.iteration} {old_item.kind} archived"
-                else:
-                    row = f"{old_ref} #{old_item.iteration} {old_item.kind} archived"
-                rows.append(row)
-                row_refs.append(old_ref)
-                archived_set.add(old_ref)
-                rows_size += len(row) + 1
+                rows_size += len(rows[cursor]) + 1
                 cursor += 1
-                if rows_size > row_room:  # the rows alone pass their room: the oldest become ranges
-                    start, newest = span_cursor, len(rows) - 1
-                    while rows_size > rows_kept and span_cursor < newest:
-                        rows_size -= len(rows[span_cursor]) + 1
-                        span_cursor += 1
-                    spans.extend(row_refs[start:span_cursor])
-            index = (overhead + spans.size + rows_size) if rows else 0
-            threshold = max(limit, size + overhead + spans.size + rows_size + limit // 2)
+                if rows_size > row_room:
+                    # The rows alone pass their room: the oldest become ranges, until the rows
+                    # left take at most `rows_kept` (the newest row stays a row).
+                    spanned = span_cursor
+                    kept_from = bisect_left(row_ends, row_ends[cursor] - rows_kept)
+                    span_cursor = max(span_cursor, min(kept_from, cursor - 1))
+                    rows_size = row_ends[cursor] - row_ends[span_cursor]
+                    spans.extend(refs[spanned:span_cursor])
+                    spans_size = spans.size
+            self.file(start, cursor)
+            dropped = running[end] - size
+            index = (overhead + spans_size + rows_size) if cursor else 0
+            threshold = max(limit, size + overhead + spans_size + rows_size + limit // 2)
+        size = running[-1] - dropped
         self.size, self.rows_size, self.cursor, self.span_cursor = (
             size,
             rows_size,
@@ -338,6 +371,13 @@ class Walk14:
             span_cursor,
         )
         self.threshold, self.compactions = threshold, compactions
+
+    def file(self, start: int, end: int) -> None:
+        """File the entries from `start` to `end` (excluded), just archived; their texts go (a kept walk need not hold payloads)."""
+        self.texts[start:end] = [""] * (end - start)
+        self.archived_set.update(self.refs[start:end])
+        kinds, items = self.kinds, self.items
+        self.archived_ev += [items[i] for i in range(start, end) if kinds[i] == "evidence"]
 
     def result(self) -> Plan14:
         kept = range(self.cursor, len(self.refs))
@@ -354,10 +394,10 @@ class Walk14:
         blocks = ["\n\n".join(group) for group in groups]
         body = "\n\n".join(blocks)
         index_text = ""
-        if self.rows:
-            n = len(self.rows)
+        if self.cursor:
+            n = self.cursor
             lines = [f"evidence_index (archived entries): {n} {'entry' if n == 1 else 'entries'}"]
-            lines += (self.spans.lines() if self.spans else []) + self.rows[self.span_cursor :]
+            lines += (self.spans.lines() if self.spans else []) + self.rows[self.span_cursor : n]
             index_text = "\n".join(lines)
         shown_refs = frozenset(refs[self.cursor :])
         return Plan14(
