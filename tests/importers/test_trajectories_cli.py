@@ -37,8 +37,8 @@ def test_import_then_verify(runs, name):
     report = json.loads(result.stdout)
     assert report["ok"] and {c["status"] for c in report["contexts"]} == {"ok"}
     assert len(report["contexts"]) == SOURCES[name][1]
-    # An import records v7 unless told (docs/import.md: its hashes stream).
-    assert {c["encoder"] for c in report["contexts"]} == {"investigation_project_v7"}
+    # An import records the default encoder, v14, unless told (docs/import.md).
+    assert {c["encoder"] for c in report["contexts"]} == {"investigation_project_v14"}
 
 
 @needs_corpus
