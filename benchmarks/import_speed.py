@@ -11,9 +11,9 @@ with the default run layout). Two floors are timed in the same process right aft
 - `read`: reading the file and decoding its JSON (msgspec), linear in the steps;
 - `encode`: `msgspec.json.encode` of every state the import builds, the least a run of
   whole contexts costs to write (each state holds every step before it: quadratic). The
-  import itself writes no whole state: the run file stores each record once, and each
-  context's `rendered` hash continues from the previous step's (`importers/_stream.py`), so
-  it runs below this floor.
+  import itself (with the default encoder, v14) writes no whole state: the run file stores
+  each record once, and each step's render continues the journal walk of the step before
+  (`importers/_stream.py`), so it runs below this floor.
 
 Growth is the exponent between two sizes (`log(t2 / t1) / log(n2 / n1)`): 1 is linear, 2
 quadratic. The import's time is wall clock with CPU time beside it; the floors and the ratios
@@ -122,8 +122,9 @@ def main() -> None:
         "Importing a synthetic SWE-agent trajectory (`workingset import swe-agent`, run layout) against two floors "
         "timed in the same run: reading and decoding the file, and msgspec-encoding every state the import "
         "builds (`states MB`: their JSON; see the script's docstring). One import per size; ratios of CPU times. Target: growth at most quadratic, "
-        "2,400 steps within 30 s. The import writes no whole state (the run file stores each record once; each context's `rendered` "
-        "hash continues from the previous step's, `workingset/importers/_stream.py`), so it runs below the encode floor.\n",
+        "2,400 steps within 30 s. The import records the default encoder, v14, and writes no whole state (the run file stores each "
+        "record once; each step's render continues v14's journal walk from the step before, `workingset/importers/_stream.py`), "
+        "so it runs below the encode floor.\n",
         table,
     ])  # fmt: skip
     if args.no_write:
