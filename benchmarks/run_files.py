@@ -94,7 +94,7 @@ def main() -> None:
         disable_numparse=True,
     )
     body = (
-        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run kept in `benchmarks/data/` (see its SOURCES.md). Each trajectory is imported once (`workingset import`, encoder v7) and "
+        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run kept in `benchmarks/data/` (see its SOURCES.md). Each trajectory is imported once (`workingset import`, its default encoder v14) and "
         "written in both layouts into a temporary directory: `contexts` is one stored-context file per step, "
         "each holding the whole state, so it grows with the square of the run; `run` (the import's default) is "
         "one run file in which every payload and record is stored once and each turn adds only what changed. "
