@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
 from msgspec import UNSET
 
+from tests.helpers.provider_replies import Provider, chat_reply
 from tests.helpers.sdks import require
 from tests.helpers.session_helpers import (
     assess,
@@ -32,31 +32,6 @@ from workingset.encoders import get_encoder
 from workingset.providers import strict_schema
 
 CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
-
-
-class Provider:
-    """A mock OpenAI endpoint: keeps each request body, answers with the next queued reply."""
-
-    def __init__(self) -> None:
-        self.bodies: list[dict] = []
-        self.replies: list[dict] = []
-
-    def __call__(self, request: Any) -> Any:
-        self.bodies.append(json.loads(request.content))
-        return require("httpx2").Response(200, json=self.replies.pop(0))
-
-    def client(self) -> Any:
-        httpx2, openai = require("httpx2"), require("openai")
-        transport = httpx2.Client(transport=httpx2.MockTransport(self))
-        return openai.OpenAI(api_key="test-key", http_client=transport, max_retries=0)
-
-
-def chat_reply(content: str) -> dict:
-    return {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": "gpt-5.6",
-        "choices": [{"index": 0, "finish_reason": "stop", "logprobs": None,
-                     "message": {"role": "assistant", "content": content, "refusal": None}}],
-    }  # fmt: skip
 
 
 def open_analysis(tmp_path, encoder: str):
@@ -208,8 +183,10 @@ def test_older_versions_send_and_accept_what_they_did(tmp_path, version):
 
 
 def test_the_v14_body_through_the_openai_sdk(tmp_path):
-    server = Provider()
-    client = server.client()
+    server = Provider()  # the shared mock endpoint (tests/helpers/provider_replies.py)
+    client = require("openai").OpenAI(
+        api_key="test-key", http_client=server.client(), max_retries=0
+    )
     with open_analysis(tmp_path, "v14") as inv:
         first, req = with_pending(inv)
         fixed = decision(query("select 11"), assess("E000007"), notes=[])
