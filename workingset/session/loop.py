@@ -210,7 +210,7 @@ class Loop(_Mixin):
         when it has more to say; `cost` is each result's cost, a number or a function of the
         pending action and the payload. It stops when the analysis is no longer active
         (completed, failed, cancelled, or paused by another process: `resume` and `run` again),
-        after `max_turns` turns, or on an error (`turn_incomplete` after replies with no answer:
+        after `max_turns` turns (the last one's query run and recorded), or on an error (`turn_incomplete` after replies with no answer:
         `run` again continues). Each step is one transaction, so a controller killed anywhere
         continues where it stopped when it runs again (a query whose result was not recorded is
         run again). `on_turn` is called with each turn's `Applied`.
@@ -221,7 +221,13 @@ class Loop(_Mixin):
             for action in self.pending_actions():
                 if self.status != ctl.ACTIVE:
                     break  # paused or ended while the queries ran
-                self._record(action, run_query(action.source, action.query), cost)
+                out = run_query(action.source, action.query)
+                try:
+                    self._record(action, out, cost)
+                except SessionError as err:
+                    if err.code != "analysis_closed":
+                        raise
+                    break  # cancelled or ended while the query ran: its result has nowhere to go
             if self.status != ctl.ACTIVE or (max_turns is not None and turns >= max_turns):
                 break
             applied = self.turn(send, provider, retries=retries, ttl=ttl, strict=strict,
