@@ -167,3 +167,28 @@ def test_replay_and_requests_agree_with_what_the_model_was_sent(tmp_path):
     sent = [model.bodies[0], model.bodies[1], last.bodies[0]]  # the distinct bodies, in order
     assert [b["messages"] for b in printed] == [b["messages"] for b in sent]
     assert model.bodies[1] == model.bodies[2] == model.bodies[3]  # the re-sends: not billed again
+
+
+def test_a_reply_with_no_answer_is_no_retry_turn_but_shows_the_body_before_it_was_sent(tmp_path):
+    from workingset.eventlog.exports import retry_turns
+
+    def line(seq: int, request: str, answer: str, code: str | None = None) -> str:
+        outcome = (
+            {"outcome": "rejected", "code": code, "message": "m"}
+            if code
+            else {"outcome": "accepted"}
+        )
+        return json.dumps({"seq": seq, "kind": "answer", "at": "2026-06-10T21:00:00Z",
+                           "request_id": request, "answer": answer, **outcome})  # fmt: skip
+
+    path = tmp_path / "answers.jsonl"
+    path.write_text("\n".join([
+        line(3, "r1", "a", "schema_violation"), line(4, "r1", "{}", "reply_refused"), line(5, "r1", "b"),
+        line(7, "r2", "{}", "reply_truncated"), line(8, "r2", "c"),  # the same body twice: no turn
+        line(10, "r3", "d", "assessment_missing"), line(11, "r3", "{}", "reply_empty"),  # still open
+    ]) + "\n")  # fmt: skip
+    turns = retry_turns(path)
+    assert {rid: [a for a, _ in found] for rid, found in turns.items()} == {
+        "r1": [b"a"],
+        "r3": [b"d"],
+    }
