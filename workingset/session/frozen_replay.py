@@ -27,11 +27,12 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidFile, WorkingsetError
+from ..errors import InvalidFile, ReplyUnusable, WorkingsetError
 from ..eventlog.exports import (
     ANSWERS,
     JOURNAL,
     JOURNAL_FORMAT,
+    NO_ANSWER,
     event_hashes,
     journal_lines,
     state_hash,
@@ -39,6 +40,7 @@ from ..eventlog.exports import (
 from ..io.limits import check_json
 from ..model.state import State, StoredContext, read_file, validate_state
 from ..runs.layout import load_context_file, make_stored_context
+from .attempts import reply_json
 from .investigation import Investigation
 
 
@@ -206,7 +208,7 @@ class _Run:
         elif kind == "answer":
             self.report.answers += 1
             self.report.rejected += line.get("outcome") == "rejected"
-            self.inv.submit(line["request_id"], _answer_bytes(line))
+            self._answer(line)
         elif kind == "record":
             self.report.results += 1
             ev = line["evidence"]
@@ -220,6 +222,25 @@ class _Run:
         else:
             raise InvalidFile(f"{JOURNAL}: event {line['seq']} has an unknown kind {kind!r}",
                               details={"file": JOURNAL, "path": "$.kind"})  # fmt: skip
+
+    def _answer(self, line: dict[str, Any]) -> None:
+        """Submit a recorded answer again; a reply that held no answer is read again from the reply kept."""
+        assert self.inv is not None
+        data = _answer_bytes(line)
+        if line.get("code") in NO_ANSWER:
+            size = line.get("size")
+            if isinstance(size, int):  # only its head was kept: its refusal is the one recorded
+                err = ReplyUnusable(
+                    str(line.get("message")), code=line["code"], details=line.get("details") or {}
+                )
+                raise self.inv._keep_reply(
+                    line["request_id"], _answer_bytes(line, pad=False), err, size=size
+                )
+            reply = reply_json(data)
+            if reply is not None:
+                self.inv.submit_reply(line["request_id"], reply)
+                return
+        self.inv.submit(line["request_id"], data)
 
     def _check_context(self, line: dict[str, Any]) -> None:
         rid = line["request_id"]
@@ -420,7 +441,7 @@ def _state(raw: Any) -> State:
     return state
 
 
-def _answer_bytes(line: dict[str, Any]) -> bytes:
+def _answer_bytes(line: dict[str, Any], pad: bool = True) -> bytes:
     answer = line.get("answer")
     if not isinstance(answer, str):
         raise InvalidFile(
@@ -429,7 +450,7 @@ def _answer_bytes(line: dict[str, Any]) -> bytes:
         )
     data = base64.b64decode(answer) if line.get("encoding") == "base64" else answer.encode("utf-8")
     size = line.get("size")
-    if isinstance(size, int) and size > len(data):
+    if pad and isinstance(size, int) and size > len(data):
         # A `too_large` answer kept only its head: the same size is refused the same way, whatever the rest was.
         data += b" " * (size - len(data))
     return data

@@ -56,6 +56,7 @@ from .calls import (
     points_nowhere,
     stored_encoder,
 )  # fmt: skip
+from .loop import Loop
 from .replies import Lifecycle, PendingAction, Summary
 from .turns import Turns
 
@@ -85,7 +86,7 @@ def _open_store(
     return SqliteStore(path, create=not must_exist, read_only=read_only), True
 
 
-class Investigation(Turns):
+class Investigation(Turns, Loop):
     """One analysis in a store: the methods a controller calls every turn."""
 
     def __init__(
