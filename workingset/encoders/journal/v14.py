@@ -201,10 +201,16 @@ class V14(V13):
             ):  # what no walk shrinks (preamble, case page, the tail's lines) passes the budget
                 raise TooLarge(
                     f"{self.name}: the preamble, the case and this turn's lines alone take {out.chars} characters, "
-                    f"more than the budget of {self.budget}; render with a larger budget (v14:budget=N)",
+                    f"more than the budget of {self.budget}; render with a larger budget (v14:budget=N; "
+                    "an analysis moves to one with `workingset budget`)",
                     details={"chars": out.chars, "budget": self.budget},
                 )
             limit = max(room - (out.chars - self.budget), 0)
+
+    def fixed_chars(self, state: State, hypothesis: str) -> int:
+        """The characters of this context with no room for the journal: what no walk shrinks (`render` refuses past the budget)."""
+        view = self.select(state, self.selected(state, hypothesis), None, limit=0)
+        return self.render_view(view).chars
 
     def full_case_text(self, state: State) -> str:
         return super().case_text(state)
