@@ -68,6 +68,24 @@ def test_page_bounds_are_the_released_ones_on_backtick_textures():
         assert list(page_bounds(text, size)) == reference_bounds(text, size), (text, size)
 
 
+def test_page_bounds_are_the_released_ones_around_a_half_page_run():
+    """Runs near half a page (where pages get short and are counted in batches), cut by letters and long runs."""
+    rng = random.Random(2)
+    for _ in range(2_000):
+        size = rng.randint(9, 200)
+        low, parts = (size - 4) // 2, []
+        for _ in range(rng.randint(1, 40)):
+            r = rng.random()
+            if r < 0.4:
+                parts.append("`" * max(1, low + rng.randint(-6, 3)))
+            elif r < 0.6:
+                parts.append("`" * rng.randint(1, 2 * size))
+            else:
+                parts.append(rng.choice("x\n") * rng.randint(1, rng.choice([1, 3, size])))
+        text = "".join(parts)
+        assert list(page_bounds(text, size)) == reference_bounds(text, size), (text, size)
+
+
 @settings(max_examples=400, deadline=None)
 @given(text=st.text(alphabet="`x\n", max_size=600), size=st.integers(9, 120))
 def test_page_bounds_are_the_released_ones(text: str, size: int):

@@ -15,8 +15,10 @@ slide forward: R is a sliding maximum over the runs of three or more backticks (
 never lengthens a fence), kept in a monotonic queue. A page whose window holds a run of at
 least `(size - 4) // 2` backticks is one character long (its fence leaves no room for more),
 and so is every page after it until that run is left with fewer: those pages are counted at
-once, so one backtick run of 8 MB is a few steps. The bounds are kept as runs of equal pages
-(`PageBounds`), never one integer per page.
+once, so one backtick run of 8 MB is a few steps. Likewise, while the run that sets R lies
+whole in the window and nothing coming in is longer, the pages are of one length: counted at
+once too (runs of just under half a page made two-character pages, one step each). The
+bounds are kept as runs of equal pages (`PageBounds`), never one integer per page.
 """
 
 from __future__ import annotations
@@ -108,13 +110,18 @@ def page_bounds(text: str, size: int) -> PageBounds:
         while inside and inside[0][1] <= start:
             inside.popleft()
         longest = longest_end = 0  # R, and where the run that has it ends
+        whole = -1  # where that run starts when it lies whole in the window, else -1
         if inside:  # only the first can start before the window (cut there)
             a, b = inside[0]
-            longest, longest_end = b - max(a, start), b
+            longest, longest_end, whole = b - max(a, start), b, (a if a >= start else -1)
             if len(inside) > 1 and inside[1][1] - inside[1][0] > longest:
-                longest, longest_end = inside[1][1] - inside[1][0], inside[1][1]
+                longest, longest_end, whole = (
+                    inside[1][1] - inside[1][0],
+                    inside[1][1],
+                    inside[1][0],
+                )
         if crossing is not None and end - max(crossing[0], start) > longest:
-            longest, longest_end = end - max(crossing[0], start), crossing[1]
+            longest, longest_end, whole = end - max(crossing[0], start), crossing[1], -1
         if longest >= low:
             # One-character pages until the run has fewer than `low` backticks left in the window.
             last = longest_end - low + 1
@@ -125,8 +132,18 @@ def page_bounds(text: str, size: int) -> PageBounds:
         fenced = length + 2 + 2 * max(3, longest + 1)
         if fenced > size:
             length = max(1, min(length - (fenced - size), length * size // fenced))
-        start += length
-        out.add(start, length)
+        pages = 1
+        if whole >= 0 and length < width and end - start == width:
+            # The next pages are as long while their windows stay whole, the run that has R
+            # stays in them uncut, and no run coming in from the right gets longer in them
+            # than R (the first such run, crossing the window's end or following it, gets
+            # longest first).
+            coming = crossing[0] if crossing is not None else following.start() if following else n
+            pages += min(
+                (whole - start) // length, (n - end) // length, (longest + coming - end) // length
+            )
+        out.add(start + length, length, pages)
+        start += pages * length
     return out
 
 
