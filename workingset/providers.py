@@ -89,7 +89,7 @@ def text_blocks(req: Renderable) -> list[tuple[str, bool]]:
     return blocks
 
 
-_GPT = re.compile(r"^gpt-(\d+)(?:\.(\d+))?")
+_GPT = re.compile(r"^gpt-([0-9]{1,6})(?:\.([0-9]{1,6}))?")  # bounded: a model name is outside text
 
 
 def breakpoint_family(model: str | None) -> bool:

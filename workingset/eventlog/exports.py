@@ -33,7 +33,15 @@ from ..errors import DecisionRejected, InvalidFile, StoreCorrupt
 from ..model.hashing import canonical_json, hash_bytes
 from ..model.state import State
 from ..store import EventRow, Tx
-from .log import AnswerEvent, CreatedEvent, DecisionEvent, LifecycleEvent, RecordEvent, RequestEvent
+from .log import (
+    AnswerEvent,
+    BudgetEvent,
+    CreatedEvent,
+    DecisionEvent,
+    LifecycleEvent,
+    RecordEvent,
+    RequestEvent,
+)
 
 JOURNAL = "journal.jsonl"
 ANSWERS = "answers.jsonl"
@@ -49,6 +57,7 @@ EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
     "resume": LifecycleEvent,
     "cancel": LifecycleEvent,
     "fail": LifecycleEvent,
+    "budget": BudgetEvent,
 }
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in EVENT_TYPES.items()}
 

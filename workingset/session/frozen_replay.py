@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 
+from ..encoders import get_encoder
 from ..errors import InvalidFile, ReplyUnusable, WorkingsetError
 from ..eventlog.exports import (
     ANSWERS,
@@ -100,6 +101,8 @@ def replay_export(directory: str | Path) -> ReplayReport:
     report = ReplayReport(analysis_id=header["analysis_id"])
     with tempfile.TemporaryDirectory(prefix="workingset-replay-") as tmp:
         run = _Run(Path(tmp) / "replay.sqlite3", contexts, report, header, end)
+        moves = [lines[0].get("encoder") for lines in steps if lines[0]["kind"] == "budget"]
+        run.last_encoder = moves[-1] if moves else None
         try:
             extra = sorted(set(header) - HEADER_KEYS)
             if extra:
@@ -130,6 +133,8 @@ class _Run:
         hashes = end.get("event_hashes")
         self.hashes: list[Any] = hashes if isinstance(hashes, list) else []
         self.inv: Investigation | None = None
+        # The header names the analysis's encoder at export: after a `budget` event, that event's.
+        self.last_encoder: Any = None
         self.now = ""
         self.seq = 0
 
@@ -179,7 +184,7 @@ class _Run:
         replayed = {
             "format": JOURNAL_FORMAT,
             "analysis_id": self.inv.analysis_id,
-            "encoder": row.encoder,
+            "encoder": self.last_encoder or row.encoder,
         }
         diff = first_difference(self.header, replayed)
         if diff is not None:
@@ -194,8 +199,9 @@ class _Run:
             if type(before) is not int:
                 raise InvalidFile(f"{JOURNAL}: the created event's requests_before is not an integer",
                                   details={"file": JOURNAL, "path": "$.requests_before"})  # fmt: skip
+            # As recorded, even a state created before `create` refused fixed parts past the budget.
             self.inv = Investigation.create(self.store, state, encoder=line["encoder"], clock=self.clock,
-                                            requests_before=before)  # fmt: skip
+                                            requests_before=before, check_fixed=False)  # fmt: skip
             return
         if self.inv is None:
             raise InvalidFile(
@@ -219,6 +225,8 @@ class _Run:
             self.inv.fail(line.get("message") or "")
         elif kind in ("pause", "resume", "cancel"):
             getattr(self.inv, kind)()
+        elif kind == "budget":
+            self.inv.raise_budget(_budget_of(line.get("encoder")))
         else:
             raise InvalidFile(f"{JOURNAL}: event {line['seq']} has an unknown kind {kind!r}",
                               details={"file": JOURNAL, "path": "$.kind"})  # fmt: skip
@@ -335,6 +343,15 @@ def _compare(name: str, recorded: list[dict[str, Any]], replayed: list[dict[str,
         diff = first_difference(rec, rep)
         if diff is not None:
             raise _Stop(Divergence(f"{name}: its {rec['kind']} event", seq, *diff))
+
+
+def _budget_of(encoder: Any) -> int:
+    """The budget a `budget` event's encoder names (its replay then writes the same event, or differs)."""
+    budget = getattr(get_encoder(encoder), "budget", None) if isinstance(encoder, str) else None
+    if type(budget) is not int:
+        raise InvalidFile(f"{JOURNAL}: a budget event names no encoder with a budget ({str(encoder)[:100]!r})",
+                          details={"file": JOURNAL, "path": "$.encoder"})  # fmt: skip
+    return budget
 
 
 def _step_name(line: dict[str, Any]) -> str:
