@@ -141,13 +141,13 @@ class PostgresStore(StoreBase):
                 if old == 2:
                     c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
                 c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
-            elif not TABLE_NAMES <= tables:
-                missing = sorted(TABLE_NAMES - tables)
+            elif tables != TABLE_NAMES:
+                missing, other = sorted(TABLE_NAMES - tables), sorted(tables - TABLE_NAMES)
                 # Most of the schema there but a table gone is a damaged store, not someone else's database.
                 what = (
                     f"a damaged workingset store (its tables {', '.join(missing)} are missing)"
-                    if len(missing) < len(TABLE_NAMES) - 1
-                    else "not a workingset store (it has other tables)"
+                    if missing and len(missing) < len(TABLE_NAMES) - 1
+                    else f"not a workingset store (it has other tables: {', '.join(other[:5])})"
                 )
                 raise StoreCorrupt(
                     f"{self.path} is a PostgreSQL database but {what}", details={"store": self.path}
@@ -164,14 +164,18 @@ class PostgresStore(StoreBase):
 
     @staticmethod
     def _current(c: Any) -> bool:
-        """Whether the database holds a store of the current version (one round trip, where it does)."""
+        """Whether the database holds a store of the current version and nothing else (one round trip, where it does)."""
         psycopg = _psycopg()
         try:
-            return c.execute("SELECT version FROM schema_version").fetchall() == [
-                (base.SCHEMA_VERSION,)
-            ]
+            rows = c.execute(
+                "SELECT version, (SELECT array_agg(tablename::text) FROM pg_tables"
+                " WHERE schemaname = current_schema()) FROM schema_version"
+            ).fetchall()
         except psycopg.Error:  # no such table (yet): the full check below says what the database is
             return False
+        return (
+            len(rows) == 1 and rows[0][0] == base.SCHEMA_VERSION and set(rows[0][1]) == TABLE_NAMES
+        )
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
