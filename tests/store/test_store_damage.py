@@ -464,4 +464,9 @@ def test_a_postgresql_store_with_another_table_is_store_corrupt(pg_server):
             Investigation.open(url, "demo", read_only=read_only)
         assert refused.value.code == "store_corrupt"
         assert "other tables: someone_elses" in str(refused.value)
+    execute(url, "CREATE SCHEMA workingset")  # the way docs/operations.md gives to share a database
+    own = url + "&options=-csearch_path%3Dworkingset"
+    Investigation.create(own, state_bytes(), clock=CLOCK).close()
+    with Investigation.open(own, "demo", read_only=True) as inv:
+        assert inv.show().status == "active"
     pg_server.drop(url)
