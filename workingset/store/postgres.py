@@ -192,14 +192,40 @@ class PostgresStore(StoreBase):
             base._checkpoint("commit")
         base._checkpoint("committed")
 
+    def _begin(self, begin: str) -> Any:
+        """Begin a transaction; a connection lost since the last call (a server restart) is opened again, once.
+
+        Nothing of this transaction has run before its BEGIN, so connecting again and beginning
+        anew cannot apply anything twice. The kept states are dropped with the old connection:
+        the next call replays from the store as it is now. A connection lost inside a
+        transaction is not retried here: the call fails with `store_unavailable`, and the
+        next call reconnects (docs/operations.md, "A long-running worker").
+        """
+        psycopg = _psycopg()
+        try:
+            self._conn.execute(begin)
+            return self._conn
+        except psycopg.Error as exc:
+            if not (self._conn.broken or self._conn.closed):
+                raise self._translate(exc, self.path) from None
+        self.views.clear()
+        try:
+            self._conn.close()
+        except psycopg.Error:  # pragma: no cover - closing a broken connection does not fail
+            pass
+        self._open(
+            lambda: psycopg.connect(self.url, autocommit=True), psycopg.Error, self._translate
+        )
+        try:
+            self._conn.execute(begin)
+        except psycopg.Error as exc:
+            raise self._translate(exc, self.path) from None
+        return self._conn
+
     @contextmanager
     def _transaction(self, begin: str, lock: bool) -> Iterator[Tx]:
         psycopg = _psycopg()
-        c = self._conn
-        try:
-            c.execute(begin)
-        except psycopg.Error as exc:
-            raise self._translate(exc, self.path) from None
+        c = self._begin(begin)
         try:
             tx = _PgTx(c, self.path, lock, snapshots=self.snapshots)
             if not self.empty:
