@@ -373,3 +373,33 @@ def test_an_old_export_without_the_lifecycle_keys_still_replays(store, tmp_path)
         del end[key]
     journal.write_text("\n".join([*lines[:-1], json.dumps(end)]) + "\n")
     assert replay_export(out).ok
+
+
+# -- the controller's loop --------------------------------------------------------------
+
+
+def test_run_ends_when_the_execution_time_runs_out_between_changes(store, tmp_path):
+    from tests.helpers.scripted_run import scripted_send
+
+    ticks = iter(range(0, 10_000, 30))  # every clock read is 30 s later
+
+    class Ticking(Clock):
+        def __call__(self) -> str:
+            self.at(next(ticks))
+            return super().__call__()
+
+    inv = create(store, state({"max_seconds": 100}), Ticking())
+    summary = inv.run(scripted_send, lambda s, q: {"kind": "rows", "columns": ["q"], "rows": [[q]]})
+    assert (summary.status, summary.termination_reason) == ("completed", "budget_exhausted")
+    assert "seconds of execution time" in summary.stop.explanation
+    assert replays(inv, tmp_path)["stop"]["reason"] == "budget_exhausted"
+
+
+def test_run_ends_when_the_model_calls_run_out(store, tmp_path):
+    from tests.helpers.scripted_run import scripted_send
+
+    inv = create(store, state({"max_model_calls": 3}))
+    summary = inv.run(scripted_send, lambda s, q: {"kind": "rows", "columns": ["q"], "rows": [[q]]})
+    assert (summary.status, summary.termination_reason) == ("completed", "budget_exhausted")
+    assert inv.usage().model_calls == 3
+    replays(inv, tmp_path)
