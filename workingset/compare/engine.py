@@ -379,7 +379,10 @@ def strategy_renderer(name: str, fixed: FixedPrompt | None = None) -> Renderer:
     try:
         return version_renderer(version_label(name))
     except UnknownEncoder:
-        raise UsageError(f"no strategy {name!r}: an encoder version (v1 to v13) or a baseline ({', '.join(renderers)})",
+        from ..encoders import ENCODERS
+
+        raise UsageError(f"no strategy {name[:100]!r}: an encoder version (v{min(ENCODERS)} to v{max(ENCODERS)}, from the registry) "
+                         f"or a baseline ({', '.join(renderers)})",
                          code="unknown_encoder", details={"valid": list(renderers)}) from None  # fmt: skip
 
 

@@ -16,10 +16,9 @@ from collections.abc import Sequence
 from urllib.parse import quote, unquote
 
 from ..errors import SessionError, StoreCorrupt, UsageError, WorkingsetError
-from ..io.files import SpecialFile, describe, open_regular, os_code
+from ..io.files import describe, os_code, special_kind
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-SQLITE_HEADER = b"SQLite format 3\x00"
 BUSY_TIMEOUT = (
     30.0  # seconds a call waits for another process's lock; $WORKINGSET_BUSY_TIMEOUT overrides
 )
@@ -122,20 +121,20 @@ def _unavailable(path: str, exc: OSError) -> WorkingsetError:
                            details={"store": path, "reason": os_code(exc)})  # fmt: skip
 
 
-def read_store_header(path: str, create: bool) -> bytes:
-    """The first 16 bytes of the store file (b"" for a new or empty one), refusing what is not a regular file.
+def check_store_file(path: str, create: bool) -> bool:
+    """Whether the store file exists, refusing what is not a regular file, without ever opening it.
 
-    A FIFO, socket, device or directory is `store_corrupt` at once (never opened for
-    reading, which would block). A missing file is created later by SQLite when `create`
-    (its directory is made here), else `unknown_analysis`.
+    Only SQLite opens the store file. SQLite's locks are POSIX advisory locks, which a process
+    holds per file, not per descriptor: closing any other descriptor of the file releases every
+    lock the process holds on it, so a plain open and close here, beside a store the process
+    already has open, would let another process delete the write-ahead log under it (SQLite's
+    "How To Corrupt Your Database Files", 2.2). So the checks use `stat` alone, and SQLite reads
+    the header (`SQLITE_NOTADB`: not a SQLite file). A FIFO, socket, device or directory is
+    `store_corrupt` at once (SQLite would block on a FIFO). A missing file is created later by
+    SQLite when `create` (its directory is made here), else `unknown_analysis`.
     """
     try:
-        with open_regular(path) as fh:
-            return fh.read(len(SQLITE_HEADER))
-    except SpecialFile as exc:
-        raise StoreCorrupt(
-            f"{path} is not a workingset store: it {exc.strerror}", details={"store": path}
-        ) from None
+        mode = os.stat(path).st_mode
     except FileNotFoundError as exc:
         if not create:
             raise SessionError(
@@ -147,9 +146,20 @@ def read_store_header(path: str, create: bool) -> bytes:
             raise _unavailable(path, mk) from None
         if os.path.islink(path):  # a dangling link: SQLite would create its target somewhere else
             raise _unavailable(path, exc) from None
-        return b""
+        return False
+    except ValueError:  # a NUL byte in the path: the same failure as any other bad path
+        raise _unavailable(
+            path, OSError(errno.EINVAL, "a path cannot hold a NUL byte", path)
+        ) from None
     except OSError as exc:
         raise _unavailable(path, exc) from None
+    kind = special_kind(mode)
+    if kind is not None:
+        raise StoreCorrupt(
+            f"{path} is not a workingset store: it is {kind}, not a regular file",
+            details={"store": path},
+        )
+    return True
 
 
 def on_read_only_medium(path: str) -> bool:
