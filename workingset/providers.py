@@ -312,7 +312,8 @@ def as_sent(answer: bytes, provider: str) -> Answer:
     retries from the kept answers with it, and `compare` bills them with it: the same bodies.
     """
     text = answer.decode("utf-8", errors="replace")
-    if provider == "anthropic":
+    limit = Limits.current().max_depth  # deeper: refused for it, and sent back as text
+    if provider == "anthropic" and nesting_depth(answer, limit) <= limit:
         try:
             value = msgspec.json.decode(answer)
         except msgspec.DecodeError:

@@ -209,3 +209,73 @@ def test_content_parts_are_read_as_their_text():
 def test_a_key_that_is_not_text_is_still_a_usage_error():
     with pytest.raises(UsageError):
         answer_of({1: 2, (1, 2): 3})
+
+
+# -- through `turn`: kept, asked again, never a Python error ------------------------------------------
+
+
+@pytest.fixture
+def inv(tmp_path):
+    from tests.helpers.session_helpers import state_bytes
+    from workingset import Investigation
+
+    with Investigation.create(str(tmp_path / "s.sqlite3"), state_bytes(), encoder="v8",
+                              clock=lambda: "2026-06-10T21:00:00Z") as handle:  # fmt: skip
+        yield handle
+
+
+class _Model:
+    def __init__(self, *replies):
+        self.replies, self.bodies = list(replies), []
+
+    def __call__(self, body):
+        self.bodies.append(body)
+        return self.replies.pop(0)
+
+
+@pytest.mark.parametrize(
+    ("base", "reply", "code"), [c for c in CASES if c.values[2] == "reply_malformed"][::4]
+)
+def test_turn_keeps_a_malformed_reply_and_stays_open(inv, base, reply, code):
+    from workingset import WorkingsetError
+
+    with pytest.raises(WorkingsetError) as info:
+        inv.turn(
+            _Model(reply, reply), BASES[base][0] == "Message" and "anthropic" or "openai", retries=1
+        )
+    assert info.value.code == "turn_incomplete"
+    assert info.value.details["last"]["code"] == "reply_malformed"
+    assert inv.show().status == "active"
+
+
+def test_a_tool_input_nested_500_levels_is_rejected_and_sent_back_as_text(inv):
+    from tests.helpers.session_helpers import decision, query
+
+    deep = anthropic_reply(DECISION)
+    deep["content"][0]["input"] = _deep(490)
+    good = anthropic_reply(decision(query("select 1")))
+    model = _Model(deep, good)
+    applied = inv.turn(model, "anthropic", retries=1)
+    assert applied.applied == "query"
+    retry = model.bodies[1]["messages"]
+    assert (
+        retry[1]["role"] == "assistant" and retry[1]["content"][0]["type"] == "text"
+    )  # too deep for a tool_use
+    assert "schema_violation" in json.dumps(retry[2])
+
+
+def test_a_reply_that_is_not_json_is_kept_as_a_note_and_the_export_replays(inv, tmp_path):
+    from tests.helpers.session_helpers import decision, query
+    from workingset.session.frozen_replay import replay_export
+
+    huge = anthropic_reply(DECISION)
+    huge["content"][0]["input"] = {"next": 10**5000}
+    applied = inv.turn(
+        _Model(huge, anthropic_reply(decision(query("select 1")))), "anthropic", retries=1
+    )
+    assert applied.applied == "query"
+    out = tmp_path / "export"
+    inv.export(str(out))
+    lines = [json.loads(x) for x in (out / "answers.jsonl").read_text().splitlines()]
+    assert lines[0]["code"] == "reply_malformed" and "unreadable" in lines[0]["answer"]
+    assert replay_export(out).ok

@@ -176,7 +176,7 @@ _NOT_RETRIED = ("stale_request", "analysis_closed")
 
 # A reply that held no answer (`session.answers`): kept, but nothing went back to the model, so it is
 # no retry turn; the request it answered was sent (and billed) already.
-NO_ANSWER = ("reply_truncated", "reply_refused", "reply_empty")
+NO_ANSWER = ("reply_truncated", "reply_refused", "reply_empty", "reply_malformed")
 
 RetryTurn = tuple[bytes, DecisionRejected]  # a rejected answer as kept, and its rejection
 

@@ -244,8 +244,15 @@ class _Run:
                 raise self.inv._keep_reply(
                     line["request_id"], _answer_bytes(line, pad=False), err, size=size
                 )
+            if line["code"] == "reply_malformed" and (reply_json(data) or {}).get("unreadable"):
+                err = ReplyUnusable(
+                    str(line.get("message")), code=line["code"], details=line.get("details") or {}
+                )
+                raise self.inv._keep_reply(line["request_id"], data, err)
             reply = reply_json(data)
-            if reply is not None:
+            if (
+                reply is not None and "unreadable" not in reply
+            ):  # else a note of a reply that was not JSON
                 self.inv.submit_reply(line["request_id"], reply)
                 return
         self.inv.submit(line["request_id"], data)
