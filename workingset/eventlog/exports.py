@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from ..errors import DecisionRejected, InvalidFile, StoreCorrupt
+from ..io.limits import jsonl_lines
 from ..model.hashing import canonical_json, hash_bytes
 from ..model.state import State
 from ..store import EventRow, Tx
@@ -198,7 +199,7 @@ def retry_turns(path: str | os.PathLike[str]) -> dict[str, list[RetryTurn]]:
     """
     answers: dict[str, list[tuple[bool, RetryTurn | None]]] = {}
     done: set[str] = set()
-    for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
+    for number, line in jsonl_lines(str(path)):  # bounded size and nesting, as `replay` reads it
         if not line.strip():
             continue
         event = _answer_line(path, number, line)
