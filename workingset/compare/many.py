@@ -53,7 +53,8 @@ def expand(paths: Sequence[str]) -> list[str]:
         if is_run(root) or not root.is_dir():
             runs.append(arg)  # a path that is no run fails in `read_run` with its own error
             continue
-        found = sorted(str(p) for p in root.iterdir() if is_run(p))
+        # A name starting with `.` is no run: a killed folder import's `.NAME.*.partial` directory.
+        found = sorted(str(p) for p in root.iterdir() if not p.name.startswith(".") and is_run(p))
         if not found:
             raise InvalidFile(
                 f"{arg}: neither a run nor a folder holding runs",
