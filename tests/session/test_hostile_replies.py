@@ -13,6 +13,8 @@ import copy
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.helpers.provider_replies import anthropic_reply, chat_reply, responses_reply
 from tests.helpers.sdks import reply_types
@@ -279,3 +281,45 @@ def test_a_reply_that_is_not_json_is_kept_as_a_note_and_the_export_replays(inv, 
     lines = [json.loads(x) for x in (out / "answers.jsonl").read_text().splitlines()]
     assert lines[0]["code"] == "reply_malformed" and "unreadable" in lines[0]["answer"]
     assert replay_export(out).ok
+
+
+# -- fuzz: any JSON value at any field of a valid reply --------------------------------------------------
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _paths(item, (*prefix, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _paths(item, (*prefix, i))
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=st.sampled_from(sorted(BASES)), pick=st.integers(min_value=0), value=_JSON)
+def test_any_value_anywhere_gives_an_answer_or_a_code(base, pick, value):
+    reply = BASES[base][1]()
+    paths = [p for p in _paths(reply) if p]
+    hostile = _put(reply, list(paths[pick % len(paths)]), value)
+    try:
+        got = answer_of(hostile)
+    except (ReplyUnusable, UsageError) as err:
+        assert err.code in {
+            "reply_malformed",
+            "reply_empty",
+            "reply_truncated",
+            "reply_refused",
+            "usage_error",
+        }
+    else:
+        assert isinstance(got, (str, dict))
