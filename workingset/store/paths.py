@@ -27,35 +27,72 @@ BUSY_TIMEOUT_MAX = 3600.0
 SERVED_SCHEMES: tuple[str, ...] = ("postgresql", "postgres")
 
 
+# libpq's connection keywords (its documentation, "Parameter Key Words"): a `--store` whose first
+# `key=value` names one is a PostgreSQL connection string, not a file name.
+LIBPQ_KEYWORDS = frozenset({
+    "host", "hostaddr", "port", "dbname", "user", "password", "passfile", "require_auth",
+    "channel_binding", "connect_timeout", "client_encoding", "options", "application_name",
+    "fallback_application_name", "keepalives", "keepalives_idle", "keepalives_interval",
+    "keepalives_count", "tcp_user_timeout", "replication", "gssencmode", "sslmode", "requiressl",
+    "sslnegotiation", "sslcompression", "sslcert", "sslkey", "sslpassword", "sslcertmode",
+    "sslrootcert", "sslcrl", "sslcrldir", "sslsni", "requirepeer", "ssl_min_protocol_version",
+    "ssl_max_protocol_version", "krbsrvname", "gsslib", "gssdelegation", "service",
+    "target_session_attrs", "load_balance_hosts",
+})  # fmt: skip
+_CONNINFO_KEY = re.compile(r"^\s*([A-Za-z_]+)\s*=")
+
+
+def is_conninfo(store: str) -> bool:
+    """Whether `store` is a libpq `key=value …` connection string: its first key is a libpq keyword."""
+    match = _CONNINFO_KEY.match(store)
+    return match is not None and match.group(1) in LIBPQ_KEYWORDS
+
+
 def store_scheme(url: str, served: tuple[str, ...] | None = None) -> str | None:
     """The scheme of a store URL that a backend serves (`postgresql`), or None for a file path.
 
-    A `scheme://…` of a scheme not in `served` (default `SERVED_SCHEMES`) is
-    `usage_error` naming the schemes served; so is an empty path.
+    A libpq connection string (`host=… dbname=…`, `is_conninfo`) is `postgresql` when that
+    scheme is served. A `scheme://…` of a scheme not in `served` (default `SERVED_SCHEMES`) is
+    `usage_error` naming the schemes served; so is an empty path, and a URL whose user or
+    password holds a raw `@` (libpq ends the user part at the first `@` and takes the rest for
+    the host, so the rest of the password would reach a message as a host name).
     """
     if served is None:
         served = SERVED_SCHEMES
     if not url:
         raise UsageError("the store path is empty; give a file path" + _served(served))
+    if is_conninfo(url) and "postgresql" in served:
+        return "postgresql"
     match = _URL.match(url)
     if match is None:
         return None
     scheme = match.group(1).lower()
-    if scheme in served:
-        return scheme
     shown = redact(url)
-    raise UsageError(f"store {shown!r}: the scheme {scheme}:// is not served; give a file path" + _served(served),
-                     details={"store": shown, "served": list(served)})  # fmt: skip
+    if scheme not in served:
+        raise UsageError(f"store {shown!r}: the scheme {scheme}:// is not served; give a file path" + _served(served),
+                         details={"store": shown, "served": list(served)})  # fmt: skip
+    if _AUTHORITY.match(url)[1].count("@") > 1:  # type: ignore[index]
+        raise UsageError(f"store {shown!r}: its user or password holds a raw @; write it as %40",
+                         details={"store": shown})  # fmt: skip
+    return scheme
 
 
-# A URL's userinfo (everything of its authority before the last `@`) and the value of every
-# query parameter naming a password (libpq's `password=`, `sslpassword=`).
+# A URL's authority (up to the path, query or fragment); its userinfo (everything before the
+# authority's last `@`: a raw `@` in a password is refused, but never echoed); the value of every
+# query parameter naming a password (libpq's `password=`, `sslpassword=`); in a connection string,
+# every `…password=` value, quoted or not.
+_AUTHORITY = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/?#]*)")
 _USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*)@")
 _PASSWORD_PARAM = re.compile(r"([?&][^=&#]*password=)([^&#]*)", re.IGNORECASE)
+_CONNINFO_PASSWORD = re.compile(
+    r"(\b[a-z]*password\s*=\s*)('(?:[^'\\]|\\.)*'?|[^\s']*)", re.IGNORECASE
+)
 
 
 def redact(url: str) -> str:
-    """The URL for messages and details: its userinfo password and every `…password=` value as `***`."""
+    """The store for messages and details: its userinfo password and every `…password=` value as `***`."""
+    if is_conninfo(url):
+        return _CONNINFO_PASSWORD.sub(r"\1***", url)
 
     def userinfo(m: re.Match[str]) -> str:
         user, colon, _password = m.group(2).partition(":")
@@ -65,18 +102,27 @@ def redact(url: str) -> str:
 
 
 def url_secrets(url: str) -> list[str]:
-    """The passwords a URL holds, as written and percent-decoded, longest first: what a driver's message must not echo."""
-    found = [m.group(2) for m in _PASSWORD_PARAM.finditer(url)]
-    if (m := _USERINFO.match(url)) and ":" in m.group(2):
-        found.append(m.group(2).partition(":")[2])
-    found += [unquote(secret) for secret in found]
+    """The passwords a store URL or connection string holds, as written and decoded, longest first: what a message must not echo."""
+    if is_conninfo(url):
+        found = [m.group(2) for m in _CONNINFO_PASSWORD.finditer(url)]
+        found += [f.strip("'").replace("\\'", "'").replace("\\\\", "\\") for f in found]
+    else:
+        found = [m.group(2) for m in _PASSWORD_PARAM.finditer(url)]
+        if (m := _USERINFO.match(url)) and ":" in m.group(2):
+            found.append(m.group(2).partition(":")[2])
+        found += [unquote(secret) for secret in found]
     return sorted({secret for secret in found if secret}, key=len, reverse=True)
 
 
 def scrub(text: str, secrets: Sequence[str]) -> str:
-    """`text` as one clean line (a driver's tabs and newlines folded to spaces), each secret in it as `***`."""
+    """`text` as one clean line (a driver's tabs and newlines folded to spaces), each secret in it as `***`.
+
+    A secret is replaced where it stands as a whole word (not between two letters or digits), so
+    that a short password hides itself without turning every such letter of the message to
+    `***`; a driver that echoes a password echoes it whole, after `=`, `:` or a quote.
+    """
     for secret in secrets:
-        text = text.replace(secret, "***")
+        text = re.sub(rf"(?<![A-Za-z0-9]){re.escape(secret)}(?![A-Za-z0-9])", "***", text)
     return " ".join(text.split())
 
 
