@@ -252,6 +252,12 @@ def test_an_out_that_is_a_symbolic_link_loop_is_one_error_line(tmp_path: Path):
     result = invoke("import", str(src), "--out", str(tmp_path / "o1"))
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    loop = invoke("import", str(tmp_path / "o1"), "--out", str(tmp_path / "runs"))  # DIR a loop
+    assert (
+        loop.exit_code == 2
+        and loop.stderr.startswith("error: usage_error: ")
+        and loop.stderr.count("\n") == 1
+    )
 
 
 def test_an_unreadable_subdirectory_is_reported_and_the_rest_imported(tmp_path: Path, monkeypatch):
