@@ -53,7 +53,8 @@ def expand(paths: Sequence[str]) -> list[str]:
         if is_run(root) or not root.is_dir():
             runs.append(arg)  # a path that is no run fails in `read_run` with its own error
             continue
-        found = sorted(str(p) for p in root.iterdir() if is_run(p))
+        # A name starting with `.` is no run: a killed folder import's `.NAME.*.partial` directory.
+        found = sorted(str(p) for p in root.iterdir() if not p.name.startswith(".") and is_run(p))
         if not found:
             raise InvalidFile(
                 f"{arg}: neither a run nor a folder holding runs",
@@ -220,18 +221,16 @@ def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[st
     """Join the outputs of `compare … --json` (shards) into one, its aggregate computed afresh from their rows."""
     if not outputs:
         raise UsageError("--merge needs at least one output of compare --json")
+    from .shards import check_one, check_set
+
     options = None
     runs: list[Any] = []
     rows: list[Any] = []
+    cut = [
+        check_one(name, out, MANY_FORMAT, PREFIX, aggregate) for name, out in zip(names, outputs)
+    ]
     for name, out in zip(names, outputs):
-        agg = out.get("aggregate") if isinstance(out, dict) else None
-        if (
-            not isinstance(agg, dict)
-            or agg.get("format") != MANY_FORMAT
-            or not isinstance(out.get("runs"), list)
-        ):
-            raise InvalidFile(f"{name}: not an output of compare RUN… --json (no aggregate of format {MANY_FORMAT})",
-                              details={"file": name, "path": "$.aggregate"})  # fmt: skip
+        agg = out["aggregate"]
         if options is None:
             options, first = agg["options"], name
         elif agg["options"] != options:
@@ -245,6 +244,7 @@ def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[st
                               details={"file": name, "path": "$.aggregate.rows"})  # fmt: skip
         runs.extend(out["runs"])
         rows.extend(agg["rows"])
+    check_set(names, outputs, cut)
     seen = [r["run"] for r in rows]
     twice = sorted({r for r in seen if seen.count(r) > 1})
     if twice:
@@ -263,6 +263,7 @@ def compare_runs_cli(paths: Sequence[str], shard_spec: str | None, renderers: Ma
     from ..io.progress import progress
 
     runs = expand(paths)
+    whole = len(runs)
     if shard_spec is not None:
         runs = shard(runs, *parse_shard(shard_spec))
     with progress("comparing runs", len(runs)) as step:
@@ -274,6 +275,7 @@ def compare_runs_cli(paths: Sequence[str], shard_spec: str | None, renderers: Ma
         )  # fmt: skip
     if shard_spec is not None:
         out["aggregate"]["shard"] = shard_spec
+        out["aggregate"]["shard_runs"] = whole  # so that a merge can tell a shard is missing
     return out
 
 
@@ -281,12 +283,15 @@ def merged(files: Sequence[str]) -> dict[str, Any]:
     """`compare --merge FILE…`: read each output of `compare … --json` and merge them."""
     import msgspec
 
+    from ..io.limits import check_json
     from ..model.state import read_file
 
     outputs = []
     for name in files:
+        data = read_file(name)
+        check_json(data, "file", name)  # bounded nesting, no key given twice
         try:
-            outputs.append(msgspec.json.decode(read_file(name)))
+            outputs.append(msgspec.json.decode(data))
         except msgspec.DecodeError as exc:
             raise InvalidFile(
                 f"{name}: not JSON ({exc})", details={"file": name, "path": "$"}
