@@ -230,3 +230,40 @@ def test_a_simulated_recall_makes_every_needed_identifier_visible(sizes, picks, 
         for refs, pages, group in plan_recalls(step.recall_away, ctx.state, (name, True, paged)):
             text = render(recall_state(ctx.state, "H1", refs, pages, paged), "H1", name).text
             assert all(need.value in text for need in group)
+
+
+def test_many_runs_shards_and_merge_carry_use(tmp_path):
+    first = run_of(
+        [
+            ("", "ls src", "src/pkg/alpha_module.py\n"),
+            ("Open it.", "cat src/pkg/alpha_module.py", "x\n"),
+        ]
+    )
+    steps = [("", "grep -rn core .", "./lib/core.py:7: beta_name_xyz = 3\n")]
+    steps += [("", f"echo step {k}", filler(k)) for k in range(2, 14)]
+    steps += [("Back to it.", "grep beta_name_xyz ./lib/core.py", "beta_name_xyz = 3\n")]
+    second = run_of(steps)
+    for name, contexts in (("a", first), ("b", second)):
+        write_run(tmp_path / "runs" / name, contexts)
+    args = ["--baselines", "--cache", "anthropic", "--use", "--json", "--summary"]
+    whole = json.loads(invoke("compare", str(tmp_path / "runs"), *args).stdout)
+    agg = whole["aggregate"]
+    assert agg["use"]["full-transcript"]["share_in_view"] == 1.0
+    masking = agg["use"]["masking-10"]
+    assert masking["gone"] == 2 and masking["steps_with_gone"] == 1
+    assert masking["worst_run"].endswith("b") and masking["worst_share_in_view"] == 0.0
+    assert all("use" in row and "with_recalls" in row for row in agg["rows"])
+    assert set(agg["with_recalls"]["anthropic"]) == set(agg["options"]["strategies"])
+    shards = []
+    for k in (1, 2):
+        out = invoke("compare", str(tmp_path / "runs"), *args, "--shard", f"{k}/2")
+        shards.append(tmp_path / f"shard{k}.json")
+        shards[-1].write_text(out.stdout)
+    merged = json.loads(invoke("compare", "--merge", *map(str, shards), "--json").stdout)[
+        "aggregate"
+    ]
+    assert merged["use"] == agg["use"] and merged["with_recalls"] == agg["with_recalls"]
+    text = invoke(
+        "compare", str(tmp_path / "runs"), "--baselines", "--cache", "anthropic", "--use"
+    ).stdout
+    assert "Bill with recalls under anthropic" in text and "worst run" in text

@@ -341,6 +341,10 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
         headers = ["strategy", "total effective cost", "ratio", "median run ratio", "worst run ratio", "wins",
                    "largest context (tokens)"]  # fmt: skip
         parts += ["", title, _table(headers, rows)]
+    if "use" in agg:
+        from .use_tables import aggregate_text
+
+        parts.append(aggregate_text(agg).rstrip("\n"))
     if not summary:
         rows = []
         for r in agg["rows"]:

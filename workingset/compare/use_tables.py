@@ -135,7 +135,41 @@ def aggregate_with_recalls(
     return out
 
 
+def _x(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}x"
+
+
+def aggregate_text(agg: Mapping[str, Any]) -> str:
+    """The many-run tables of `--use`: what each strategy showed, then each model's with-recalls bill ('' without --use)."""
+    from .tables import _table
+
+    if "use" not in agg:
+        return ""
+    names, base = agg["options"]["strategies"], agg["base"]
+    rows = []
+    for s in names:
+        u = agg["use"][s]
+        worst = (
+            "n/a"
+            if u["worst_run"] is None
+            else f"{_share(u['worst_share_in_view'])} ({u['worst_run']})"
+        )
+        rows.append([s, f"{u['used']:,}", _share(u["share_in_view"]), _share(u["median_share_in_view"]), worst,
+                     f"{u['steps_needing_recall']:,} of {u['steps']:,}", f"{u['steps_with_gone']:,} of {u['steps']:,}"])  # fmt: skip
+    parts = ["", USE_CAPTION + "; over the runs",
+             _table(["strategy", "used", "in view", "median run", "worst run", "recall steps", "gone steps"], rows, left=1)]  # fmt: skip
+    for m, per in agg.get("with_recalls", {}).items():
+        rows = [[s, f"{per[s]['total']:,.1f}", _x(per[s]["ratio"]), _x(per[s]["median_ratio"]), _x(per[s]["worst_ratio"]),
+                 f"{per[s]['wins']}", f"{per[s]['as_recorded']:,.1f}"] for s in names]  # fmt: skip
+        parts += ["", f"Bill with recalls under {m} (recall and re-run turns and output tokens included; ratios to {base}; "
+                      "wins: runs where a strategy costs least with recalls, ties count for each)",
+                  _table(["strategy", "with recalls", "ratio", "median run ratio", "worst run ratio", "wins", "as recorded"],
+                         rows)]  # fmt: skip
+    return "\n".join(parts) + "\n"
+
+
 __all__ = [
+    "aggregate_text",
     "aggregate_with_recalls",
     "USE_CAPTION",
     "aggregate_use",
