@@ -267,3 +267,18 @@ def test_many_runs_shards_and_merge_carry_use(tmp_path):
         "compare", str(tmp_path / "runs"), "--baselines", "--cache", "anthropic", "--use"
     ).stdout
     assert "Bill with recalls under anthropic" in text and "worst run" in text
+
+
+def test_the_recorded_requests_bill_as_compare_bills_them():
+    from workingset.compare.engine import compare_contexts
+
+    steps = [("", "grep -rn core .", "./lib/core.py:7: beta_name_xyz = 3\n")]
+    steps += [("", f"echo step {k}", filler(k, 900)) for k in range(2, 24)]
+    steps += [("Back to it.", "grep beta_name_xyz ./lib/core.py", "beta_name_xyz = 3\n")]
+    contexts = run_of(steps)
+    names = renderers(SMALL, "v10", "full-transcript", "masking-10")
+    cmp = compare_contexts(contexts, names, cache=["anthropic", "openai-5.6"])
+    uc = compare_use(contexts, names, cache=["anthropic", "openai-5.6"])
+    for model in ("anthropic", "openai-5.6"):
+        for name in names:
+            assert uc.bills[model][name].as_recorded == cmp.cache_total(model, name)

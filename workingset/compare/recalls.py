@@ -136,6 +136,8 @@ class Bill:
     """One strategy's with-recalls bill under one cache model."""
 
     input: Billing = field(default_factory=lambda: Billing(0, 0, 0, 0, 0.0))
+    # The recorded requests alone, in a meter of their own, no tool-use prompt: `compare`'s cache bill.
+    as_recorded: Billing = field(default_factory=lambda: Billing(0, 0, 0, 0, 0.0))
     output_tokens: int = 0
     tool_prompt_tokens: int = 0
     recall_turns: int = 0
@@ -157,7 +159,7 @@ class Bill:
                 "input_cost": round(b.cost, 1), "output_tokens": self.output_tokens, "output_price": self.output_price,
                 "output_cost": round(self.output_cost, 1), "tool_prompt_tokens": self.tool_prompt_tokens,
                 "recall_turns": self.recall_turns, "rerun_turns": self.rerun_turns,
-                "effective_cost": round(self.cost, 1)}  # fmt: skip
+                "effective_cost": round(self.cost, 1), "as_recorded": round(self.as_recorded.cost, 1)}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -268,13 +270,16 @@ def _walk(name: str, renderer: Renderer, contexts: Sequence[StoredContext], need
 
     version = _version(name)
     meters = {m: Meter(m, options) for m in models}
+    recorded = {m: Meter(m, options) for m in models}
     bill = {m: Bill(output_price=OUTPUT_PRICE.get(m)) for m in models}
     api = {m: (PROVIDER[m], _api_model(m, options)) for m in models}
 
-    def send(rendering: Any, time: float, body: Any = None) -> None:
+    def send(rendering: Any, time: float, body: Any = None, as_recorded: bool = False) -> None:
         sent = sent_prompts(rendering, models, time, options, encoding, body)
         make = body or rendering.body
         for m in models:
+            if as_recorded:
+                bill[m].as_recorded = _plus(bill[m].as_recorded, recorded[m](sent[m]))
             extra = (
                 tool_prompt_tokens(api[m][1], make(*api[m]))
                 if api[m][0] == "anthropic" and make
@@ -288,12 +293,14 @@ def _walk(name: str, renderer: Renderer, contexts: Sequence[StoredContext], need
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
         hid, time = ctx.hypothesis, state_time(state)
         rendering = renderer(state, hid)
-        send(rendering, time)
+        send(rendering, time, as_recorded=True)
         turns = (
             (retries or {}).get(ctx.request_id, ()) if getattr(rendering, "retried", None) else ()
         )
         for j in range(1, len(turns) + 1):
-            send(rendering, time, _retry_body(rendering, ctx.request_id, turns[:j]))
+            send(
+                rendering, time, _retry_body(rendering, ctx.request_id, turns[:j]), as_recorded=True
+            )
         shown, hidden = in_view(needs[k], rendering.text, state)
         away: list[Need] = []
         can_recall = version is not None and version[1]

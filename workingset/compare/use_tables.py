@@ -15,7 +15,7 @@ def use_data(uc: UseComparison, cmp: Comparison) -> dict[str, Any]:
     out: dict[str, Any] = {"use": {s: uc.use(s).to_json() for s in uc.strategies}}
     if uc.bills:
         out["with_recalls"] = {
-            m: {s: {**bill.to_json(), "as_recorded": round(cmp.cache_total(m, s).cost, 1)} for s, bill in per.items()}
+            m: {s: bill.to_json() for s, bill in per.items()}
             for m, per in uc.bills.items()
         }  # fmt: skip
     return out
