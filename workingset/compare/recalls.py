@@ -186,11 +186,20 @@ def _version(name: str) -> tuple[str, bool, bool] | None:
 
 
 def _page_of(name: str, state: State, ref: str, value: str) -> int:
-    """The page of entry `ref` (v14) whose text holds `value` whole (1 when it fits a page or no page does)."""
+    """The page of entry `ref` whose text holds `value` whole (1 when it fits a page or no page does).
+
+    An encoder with paged recall may say it itself, `page_of(state, ref, value) -> int`; else
+    v14's pages are used (`entry_text`, `page_size`, `walk14.page_bounds`), and an encoder
+    with neither gets page 1.
+    """
     from ..encoders import get_encoder
     from ..encoders.journal.walk14 import page_bounds
 
     encoder: Any = get_encoder(name)
+    if hasattr(encoder, "page_of"):
+        return int(encoder.page_of(state, ref, value))
+    if not hasattr(encoder, "entry_text") or not hasattr(encoder, "page_size"):
+        return 1
     text = encoder.entry_text(state, ref)
     if text is None or len(text) <= encoder.page_size:
         return 1
