@@ -120,23 +120,32 @@ def summary(rows: list[dict[str, Any]], names: list[str]) -> str:
 
 
 def per_run(measured: list[tuple[str, dict[str, Any], dict[str, Any]]], names: list[str]) -> str:
-    """One line per run: contexts, split, each strategy's share in view and its with-recalls ratio (anthropic)."""
+    """One line per run and strategy: share in view, recall and gone steps, and its bills over the transcript's."""
     table = []
     for name, info, row in measured:
-        cells = [name, str(row["contexts"]), info["split"]]
-        base = row["bill"]["anthropic"][TRANSCRIPT]["with_recalls"]
         for s in names:
             u = row["use"][s]
-            cells.append(
-                f"{_pct(u['in_view'], u['used'])} / {_x(row['bill']['anthropic'][s]['with_recalls'], base)}"
+            cells = [name, str(row["contexts"]), info["split"], s, _pct(u["in_view"], u["used"]),
+                     str(u["steps_needing_recall"]), str(u["steps_with_gone"])]  # fmt: skip
+            for m in MODELS:
+                bill, base = row["bill"][m][s], row["bill"][m][TRANSCRIPT]
+                cells += [_x(bill["recorded"], base["recorded"]), _x(bill["with_recalls"], base["with_recalls"]),
+                          _x(row["bare"][m][s], row["bare"][m][TRANSCRIPT])]  # fmt: skip
+            table.append(cells)
+    headers = ["run", "contexts", "split", "strategy", "in view", "recall steps", "gone steps"]
+    for m in MODELS:
+        headers += [f"{m} as recorded", f"{m} with recalls", f"{m} no fixed prompt"]
+    return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def check_transcript(measured: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+    """The full transcript shows every output: every used identifier in view on every run, by construction."""
+    for name, _, row in measured:
+        u = row["use"][TRANSCRIPT]
+        if u["in_view"] != u["used"]:
+            sys.exit(
+                f"{name}: the full transcript shows {u['in_view']} of {u['used']} used identifiers"
             )
-        table.append(cells)
-    return tabulate(
-        table,
-        headers=["run", "contexts", "split", *names],
-        tablefmt="github",
-        disable_numparse=True,
-    )
 
 
 def main() -> None:
@@ -180,6 +189,7 @@ def main() -> None:
         else:
             rows = [measure(job) for job in work]
     measured = [(name, info[name], row) for (name, _), row in zip(jobs, rows)]
+    check_transcript(measured)
     names = list(rows[0]["use"])
     corpus = [m for m in measured if m[0] != "fixtures/bug17"]
     try:
@@ -215,8 +225,8 @@ def main() -> None:
             parts += ["", f"### {title} ({len(picked)} runs)", "", summary(picked, names)]
     bug17 = [r for n, _, r in measured if n == "fixtures/bug17"]
     parts += ["", "### bug17", "", summary(bug17, names)]
-    parts += ["", "### Each run (share in view / with-recalls bill over the transcript's, anthropic)", "",
-              per_run(measured, names)]  # fmt: skip
+    parts += ["", "### Each run", "", "<details><summary>Per run and strategy (bills over the same run's full "
+              "transcript)</summary>", "", per_run(measured, names), "", "</details>"]  # fmt: skip
     write_section(
         args.section,
         f"What the next step used, in view, and the bill with recalls ({shown})",
