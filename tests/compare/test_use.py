@@ -282,3 +282,17 @@ def test_the_recorded_requests_bill_as_compare_bills_them():
     for model in ("anthropic", "openai-5.6"):
         for name in names:
             assert uc.bills[model][name].as_recorded == cmp.cache_total(model, name)
+
+
+def test_a_name_in_a_repeated_output_is_recalled_from_the_entry_that_holds_the_payload():
+    # v14 writes a repeated payload as `same_as` the first item with it: recalling the repeat shows no payload.
+    repeated = "./a/b.py:1: zeta_value_q = 9\n" + filler(0, 800)
+    steps = [("", "grep -rn zeta .", repeated)]
+    steps += [("", f"cat file{k}.txt", filler(k, 900)) for k in range(2, 30)]
+    steps += [("", "grep -rn zeta .", repeated), ("", "echo hi", "hi\n")]
+    steps += [("Now that one.", "python -c 'print(zeta_value_q)'", "9\n")]
+    contexts = run_of(steps)
+    step = compare_use(contexts, renderers(SMALL)).steps[SMALL][-2]
+    assert [n.value for n in step.recall_away] == ["zeta_value_q"] and not step.gone
+    (turn,) = plan_recalls(step.recall_away, contexts[-2].state, ("investigation_project_" + SMALL, True, True))
+    assert turn[0] == ["E000001"]

@@ -213,11 +213,24 @@ def _page_of(name: str, state: State, ref: str, value: str) -> int:
 
 def plan_recalls(needs: Sequence[Need], state: State, version: tuple[str, bool, bool]
                  ) -> list[tuple[list[str], list[str], list[Need]]]:  # fmt: skip
-    """The recall turns bringing `needs` back: (refs, pages, the needs each turn is for), at most MAX_RECALL refs a turn."""
+    """The recall turns bringing `needs` back: (refs, pages, the needs each turn is for), at most MAX_RECALL refs a turn.
+
+    Each need is recalled from the latest earlier output holding it (the first item with the
+    same payload, when it repeats one), v14 with the page holding it.
+    """
     name, _, paged = version
     wanted: dict[tuple[str, int], list[Need]] = {}
+    # An item whose payload repeats an earlier one's is written `same_as` that one, without the
+    # payload: the recall names the first item with that payload (the one whose entry holds it).
+    first: dict[str, str] = {}
+    for ev in state.evidence:
+        if ev.content_hash is not None:
+            first.setdefault(ev.content_hash, ev.id)
+    hashes = {ev.id: ev.content_hash for ev in state.evidence}
     for need in needs:
-        ref = need.holders[-1]
+        latest = need.holders[-1]
+        digest = hashes.get(latest)
+        ref = first.get(digest, latest) if digest is not None else latest
         number = _page_of(name, state, ref, need.value) if paged and not need.cited else 1
         wanted.setdefault((ref, number), []).append(need)
     turns: list[tuple[list[str], list[str], list[Need]]] = []
