@@ -294,5 +294,7 @@ def test_a_name_in_a_repeated_output_is_recalled_from_the_entry_that_holds_the_p
     contexts = run_of(steps)
     step = compare_use(contexts, renderers(SMALL)).steps[SMALL][-2]
     assert [n.value for n in step.recall_away] == ["zeta_value_q"] and not step.gone
-    (turn,) = plan_recalls(step.recall_away, contexts[-2].state, ("investigation_project_" + SMALL, True, True))
+    (turn,) = plan_recalls(
+        step.recall_away, contexts[-2].state, ("investigation_project_" + SMALL, True, True)
+    )
     assert turn[0] == ["E000001"]
