@@ -51,6 +51,9 @@ EXTERNAL = {
     "calibrate": CORPUS,
     "v14_bound": CORPUS,
     "v14_targets": CORPUS,
+    "use": CORPUS,
+    # The 67 corpus runs of benchmarks/corpus.json, shared beside the repository (issue 31).
+    "use_all": ROOT.parent / "shared" / "corpus" / "all",
     # The staged corpus of issue 22's measurement, beside the repository where it is kept (not in CI).
     "v14_targets_staged": ROOT.parent / "corpus-staging" / "raw",
 }
@@ -88,7 +91,7 @@ def test_timed_section_names_a_clean_commit(name: str):
 
 
 # Sections whose check takes ten minutes or more (67 runs): run with -m soak.
-SOAK = {"v14_targets_staged"}
+SOAK = {"v14_targets_staged", "use_all"}
 
 
 def _check_section(name: str) -> subprocess.CompletedProcess[str]:
