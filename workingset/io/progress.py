@@ -22,6 +22,9 @@ def progress(
 ) -> Iterator[Callable[[int], None]]:
     """Yield `advance(n=1)`; a bar for `total` steps shows on a terminal after `delay` seconds."""
     out = sys.stderr if stream is None else stream
+    out = getattr(
+        out, "unescaped", out
+    )  # the bar's own escape codes are not data (`process.Escaping`)
     if not (hasattr(out, "isatty") and out.isatty()):
 
         def skip(n: int = 1) -> None:

@@ -280,7 +280,8 @@ class Investigation(Turns, Loop):
                 ):  # untouched: still the state of committed events
                     views[self.analysis_id] = call.view
                 raise
-            if write and call.view is not None and snapshot_due(call.view):
+            # Only a call that changed the state takes one: a rejected answer writes its event alone (docs/protocol.md).
+            if write and call.dirty and call.view is not None and snapshot_due(call.view):
                 # In the call's transaction: the snapshot commits with the events it reflects.
                 tx.put_snapshot(self.analysis_id, call.view.seq, take_snapshot(call.view))
         if call.view is not None:  # committed

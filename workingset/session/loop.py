@@ -13,8 +13,6 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-import msgspec
-
 from .. import controller as ctl
 from ..errors import DecisionRejected, ReplyUnusable, SessionError, UsageError, WorkingsetError
 from ..eventlog.log import AnswerEvent
@@ -26,7 +24,7 @@ from .attempts import (
     Attempt,
     kept_answers,
     rejection,
-    reply_dict,
+    reply_bytes,
     reply_json,
     retry_of,
     sender,
@@ -90,9 +88,7 @@ class Loop(_Mixin):
         try:
             answer = answer_of(reply)
         except ReplyUnusable as err:
-            raise self._keep_reply(
-                request_id, msgspec.json.encode(reply_dict(reply)), err
-            ) from None
+            raise self._keep_reply(request_id, reply_bytes(reply), err) from None
         return self.submit(request_id, answer)
 
     def _keep_reply(

@@ -131,6 +131,14 @@
       xaxis: { title: { text: "turn" } }, margin: { t: 10, l: 70, r: 10, b: 50 } }, CONFIG);
   }
 
+  function drawTradeoff() {
+    // Each strategy's bill with recalls against its share of used identifiers in view (compare --use).
+    const f = report.tradeoff && report.tradeoff[state.model];
+    if (!f) return null;
+    $("tradeoff-section").hidden = false;
+    return Plotly.react("chart-tradeoff", f.data, f.layout, CONFIG);
+  }
+
   // --- viewer ------------------------------------------------------------------------------------
   function span(cls, text, label) {
     const el = document.createElement("span");
@@ -278,7 +286,7 @@
     drawModel();
     drawTotals();
     drawViewer();
-    return Promise.all([drawTokens(), drawCost(), drawLargest(), drawAvailability()]);
+    return Promise.all([drawTokens(), drawCost(), drawLargest(), drawAvailability(), drawTradeoff()]);
   }
 
   // --- controls ----------------------------------------------------------------------------------
