@@ -403,3 +403,35 @@ def test_run_ends_when_the_model_calls_run_out(store, tmp_path):
     assert (summary.status, summary.termination_reason) == ("completed", "budget_exhausted")
     assert inv.usage().model_calls == 3
     replays(inv, tmp_path)
+
+
+def test_a_new_process_starting_from_a_snapshot_counts_the_same(store):
+    from workingset.eventlog.snapshots import from_snapshot, take_snapshot
+
+    clock = Clock()
+    inv = create(store, state({"max_model_calls": 50}, {"min_confidence": 0.1}), clock)
+    req = inv.next_request("H1")
+    with pytest.raises(WorkingsetError):
+        inv.submit(req.request_id, b"nope")
+    clock.at(30)
+    inv.pause()
+    view = inv.store.views["demo"]
+    data = take_snapshot(view)
+
+    class Tx:
+        def snapshot(self, analysis_id):
+            return view.seq, data
+
+    back = from_snapshot(Tx(), "demo")
+    assert back is not None and back.usage() == view.usage() and back.usage().model_calls == 1
+    # Unset stays unset (no key), set stays set (the payloads stay in the store: not compared).
+    for part in ("budget", "stop_rules"):
+        assert msgspec.json.encode(getattr(back.state, part)) == msgspec.json.encode(
+            getattr(view.state, part)
+        )
+    assert b"max_queries" not in msgspec.json.encode(back.state.budget)
+    assert (back.created_at, back.paused_since, back.last_at) == (
+        view.created_at,
+        view.paused_since,
+        view.last_at,
+    )
