@@ -435,3 +435,17 @@ def test_a_new_process_starting_from_a_snapshot_counts_the_same(store):
         view.paused_since,
         view.last_at,
     )
+
+
+def test_an_export_made_before_the_lifecycle_replays_unchanged(tmp_path):
+    """tests/data/pre_lifecycle_export was written by the release before #34 (a rejection, a pause, a result, the end)."""
+    import shutil
+    from pathlib import Path
+
+    src = Path(__file__).parents[1] / "data" / "pre_lifecycle_export"
+    run = tmp_path / "run"
+    shutil.copytree(src, run)
+    end = json.loads((run / "journal.jsonl").read_text().splitlines()[-1])
+    assert "stage" not in end  # written before the lifecycle keys
+    report = replay_export(run)
+    assert report.ok, report.lines()
