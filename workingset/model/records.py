@@ -70,11 +70,11 @@ Limit = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
 
 
 class Budget(_Strict, kw_only=True):
-    """The analysis's bounds. The last three are left out when not set (`UNSET`), so older states' bytes stay.
+    """The analysis's five bounds; the last three may be left out (no bound), and are then not written.
 
     `max_queries` bounds the queries run (results recorded), `max_model_calls` the model's
-    replies kept (every answer, retries too), `max_seconds` the wall-clock time since creation
-    with paused time left out. Their usage is counted from the event log (`eventlog.view`).
+    replies (every answer kept, retries too), `max_seconds` the execution time since creation,
+    paused time left out. Their usage is counted from the event log.
     """
 
     max_iterations: Limit
@@ -86,7 +86,7 @@ class Budget(_Strict, kw_only=True):
 
 
 class StopRules(_Strict, kw_only=True, omit_defaults=True):
-    """The optional thresholds of the stop policy (docs/protocol.md#status-and-termination); each off when null."""
+    """The optional thresholds of the stop policy; each is off when left out or null."""
 
     success_confidence: Unit | None = None
     contradiction_confidence: Unit | None = None
