@@ -449,3 +449,20 @@ def test_an_export_made_before_the_lifecycle_replays_unchanged(tmp_path):
     assert "stage" not in end  # written before the lifecycle keys
     report = replay_export(run)
     assert report.ok, report.lines()
+
+
+def test_show_prints_the_stage_the_usage_and_the_stop(store):
+    from workingset.session.replies import describe
+
+    clock = Clock()
+    inv = create(store, state({"max_model_calls": 10, "max_seconds": 600}), clock)
+    clock.at(42)
+    inv.next_request("H1")
+    text = describe(inv.show(), inv.usage())
+    assert "stage: planning\n" in text
+    assert "queries run: 5 · model calls: 0 of 10 · execution time: 42 s of 600 s\n" in text
+    assert "limitations (so far):\n  E000004: not_retained\n" in text
+    inv.cancel()
+    assert "\nstopped: The analysis was cancelled.\nstage: cancelled\n" in describe(
+        inv.show(), inv.usage()
+    )

@@ -237,4 +237,4 @@ def _usage_lines(summary: Summary, u: Usage | None) -> list[str]:
         return f" of {limit}" if limit is not msgspec.UNSET else ""
 
     return [f"queries run: {u.queries}{of(b.max_queries)} · model calls: {u.model_calls}{of(b.max_model_calls)} · "
-            f"execution time: {u.seconds:g} s{of(b.max_seconds)}"]  # fmt: skip
+            f"execution time: {u.seconds:g} s{of(b.max_seconds)}{' s' if b.max_seconds is not msgspec.UNSET else ''}"]  # fmt: skip
