@@ -75,25 +75,34 @@ def _stop_if_due(inv: Any) -> str | None:
     if not counts_outside_changes(kept.state):
         return None
     at = inv._clock()
-    with inv._call(write=True) as call:
-        tx = call.tx
-        row = inv._row(tx)
-        if row.status != ctl.ACTIVE:
+    with inv._call(write=False) as call:  # the common case writes nothing: a read transaction
+        if _due(inv, call, at) is None:
             return at
-        view = call.checked(inv.store.path, tx.open_request(inv.analysis_id))
-        if not counts_outside_changes(view.state):
+    with inv._call(write=True) as call:  # found due: again, in the write transaction, then stop
+        due = _due(inv, call, at)
+        if due is None:
             return at
-        status, reason = ctl.termination(view.state, ctl.ACTIVE, busy_hypotheses(tx, inv.analysis_id),
-                                         view.usage(at))  # fmt: skip
-        if status == ctl.ACTIVE:
-            return at
+        view, status, reason = due
         message = lifecycle.sentence(view.state, status, reason, view.usage(at))
-        tx.abandon_open_requests(inv.analysis_id)
+        call.tx.abandon_open_requests(inv.analysis_id)
         call.change()
         call.append("stop", LifecycleEvent(status=status, prior_status=None, termination_reason=reason,
                                            message=message), at)  # fmt: skip
-        tx.set_status(inv.analysis_id, status, None, reason)
+        call.tx.set_status(inv.analysis_id, status, None, reason)
         return at
+
+
+def _due(inv: Any, call: Any, at: str) -> tuple[Replayed, Any, str | None] | None:
+    """(view, status, reason) when the policy ends the active analysis at `at`, else None."""
+    tx = call.tx
+    if inv._row(tx).status != ctl.ACTIVE:
+        return None
+    view = call.checked(inv.store.path, tx.open_request(inv.analysis_id))
+    if not counts_outside_changes(view.state):
+        return None
+    status, reason = ctl.termination(view.state, ctl.ACTIVE, busy_hypotheses(tx, inv.analysis_id),
+                                     view.usage(at))  # fmt: skip
+    return None if status == ctl.ACTIVE else (view, status, reason)
 
 
 def usage_at(view: Replayed, at: str, answers: int = 0) -> lifecycle.Usage:
