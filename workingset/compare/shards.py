@@ -66,7 +66,7 @@ class Aggregate(msgspec.Struct, forbid_unknown_fields=True):
     rows: list[Row]
     shard: str | None = None
     shard_runs: Count | None = None
-    use: dict[str, Any] | None = None  # `--use`: what the rows' steps used (`use_tables.aggregate_use`)
+    use: dict[str, Any] | None = None  # `--use`: what the rows' steps used
     with_recalls: dict[str, Any] | None = None  # `--use`: the bill with recalls
 
 
