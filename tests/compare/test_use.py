@@ -263,6 +263,12 @@ def test_many_runs_shards_and_merge_carry_use(tmp_path):
         "aggregate"
     ]
     assert merged["use"] == agg["use"] and merged["with_recalls"] == agg["with_recalls"]
+    edited = json.loads(shards[0].read_text())  # a shard whose use figures were edited is refused
+    first_strategy = next(iter(edited["aggregate"]["use"]))
+    edited["aggregate"]["use"][first_strategy]["gone"] += 1
+    shards[0].write_text(json.dumps(edited))
+    refused = invoke("compare", "--merge", *map(str, shards), "--json")
+    assert refused.exit_code == 2 and "invalid_file" in refused.stdout + refused.stderr
     text = invoke(
         "compare", str(tmp_path / "runs"), "--baselines", "--cache", "anthropic", "--use"
     ).stdout

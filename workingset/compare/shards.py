@@ -66,6 +66,8 @@ class Aggregate(msgspec.Struct, forbid_unknown_fields=True):
     rows: list[Row]
     shard: str | None = None
     shard_runs: Count | None = None
+    use: dict[str, Any] | None = None  # `--use`: what the rows' steps used
+    with_recalls: dict[str, Any] | None = None  # `--use`: the bill with recalls
 
 
 class RunObject(msgspec.Struct):
@@ -126,8 +128,8 @@ def check_one(
         )
     raw = out["aggregate"]
     again = aggregate(raw["rows"], raw["options"])
-    for key in ("base", "runs", "contexts", "largest"):
-        if raw[key] != again[key]:
+    for key in ("base", "runs", "contexts", "largest", "use", "with_recalls"):
+        if raw.get(key) != again.get(key):
             raise _bad(
                 name,
                 f"its aggregate {key} is not what its rows give (edited?)",
