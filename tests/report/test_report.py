@@ -319,7 +319,8 @@ def test_an_exported_run_shows_each_turns_decision_rejections_and_outcome(tmp_pa
          "outcome": f"{action} ran: its result is {eid} (1 item); the analysis stays active"},
         {"decision": f"assessed {eid} as supports (confidence 0.7); conclude supported: because (citing {eid})",
          "rejections": refused[1:], "outcome": "the analysis is completed (root_cause_found)"},
-    ]}  # fmt: skip
+    ], "lifecycle": ("stage completed · stopped: Hypothesis H1 was concluded supported: the root cause was found. · partial outcome, "
+                    "limitations: E000004 (not_retained)")}  # fmt: skip
     page = render_page(data)
     assert embedded(page, "ws-report")["record"] == data["record"]
     assert (

@@ -58,6 +58,7 @@ EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
     "resume": LifecycleEvent,
     "cancel": LifecycleEvent,
     "fail": LifecycleEvent,
+    "stop": LifecycleEvent,
     "budget": BudgetEvent,
 }
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in EVENT_TYPES.items()}

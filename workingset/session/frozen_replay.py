@@ -43,6 +43,7 @@ from ..io.limits import jsonl_lines
 from ..model.state import State, StoredContext, validate_state
 from ..runs.layout import load_context_file, make_stored_context
 from .attempts import reply_json
+from .bounds import end_fields, stop_if_due
 from .investigation import Investigation
 
 
@@ -224,6 +225,8 @@ class _Run:
             self.inv.record(line["action"], result, captured_at=ev["captured_at"])
         elif kind == "fail":
             self.inv.fail(line.get("message") or "")
+        elif kind == "stop":  # a bound the log counts ran out: the same check at the recorded time
+            stop_if_due(self.inv)
         elif kind in ("pause", "resume", "cancel"):
             getattr(self.inv, kind)()
         elif kind == "budget":
@@ -304,6 +307,10 @@ class _Run:
         replayed["event_hashes"] = self.hashes[
             : self.seq
         ]  # each compared on the way; none may be left over
+        # The lifecycle keys, where the export has them (one made before them has not).
+        replayed.update(
+            {k: v for k, v in end_fields(summary, self.inv.usage()).items() if k in end}
+        )
         recorded = {k: end.get(k) for k in replayed}
         extra = sorted(set(end) - set(replayed) - {"kind"})
         diff = first_difference(recorded, replayed) or (

@@ -226,8 +226,14 @@ class Loop(_Mixin):
                     break  # cancelled or ended while the query ran: its result has nowhere to go
             if self.status != ctl.ACTIVE or (max_turns is not None and turns >= max_turns):
                 break
-            applied = self.turn(send, provider, retries=retries, ttl=ttl, strict=strict,
-                                fail_on_unusable=fail_on_unusable)  # fmt: skip
+            try:
+                applied = self.turn(send, provider, retries=retries, ttl=ttl, strict=strict,
+                                    fail_on_unusable=fail_on_unusable)  # fmt: skip
+            except WorkingsetError as err:
+                # A bound counted between changes (model calls, time) ended it at this turn's start.
+                if err.code == "analysis_closed" and self.status != ctl.ACTIVE:
+                    break
+                raise
             turns += 1
             if on_turn is not None:
                 on_turn(applied)

@@ -296,7 +296,8 @@
   $("summary-line").textContent = labels.length + " contexts; tokens: " + compare.encoding + "; cached tokens at " + compare.cached_price +
     "\u00d7 the full price; recall selections " + (compare.recall ? "kept" : "removed") + "; changes relative to " + compare.base + ".";
   $("outcome-line").textContent = "Outcome: " + (report.record ? report.record.outcome || "not recorded (the journal has no end line)"
-    : "not recorded (a plain run; a run written by workingset export records each turn's decision, rejections and outcome)");
+    : "not recorded (a plain run; a run written by workingset export records each turn's decision, rejections and outcome)") +
+    (report.record && report.record.lifecycle ? " \u00b7 " + report.record.lifecycle : "");
   $("model").addEventListener("change", (e) => { state.model = e.target.value; drawAll(); });
   $("turn").addEventListener("change", (e) => { state.turn = Number(e.target.value); drawViewer(); });
   $("strategy").addEventListener("change", (e) => { state.strategy = e.target.value; drawViewer(); });
