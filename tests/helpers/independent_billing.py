@@ -268,14 +268,9 @@ def invoke(*args: str) -> str:
     return result.stdout
 
 
-def bill_run(run: Path, strategy: str, model: str, tokenize: Tokenizer) -> Bill:
-    """Bill one strategy's `workingset requests` output for a run under one model."""
-    lines = [
-        json.loads(line)
-        for line in invoke(
-            "requests", str(run), "--strategy", strategy, *REQUEST_ARGS[model]
-        ).splitlines()
-    ]
+def bill_run(run: Path, strategy: str, model: str, tokenize: Tokenizer, *extra: str) -> Bill:
+    """Bill one strategy's `workingset requests` output (with `extra` options) for a run under one model."""
+    lines = request_lines(run, strategy, model, *extra)
     provider = "anthropic" if model == "anthropic" else "openai"
     prompts = [prompt(line, provider, tokenize) for line in lines]
     if model == "anthropic":
@@ -289,6 +284,12 @@ def bill_run(run: Path, strategy: str, model: str, tokenize: Tokenizer) -> Bill:
             for line in lines
         ],
     )
+
+
+def request_lines(run: Path, strategy: str, model: str, *extra: str) -> list[dict]:
+    """The lines of `workingset requests` for one strategy and the bodies one model bills."""
+    out = invoke("requests", str(run), "--strategy", strategy, *REQUEST_ARGS[model], *extra)
+    return [json.loads(line) for line in out.splitlines()]
 
 
 @dataclass(frozen=True)

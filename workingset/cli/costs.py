@@ -221,9 +221,17 @@ def requests(
             help="The API model, put in each body; from gpt-5.6 on OpenAI bodies carry cache breakpoints."
         ),
     ] = None,
+    with_recalls: Annotated[
+        bool,
+        typer.Option(
+            "--with-recalls",
+            help="Also the recall and re-run turns of compare --use's bill, each marked \"added\", with every turn's answer.",
+        ),
+    ] = False,
 ) -> None:
     """Print each turn's request body as the provider receives it, one JSON object a line (see docs/billing.md)."""
     from ..compare.engine import request_bodies
+    from ..compare.recalls import request_lines
     from ..errors import UsageError
     from ..runs.layout import read_fixed_prompt, read_retries, read_run
 
@@ -232,9 +240,8 @@ def requests(
                          details={"valid": ["anthropic", "openai"]})  # fmt: skip
     contexts = [ctx for _, ctx in read_run(directory)]
     retries = read_retries(directory, contexts)
-    bodies = request_bodies(
-        contexts, strategy, provider, model, read_fixed_prompt(directory), retries
-    )
+    make = request_lines if with_recalls else request_bodies
+    bodies = make(contexts, strategy, provider, model, read_fixed_prompt(directory), retries)
     lines = [msgspec.json.encode(line) for line in bodies]
     sys.stdout.buffer.write(b"".join(line + b"\n" for line in lines))
     sys.stdout.flush()

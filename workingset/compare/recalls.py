@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -284,45 +284,53 @@ def compare_use(contexts: Sequence[StoredContext], renderers: Mapping[str, Rende
     return UseComparison(strategies=tuple(renderers), steps=steps, bills=bills)
 
 
-def _walk(name: str, renderer: Renderer, contexts: Sequence[StoredContext], needs: Sequence[Sequence[Need]],
-          answer_tokens: Sequence[int], models: Sequence[str], options: CacheOptions, encoding: str, recall: bool,
-          retries: Mapping[str, Sequence[tuple[bytes, Any]]] | None) -> tuple[tuple[StepUse, ...], dict[str, Bill]]:  # fmt: skip
-    """One strategy over the run: each step's use, and per model its bill with the added turns."""
-    from .engine import _retry_body, sent_prompts
+@dataclass(frozen=True)
+class Turn:
+    """One request a strategy sends: recorded (`request`, `retry` k) or added before the step (`recall`, `rerun`)."""
+
+    kind: str
+    request_id: str
+    time: float
+    rendering: Any
+    body: Callable[[str, str | None], dict[str, Any]] | None = (
+        None  # None: the rendering's own body
+    )
+    retry: int = 0
+    answer: str | None = None  # an added turn's decision, as the model writes it (its output)
+
+
+@dataclass(frozen=True)
+class Step:
+    """The end of one context's turns: how the strategy showed its needs, and the added turns' answers."""
+
+    index: int
+    use: StepUse
+    added: tuple[str, ...]
+
+
+def turns(name: str, renderer: Renderer, contexts: Sequence[StoredContext], needs: Sequence[Sequence[Need]],
+          recall: bool = True, retries: Mapping[str, Sequence[tuple[bytes, Any]]] | None = None
+          ) -> Iterator[Turn | Step]:  # fmt: skip
+    """Every request one strategy sends over the run, in order, each context's closed by its `Step`.
+
+    Per context: the recorded request and its retries, then the recall turns that bring back
+    what one recall can, then a re-run turn per earlier output holding something gone. The
+    bill (`compare_use`) and `workingset requests --with-recalls` both walk this one sequence.
+    """
+    from .engine import _retry_body
 
     version = _version(name)
-    meters = {m: Meter(m, options) for m in models}
-    recorded = {m: Meter(m, options) for m in models}
-    bill = {m: Bill(output_price=OUTPUT_PRICE.get(m)) for m in models}
-    api = {m: (PROVIDER[m], _api_model(m, options)) for m in models}
-
-    def send(rendering: Any, time: float, body: Any = None, as_recorded: bool = False) -> None:
-        sent = sent_prompts(rendering, models, time, options, encoding, body)
-        make = body or rendering.body
-        for m in models:
-            if as_recorded:
-                bill[m].as_recorded = _plus(bill[m].as_recorded, recorded[m](sent[m]))
-            extra = (
-                tool_prompt_tokens(api[m][1], make(*api[m]))
-                if api[m][0] == "anthropic" and make
-                else 0
-            )
-            bill[m].input = _plus(bill[m].input, meters[m](_lead(sent[m], extra)))
-            bill[m].tool_prompt_tokens += extra
-
-    per: list[StepUse] = []
     for k, ctx in enumerate(contexts):
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
         hid, time = ctx.hypothesis, state_time(state)
         rendering = renderer(state, hid)
-        send(rendering, time, as_recorded=True)
-        turns = (
+        yield Turn("request", ctx.request_id, time, rendering)
+        tries = (
             (retries or {}).get(ctx.request_id, ()) if getattr(rendering, "retried", None) else ()
         )
-        for j in range(1, len(turns) + 1):
-            send(
-                rendering, time, _retry_body(rendering, ctx.request_id, turns[:j]), as_recorded=True
-            )
+        for j in range(1, len(tries) + 1):
+            body = _retry_body(rendering, ctx.request_id, tries[:j])
+            yield Turn("retry", ctx.request_id, time, rendering, body, retry=j)
         shown, hidden = in_view(needs[k], rendering.text, state)
         away: list[Need] = []
         can_recall = version is not None and version[1]
@@ -333,22 +341,91 @@ def _walk(name: str, renderer: Renderer, contexts: Sequence[StoredContext], need
             for refs, pages, group in plan_recalls(hidden, state, version):
                 after = recall_state(current, hid, refs, pages, version[2])
                 again = renderer(after, hid)
-                send(again, time)
                 added.append(recall_json(refs, pages))
+                yield Turn("recall", ctx.request_id, time, again, answer=added[-1])
                 seen, missed = in_view(group, again.text, after)
                 away += seen
                 gone += missed
         for holder in dict.fromkeys(n.holders[-1] for n in gone):
             current = rerun_state(current, hid, holder)
-            send(renderer(current, hid), time)
             added.append(rerun_json(next(e for e in state.evidence if e.id == holder)))
-        recalls = sum(text.startswith('{"next":{"kind":"recall"') for text in added)
-        out_tokens = answer_tokens[k] + sum(count_tokens(t, encoding) for t in added)
+            yield Turn("rerun", ctx.request_id, time, renderer(current, hid), answer=added[-1])
+        yield Step(k, StepUse(tuple(shown), tuple(away), tuple(gone)), tuple(added))
+
+
+def request_lines(contexts: Sequence[StoredContext], name: str, provider: str, model: str | None = None,
+                  fixed: FixedPrompt | None = None, retries: Mapping[str, Sequence[tuple[bytes, Any]]] | None = None,
+                  recall: bool = True) -> Iterator[dict[str, Any]]:  # fmt: skip
+    """Every request of the bill with recalls, as sent (`workingset requests --with-recalls`).
+
+    The lines of `engine.request_bodies`, and before each step the added turns, marked
+    `"added": "recall"` or `"rerun"`. A first try and an added turn carry `"answer"`: what the
+    model wrote (the recorded step's text; the added decision's JSON), whose tokens the bill
+    counts at the output price. Billing these lines as any other requests, plus those answers,
+    gives `compare --use`'s bill with recalls.
+    """
+    from datetime import UTC, datetime
+
+    from .engine import strategy_renderer
+
+    needs, answers = step_needs(contexts, fixed)
+    step = 0
+    for item in turns(name, strategy_renderer(name, fixed), contexts, needs, recall, retries):
+        if isinstance(item, Step):
+            step += 1
+            continue
+        body = (item.body or item.rendering.body)(provider, model)
+        if model is not None:
+            body = {"model": model, **body}
+        line: dict[str, Any] = {"request_id": item.request_id}
+        if item.kind == "retry":
+            line["retry"] = item.retry
+        elif item.kind != "request":
+            line["added"] = item.kind
+        sent = datetime.fromtimestamp(item.time, UTC).isoformat().replace("+00:00", "Z")
+        line.update(sent_at=sent, body=body)
+        if item.kind != "retry":
+            line["answer"] = answers[step] if item.answer is None else item.answer
+        yield line
+
+
+def _walk(name: str, renderer: Renderer, contexts: Sequence[StoredContext], needs: Sequence[Sequence[Need]],
+          answer_tokens: Sequence[int], models: Sequence[str], options: CacheOptions, encoding: str, recall: bool,
+          retries: Mapping[str, Sequence[tuple[bytes, Any]]] | None) -> tuple[tuple[StepUse, ...], dict[str, Bill]]:  # fmt: skip
+    """One strategy over the run: each step's use, and per model its bill with the added turns."""
+    from .engine import sent_prompts
+
+    meters = {m: Meter(m, options) for m in models}
+    recorded = {m: Meter(m, options) for m in models}
+    bill = {m: Bill(output_price=OUTPUT_PRICE.get(m)) for m in models}
+    api = {m: (PROVIDER[m], _api_model(m, options)) for m in models}
+
+    def send(turn: Turn) -> None:
+        sent = sent_prompts(turn.rendering, models, turn.time, options, encoding, turn.body)
+        make = turn.body or turn.rendering.body
+        for m in models:
+            if turn.kind in ("request", "retry"):
+                bill[m].as_recorded = _plus(bill[m].as_recorded, recorded[m](sent[m]))
+            extra = (
+                tool_prompt_tokens(api[m][1], make(*api[m]))
+                if api[m][0] == "anthropic" and make
+                else 0
+            )
+            bill[m].input = _plus(bill[m].input, meters[m](_lead(sent[m], extra)))
+            bill[m].tool_prompt_tokens += extra
+
+    per: list[StepUse] = []
+    for item in turns(name, renderer, contexts, needs, recall, retries):
+        if isinstance(item, Turn):
+            send(item)
+            continue
+        recalls = sum(text.startswith('{"next":{"kind":"recall"') for text in item.added)
+        out_tokens = answer_tokens[item.index] + sum(count_tokens(t, encoding) for t in item.added)
         for m in models:
             bill[m].output_tokens += out_tokens
             bill[m].recall_turns += recalls
-            bill[m].rerun_turns += len(added) - recalls
-        per.append(StepUse(tuple(shown), tuple(away), tuple(gone)))
+            bill[m].rerun_turns += len(item.added) - recalls
+        per.append(item.use)
     return tuple(per), bill
 
 
