@@ -105,7 +105,15 @@ def row(run: str, cmp: Comparison) -> dict[str, Any]:
         largest[s] = (
             None if at is None else {"tokens": sizes[at].tokens, "request_id": cmp.labels[at]}
         )
-    return {"run": run, "contexts": len(cmp.labels), "cost": costs, "largest": largest}
+    from .verdict import idle
+
+    return {
+        "run": run,
+        "contexts": len(cmp.labels),
+        "cost": costs,
+        "largest": largest,
+        "idle": idle(cmp),
+    }
 
 
 def _ratio(value: float, base: float) -> float | None:
@@ -320,16 +328,47 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
         headers = ["strategy", "total effective cost", "ratio", "median run ratio", "worst run ratio", "wins",
                    "largest context (tokens)"]  # fmt: skip
         parts += ["", title, _table(headers, rows)]
+    model = billed_by(agg["options"])
+    totals = {s: agg["models"][model][s]["total"] for s in names}
     if not summary:
         rows = []
         for r in agg["rows"]:
-            costs = r["cost"][PREFIX]
-            cheapest = min(names, key=lambda s: costs[s])
-            rows.append([r["run"], f"{r['contexts']}", f"{costs[base]:,.1f}", cheapest,
-                         _x(_ratio(costs[cheapest], costs[base]))] + [_x(_ratio(costs[s], costs[base])) for s in names[1:]])  # fmt: skip
+            costs = r["cost"][model]
+            low = min(costs[s] for s in names)
+            idle = set(r.get("idle", ()))
+            # every strategy that ties, an idle baseline aside (it is the transcript again)
+            cheapest = ", ".join(s for s in names if costs[s] == low and s not in idle)
+            rows.append([r["run"], f"{r['contexts']}", f"{costs[base]:,.1f}", cheapest, _x(_ratio(low, costs[base]))]
+                        + ["idle" if s in idle else _x(_ratio(costs[s], costs[base])) for s in names[1:]])  # fmt: skip
         headers = ["run", "contexts", f"{base} cost", "cheapest", "its ratio"] + [
             f"{s}" for s in names[1:]
         ]
-        parts += ["", f"Each run (cost model {PREFIX}; ratio of each strategy's effective cost to {base}'s)",
-                  _table(headers, rows)]  # fmt: skip
+        parts += ["", f"Each run (cost model {model}; ratio of each strategy's cost to {base}'s; idle: a baseline "
+                  f"that never fired on the run, the same as full-transcript)", _table(headers, rows)]  # fmt: skip
+    parts += ["", many_verdict(agg, totals, model)]
     return "\n".join(parts) + "\n"
+
+
+def billed_by(options: Mapping[str, Any]) -> str:
+    """The cost model rows and verdict use: the first `--cache` model, else the ideal `prefix` model."""
+    return options["cache"][0] if options["cache"] else PREFIX
+
+
+def many_verdict(agg: Mapping[str, Any], totals: Mapping[str, float], model: str) -> str:
+    """The many-run verdict: who costs least over all runs (`verdict.decide`), and on how many runs the candidate loses."""
+    from .verdict import decide, how_billed
+
+    names, base = agg["options"]["strategies"], agg["base"]
+    how = (
+        how_billed(model)
+        if model != PREFIX
+        else f"effective cost, cached tokens at {agg['options']['cached_price']:g}x the price"
+    )
+    line = f"verdict over {agg['runs']} runs: {decide(totals, base, how)}"
+    if len(names) > 1:
+        candidate = names[1]
+        losses = sum(
+            r["cost"][model][candidate] > min(r["cost"][model].values()) for r in agg["rows"]
+        )
+        line += f"; {candidate} is not the cheapest on {losses} of {agg['runs']} runs"
+    return line
