@@ -11,6 +11,10 @@ from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from tests.helpers.common import LONG_RUN, VERSIONS
 from workingset.encoders import ENCODERS
 
+pytest_plugins = [
+    "pytester"
+]  # tests/testing/test_pytest_plugin.py runs pytest with workingset's plugin
+
 
 class TextSnapshot(SingleFileSnapshotExtension):
     """One UTF-8 `.txt` file per snapshot, compared byte for byte (no newline translation)."""

@@ -22,6 +22,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 
 from .errors import DecisionRejected
 from .io.limits import Limits, check_json
+from .io.numbers import ascii_int
 from .model.spans import MAX_SPANS, Span, canonical_text
 from .model.state import (
     EntryRef,
@@ -404,9 +405,10 @@ def check_recall_pages(decision: AnyDecision, state: State, page_count: Any) -> 
                           "name the entry in evidence_refs or entries, and one page of it", path=path, page=item)  # fmt: skip
         named.append(ref)
         count = page_count(state, ref)
-        if not 1 <= int(number) <= count:
-            raise _reject("recall_page", f"{ref} has {count} page{'s' if count != 1 else ''}, not a page {number}",
-                          path=path, page=item, pages=count)  # fmt: skip
+        wanted = ascii_int(number)  # the schema's `[1-9][0-9]*`: no more than a page count's digits
+        if wanted is None or not 1 <= wanted <= count:
+            raise _reject("recall_page", f"{ref} has {count} page{'s' if count != 1 else ''}, not a page {number[:40]}",
+                          path=path, page=item[:80], pages=count)  # fmt: skip
 
 
 def check_recall_retained(decision: AnyDecision, state: State) -> None:

@@ -34,6 +34,7 @@ class Code(StrEnum):
     ANALYSIS_CLOSED = "analysis_closed"
     # A turn or a provider reply that yields no answer.
     TURN_FAILED = "turn_failed"
+    TURN_INCOMPLETE = "turn_incomplete"
     REPLY_TRUNCATED = "reply_truncated"
     REPLY_REFUSED = "reply_refused"
     REPLY_EMPTY = "reply_empty"

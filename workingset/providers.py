@@ -89,7 +89,7 @@ def text_blocks(req: Renderable) -> list[tuple[str, bool]]:
     return blocks
 
 
-_GPT = re.compile(r"^gpt-(\d+)(?:\.(\d+))?")
+_GPT = re.compile(r"^gpt-([0-9]{1,6})(?:\.([0-9]{1,6}))?")  # bounded: a model name is outside text
 
 
 def breakpoint_family(model: str | None) -> bool:
@@ -284,6 +284,25 @@ def load_retry(data: bytes, source: str) -> list[tuple[Answer, DecisionRejected]
         )
         for e in entries
     ]
+
+
+def as_sent(answer: bytes, provider: str) -> Answer:
+    """A kept answer as its retry request carries it: for Anthropic a JSON object is the forced tool's input, else the text.
+
+    Anthropic's request forces the `submit_decision` tool, so its answer came as the tool's
+    input (an object) and goes back as a `tool_use` with a `tool_result`; anything else (and
+    every OpenAI answer) goes back as the text received. `Investigation.turn` builds its
+    retries from the kept answers with it, and `compare` bills them with it: the same bodies.
+    """
+    text = answer.decode("utf-8", errors="replace")
+    if provider == "anthropic":
+        try:
+            value = msgspec.json.decode(answer)
+        except msgspec.DecodeError:
+            return text
+        if isinstance(value, dict):
+            return value
+    return text
 
 
 def _as_text(answer: Answer) -> str:

@@ -239,7 +239,11 @@ def test_an_unreachable_postgresql_store_is_one_line_and_exit_2(env, tmp_path):
 HOSTILE_STORES = [
     ("postgresql://u@/nothing?host={tmp}&password=hunter2", "store_unavailable"),
     ("postgresql://u:hunter2@/nothing?host={tmp}", "store_unavailable"),
-    ("postgresql://u:hun@ter2@/nothing?host={tmp}", "store_unavailable"),
+    (
+        "postgresql://u:hun@ter2@/nothing?host={tmp}",
+        "usage_error",
+    ),  # a raw @: refused, never echoed
+    ("postgresql://u:hun@ter2@127.0.0.1:1/db", "usage_error"),  # libpq would resolve host "ter2@…"
     ("postgresql://u@/nothing?host={tmp}&sslpassword=hunter2", "store_unavailable"),
     ("postgres://u:hunter2@/nothing?host={tmp}&password=hunter2", "store_unavailable"),
     ("mysql://u:hunter2@host/db", "usage_error"),
@@ -247,6 +251,10 @@ HOSTILE_STORES = [
     ("postgresql://u@/db%zz", "usage_error"),
     ("postgresql://u:hunter2%zz@/db", "usage_error"),
     ("postgresql://u@/db?password=hunter2%zz", "usage_error"),
+    # libpq connection strings are PostgreSQL stores, their passwords never echoed
+    ("host={tmp} dbname=nothing user=u password=hunter2", "store_unavailable"),
+    ("host={tmp} dbname=nothing password='hun ter2' user=u", "store_unavailable"),
+    ("dbname=nothing host={tmp} sslpassword=hunter2", "store_unavailable"),
 ]
 
 
@@ -266,6 +274,29 @@ def test_a_store_url_never_echoes_its_password_and_a_malformed_one_is_a_usage_er
         and "  " not in error["message"]
     )
     assert res.stderr.startswith(f"error: {code}: ") and res.stderr.count("\n") == 1
+
+
+def test_a_one_character_password_hides_itself_and_nothing_else(env, tmp_path):
+    pytest.importorskip("psycopg")
+    res = env("show", *A, "--store", "postgresql://u:o@127.0.0.1:1/db", "--json", code=2)
+    message = js(res)["error"]["message"]
+    assert js(res)["error"]["code"] == "store_unavailable"
+    assert "connection" in message and "c***nn" not in message  # before: every "o" became ***
+    assert "u:***@" in message and ":o@" not in message
+
+
+def test_a_connection_string_opens_a_postgresql_store(tmp_path, pg_server):
+    from workingset import Investigation
+    from workingset.store.postgres import PostgresStore
+
+    url = pg_server.database()
+    database, host = url.split("/")[3].split("?")[0], url.split("host=")[1]
+    conninfo = f"host={host} dbname={database} user=postgres"
+    inv = Investigation.create(conninfo, load_state(state_bytes()))
+    assert isinstance(inv.store, PostgresStore) and inv.show().status == "active"
+    inv.close()
+    assert not (tmp_path / conninfo).exists()  # not taken for a SQLite file name
+    pg_server.drop(url)
 
 
 def test_show_has_six_columns_and_export_counts_one_stored_context(env):

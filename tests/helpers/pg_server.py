@@ -68,17 +68,8 @@ class Server:
         options = f"-k {self.dir} -c listen_addresses='' -c max_connections=200" + (
             "" if durable else " -c fsync=off"
         )
-        self._run(
-            find_bin("pg_ctl"),
-            "-D",
-            self.data,
-            "-o",
-            options,
-            "-l",
-            os.path.join(self.dir, "log"),
-            "-w",
-            "start",
-        )
+        self.options = options
+        self.start()
         self._names = itertools.count(1)
         self.admin = self.url("postgres")
 
@@ -114,6 +105,19 @@ class Server:
         name = url.split("/")[3].split("?")[0]
         with psycopg.connect(self.admin, autocommit=True) as conn:
             conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+    def start(self) -> None:
+        """Start the server (again, after `halt`) with its options."""
+        log = os.path.join(self.dir, "log")
+        self._run(find_bin("pg_ctl"), "-D", self.data, "-o", self.options, "-l", log, "-w", "start")
+
+    def halt(self) -> None:
+        """Stop the server at once (every connection dropped), keeping its data for `start`."""
+        self._run(find_bin("pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "stop")
+
+    def restart(self) -> None:
+        """Stop the server at once (every connection dropped) and start it again with the same options."""
+        self._run(find_bin("pg_ctl"), "-D", self.data, "-m", "immediate", "-w", "restart")
 
     def stop(self) -> None:
         try:

@@ -21,6 +21,8 @@ GARBAGE = st.one_of(
     st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70), st.floats(allow_nan=False),
     st.text(max_size=12), st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=2),
     st.sampled_from(["E000001", "E999999", "H1", "H9", "B000001", "2026-13-01T00:00:00Z", "xxh3-128:" + "0" * 32, "v11"]),
+    # Numbers as text that int() refuses (issue 30, item 3): past 4,300 digits, or not ASCII.
+    st.sampled_from(["1" * 4_301, "sample-r" + "1" * 4_301, "²", "v" + "1" * 4_301, "v14:budget=" + "1" * 4_301, "H1/٣"]),
 )  # fmt: skip
 
 

@@ -14,6 +14,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -22,11 +23,13 @@ from typer.testing import CliRunner
 from tests.helpers.session_helpers import ANALYSIS, decision, make_state, query, result
 from workingset.cli.commands import app
 from workingset.errors import WorkingsetError
+from workingset.model.state import load_state
+from workingset.runs.layout import make_stored_context
 from workingset.session.investigation import Investigation
 
 DECISION_CODES = {"malformed_json", "schema_violation", "too_large", "recall_unsupported", "recall_count",
                   "recall_duplicate", "unknown_evidence", "assessment_missing", "assessment_mismatch",
-                  "ungrounded_reference"}  # fmt: skip
+                  "ungrounded_reference", "recall_page"}  # fmt: skip
 FILE_CODES = {"invalid_file", "too_large"}
 # Out of range wherever a number may stand: past 64 bits, past 2^53, past the cost range, not finite in JSON.
 HUGE = ["18446744073709551616", "-9223372036854775809", "9007199254740993", "1e13", "1.7e308", "1e400", "-1e400",
@@ -235,3 +238,28 @@ def test_the_base_inputs_are_valid(tmp_path):
     with Investigation.open(live.store, ANALYSIS) as inv:
         inv.record(live.action, BASES["record"])
         assert inv.submit(live.request, BASES["submit"]).applied == "query"
+
+
+# Numbers as text past int()'s 4,300 digits, or digits int() refuses (issue 30, item 3): each was
+# a traceback; each is refused with a code through the API and the CLI, nothing changed.
+BIG_DIGITS = "1" * 4_301
+
+
+def _hostile_number_inputs() -> dict[str, list[bytes]]:
+    recall = {
+        "next": {"kind": "recall", "evidence_refs": ["E000001"], "pages": [f"E000001:{BIG_DIGITS}"]}
+    }
+    context = msgspec.to_builtins(
+        make_stored_context("demo-r0001", "v8", "H1", load_state(json.dumps(make_state()).encode()))
+    )
+    context["request_id"] = f"demo-r{BIG_DIGITS}"
+    return {"submit": [json.dumps(recall).encode()], "init": [json.dumps(context).encode()]}
+
+
+@pytest.mark.parametrize("verb", ["submit", "init"])
+def test_hostile_numbers_are_refused_with_a_code_and_change_no_byte(tmp_path, verb):
+    live = Live(tmp_path)
+    for data in _hostile_number_inputs()[verb]:
+        live.api(verb, data)
+        for via in ("file", "stdin"):
+            live.cli(verb, data, via)

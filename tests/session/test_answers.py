@@ -10,34 +10,12 @@ from tests.helpers.provider_replies import anthropic_reply, chat_reply, response
 from tests.helpers.sdks import reply_types
 from workingset import ReplyUnusable, UsageError
 from workingset.session.answers import answer_of
+from workingset.testing import anthropic_text, chat_tool_call
 
 DECISION = {
     "next": {"kind": "query", "source": "pg:orders", "query": "select 1", "purpose": "check"}
 }
 TEXT = json.dumps(DECISION)
-
-
-def anthropic_text(text: str, stop: str = "end_turn") -> dict:
-    reply = anthropic_reply(DECISION)
-    reply["content"] = [{"type": "text", "text": text}]
-    reply["stop_reason"] = stop
-    return reply
-
-
-def chat_tool_call(arguments: str) -> dict:
-    reply = chat_reply("")
-    reply["choices"][0]["finish_reason"] = "tool_calls"
-    reply["choices"][0]["message"].update(
-        content=None,
-        tool_calls=[
-            {
-                "id": "call_1",
-                "type": "function",
-                "function": {"name": "submit_decision", "arguments": arguments},
-            }
-        ],
-    )
-    return reply
 
 
 def sdk(kind, data: dict):

@@ -450,3 +450,23 @@ def test_a_sound_store_checks_each_payload_once_per_kept_state(store, monkeypatc
         filled = len(read)
         inv.submit("demo-r0002", decision(query("select 2")))
         assert len(read) == filled
+
+
+def test_a_postgresql_store_with_another_table_is_store_corrupt(pg_server):
+    """docs/operations.md: a database with other tables is `store_corrupt`, on the first open and on every later one."""
+    from tests.helpers.store_sql import execute
+
+    url = pg_server.database()
+    Investigation.create(url, state_bytes(), clock=CLOCK).close()
+    execute(url, "CREATE TABLE someone_elses (id int)")
+    for read_only in (False, True):
+        with pytest.raises(WorkingsetError) as refused:
+            Investigation.open(url, "demo", read_only=read_only)
+        assert refused.value.code == "store_corrupt"
+        assert "other tables: someone_elses" in str(refused.value)
+    execute(url, "CREATE SCHEMA workingset")  # the way docs/operations.md gives to share a database
+    own = url + "&options=-csearch_path%3Dworkingset"
+    Investigation.create(own, state_bytes(), clock=CLOCK).close()
+    with Investigation.open(own, "demo", read_only=True) as inv:
+        assert inv.show().status == "active"
+    pg_server.drop(url)

@@ -46,6 +46,7 @@ COMMANDS: tuple[tuple[str, Callable[..., Any]], ...] = (
     ("pause", sessions.pause),
     ("resume", sessions.resume),
     ("cancel", sessions.cancel),
+    ("budget", sessions.budget),
     ("export", sessions.export),
     ("schema", contexts.schema),
     ("replay", contexts.replay),

@@ -1,4 +1,4 @@
-"""The session commands (docs/protocol.md#the-turn): init, next, submit, record, show, pause, resume, cancel, export.
+"""The session commands (docs/protocol.md#the-turn): init, next, submit, record, show, pause, resume, cancel, budget, export.
 
 Each opens the analysis's store (`--store`), makes one call of `Investigation`, and prints
 what it returned.
@@ -241,6 +241,32 @@ def resume(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fa
 def cancel(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = False) -> None:
     """Cancel an analysis (terminal, reason cancelled)."""
     _lifecycle("cancel", store, analysis, as_json)
+
+
+def budget(
+    analysis: AnalysisOpt,
+    characters: Annotated[
+        str,
+        typer.Argument(help="The new context budget in characters: more than the analysis's own."),
+    ],
+    store: StoreOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Render the analysis's next requests with a larger budget of its encoder version (a recorded `budget` event)."""
+    from ..io.numbers import ascii_int
+
+    value = ascii_int(characters)
+    if value is None:
+        raise UsageError(
+            f"the budget is a number of characters in ASCII digits, not {characters[:40]!r}"
+        )
+    with _session(store, analysis) as inv:
+        out = inv.raise_budget(value)
+    if as_json:
+        emit_json(out)
+    else:
+        sys.stdout.write(f"analysis {out.analysis_id}: budget {out.prior_budget} -> {out.budget} characters, "
+                         f"encoder {out.encoder}\n")  # fmt: skip
 
 
 def export(

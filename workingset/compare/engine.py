@@ -394,8 +394,8 @@ def strategy_label(name: str, baselines: Mapping[str, Any]) -> str:
     except UnknownEncoder:
         if ":" in name:  # a version's options are wrong: its own message says how
             raise
-        raise UnknownEncoder(f"no strategy {name!r}: an encoder version (v1 to v{LATEST}) or a baseline ({', '.join(baselines)})",
-                             details={"valid": list(baselines)}) from None  # fmt: skip
+        raise UnknownEncoder(f"no strategy {name[:100]!r}: an encoder version (v1 to v{LATEST}, from the registry) "
+                             f"or a baseline ({', '.join(baselines)})", details={"valid": list(baselines)}) from None  # fmt: skip
 
 
 def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, model: str | None = None,

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InvalidFile, UsageError
+from ..io.numbers import ascii_int
 from .engine import Comparison, Renderer
 
 PREFIX = (
@@ -67,10 +68,11 @@ def expand(paths: Sequence[str]) -> list[str]:
 
 def parse_shard(spec: str) -> tuple[int, int]:
     """`I/N` as (I, N), 1 <= I <= N."""
-    index, _, count = spec.partition("/")
-    if not (index.isdigit() and count.isdigit()) or not 1 <= int(index) <= int(count):
-        raise UsageError(f"--shard must be I/N with 1 <= I <= N (e.g. 2/4), not {spec!r}")
-    return int(index), int(count)
+    index, _, count = (ascii_int(part) for part in spec.partition("/"))
+    if index is None or count is None or not 1 <= index <= count:
+        raise UsageError(f"--shard must be I/N with 1 <= I <= N (e.g. 2/4), not {spec[:100]!r}",
+                         details={"shard": spec[:100]})  # fmt: skip
+    return index, count
 
 
 def shard(runs: Sequence[str], index: int, count: int) -> list[str]:

@@ -12,28 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import msgspec
-
 from ..errors import DecisionRejected
-from ..providers import Answer
-
-
-def as_sent(answer: bytes, provider: str) -> Answer:
-    """A kept answer as its retry request carries it: for Anthropic a JSON object is the forced tool's input, else the text.
-
-    Anthropic's request forces the `submit_decision` tool, so its answer came as the tool's
-    input (an object) and goes back as a `tool_use` with a `tool_result`; anything else (and
-    every OpenAI answer) goes back as the text received.
-    """
-    text = answer.decode("utf-8", errors="replace")
-    if provider == "anthropic":
-        try:
-            value = msgspec.json.decode(answer)
-        except msgspec.DecodeError:
-            return text
-        if isinstance(value, dict):
-            return value
-    return text
+from ..providers import Answer, as_sent
 
 
 def retry_pairs(

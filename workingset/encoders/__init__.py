@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..errors import UnknownEncoder
+from ..io.numbers import ascii_int
 from ..model.state import State
 from ._api import Encoder, RenderedContext, View
 from .journal.v11 import V11
@@ -59,12 +60,12 @@ def get_encoder(name: str) -> Encoder:
     number = None
     for prefix in (PREFIX, "v"):
         tail = base[len(prefix) :] if base.startswith(prefix) else None
-        if tail and tail.isascii() and tail.isdigit() and not tail.startswith("0"):
-            number = int(tail)
+        number = ascii_int(tail) if tail and not tail.startswith("0") else None
+        if number is not None:
             break
     if number not in ENCODERS:
         raise UnknownEncoder(
-            f"no encoder {name!r}; available: v1–v{LATEST} ({PREFIX}1 … {PREFIX}{LATEST})",
+            f"no encoder {name[:100]!r}; available: v1–v{LATEST} ({PREFIX}1 … {PREFIX}{LATEST})",
             details={"valid": [f"{PREFIX}{n}" for n in ENCODERS] + [f"v{n}" for n in ENCODERS]},
         )
     encoder = ENCODERS[number]

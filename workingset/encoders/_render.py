@@ -22,7 +22,6 @@ from ..model.hashing import hash_text
 from ..model.state import Capture, Evidence, Hypothesis, State
 from ._api import RenderedContext, View
 
-_FENCE_RUNS = re.compile(r"`{3,}")  # shorter runs never decide the fence length
 # A fence's info string is written only when it is a plausible language name: these
 # characters, at most this long. Frozen: changing either changes v3+ output. `\Z`, not `$`:
 # `$` also matches before a final newline, which let "python\n" through and shifted the body.
@@ -45,8 +44,24 @@ def indented(value: Any) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _longest_run(body: str) -> int:
-    # The same outputs are fenced again in every later turn and by every version: scan once.
-    return max(map(len, _FENCE_RUNS.findall(body)))
+    """The longest backtick run of `body`, which holds one of at least three.
+
+    The same outputs are fenced again in every later turn and by every version: scan once.
+    No list of runs (a text of a million runs ```x``` made one): a run of k backticks is in
+    the body exactly when k is at most the longest, so a doubling then a bisection finds it,
+    each step one substring search in C (linear: CPython's two-way search).
+    """
+    longest = 3
+    while "`" * (2 * longest) in body:
+        longest *= 2
+    absent = 2 * longest
+    while absent - longest > 1:
+        mid = (longest + absent) // 2
+        if "`" * mid in body:
+            longest = mid
+        else:
+            absent = mid
+    return longest
 
 
 register_lru("fence lengths", _longest_run, holds="the longest backtick run of each fenced body")

@@ -33,7 +33,15 @@ from ..errors import DecisionRejected, InvalidFile, StoreCorrupt
 from ..model.hashing import canonical_json, hash_bytes
 from ..model.state import State
 from ..store import EventRow, Tx
-from .log import AnswerEvent, CreatedEvent, DecisionEvent, LifecycleEvent, RecordEvent, RequestEvent
+from .log import (
+    AnswerEvent,
+    BudgetEvent,
+    CreatedEvent,
+    DecisionEvent,
+    LifecycleEvent,
+    RecordEvent,
+    RequestEvent,
+)
 
 JOURNAL = "journal.jsonl"
 ANSWERS = "answers.jsonl"
@@ -49,6 +57,7 @@ EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
     "resume": LifecycleEvent,
     "cancel": LifecycleEvent,
     "fail": LifecycleEvent,
+    "budget": BudgetEvent,
 }
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in EVENT_TYPES.items()}
 
@@ -165,6 +174,10 @@ def _evidence_of(event: msgspec.Struct) -> list[Any]:
 # Rejections a model is not sent back (`providers.NOT_RETRYABLE`): the controller answered a stale or closed request.
 _NOT_RETRIED = ("stale_request", "analysis_closed")
 
+# A reply that held no answer (`session.answers`): kept, but nothing went back to the model, so it is
+# no retry turn; the request it answered was sent (and billed) already.
+NO_ANSWER = ("reply_truncated", "reply_refused", "reply_empty")
+
 RetryTurn = tuple[bytes, DecisionRejected]  # a rejected answer as kept, and its rejection
 
 
@@ -175,17 +188,24 @@ def retry_turns(path: str | os.PathLike[str]) -> dict[str, list[RetryTurn]]:
     rejected answers and their rejections (`providers.messages(..., retry=...)`). So a
     rejection is a retry turn when a later answer to the same request follows it (up to the
     accepted one): the last rejection of a turn that gave up (`turn_failed`) was sent nowhere.
-    Rejections the model is not told (`stale_request`, `analysis_closed`) are no turn. Each
-    answer is its kept bytes (a `too_large` one only its kept head). Oldest first; a request
-    with no retry turn is absent. A line that is not an answer line is `invalid_file`.
+    Rejections the model is not told (`stale_request`, `analysis_closed`) are no turn. A reply
+    that held no answer (`reply_refused`, `reply_truncated`, `reply_empty`) is kept as a line
+    of its own: it is no turn (the next try is the same body again, which is not billed a
+    second time), but it shows that the request before it was sent, so a rejection it follows
+    is a turn. Each answer is its kept bytes (a `too_large` one only its kept head). Oldest
+    first; a request with no retry turn is absent. A line that is not an answer line is
+    `invalid_file`.
     """
-    answers: dict[str, list[tuple[bool, RetryTurn]]] = {}
+    answers: dict[str, list[tuple[bool, RetryTurn | None]]] = {}
     done: set[str] = set()
     for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
         if not line.strip():
             continue
         event = _answer_line(path, number, line)
         if event.request_id in done or event.code in _NOT_RETRIED:
+            continue
+        if event.code in NO_ANSWER:
+            answers.setdefault(event.request_id, []).append((False, None))
             continue
         data = _answer_data(path, number, event)
         err = DecisionRejected(
@@ -195,9 +215,10 @@ def retry_turns(path: str | os.PathLike[str]) -> dict[str, list[RetryTurn]]:
         if event.outcome == "accepted":
             done.add(event.request_id)
     # Every answer but a request's last replied to a retry; the answers before it are its turns.
-    return {
-        rid: [turn for _, turn in items[:-1]] for rid, items in answers.items() if len(items) > 1
+    turns = {
+        rid: [turn for _, turn in items[:-1] if turn is not None] for rid, items in answers.items()
     }
+    return {rid: found for rid, found in turns.items() if found}
 
 
 def _answer_line(path: str | os.PathLike[str], number: int, line: bytes) -> AnswerEvent:

@@ -148,6 +148,17 @@ class LifecycleEvent(_Event):
     message: str | None = None
 
 
+class BudgetEvent(_Event):
+    """The analysis's encoder moved to a larger budget of its version: its next requests render with `encoder`.
+
+    It changes no state: the analysis row's encoder is set in the same transaction, and the
+    requests before it keep the encoder each was rendered with (`request` events).
+    """
+
+    encoder: str
+    prior_encoder: str
+
+
 _LIFECYCLE = msgspec.json.Decoder(LifecycleEvent)
 ANSWER_DECODER = msgspec.json.Decoder(AnswerEvent)
 # Every kind of event the log may hold; any other kind is damage.
@@ -161,6 +172,9 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "cancel": _LIFECYCLE,
     "fail": _LIFECYCLE,
     "answer": ANSWER_DECODER,  # changes nothing: a kept answer, accepted or rejected
+    "budget": msgspec.json.Decoder(
+        BudgetEvent
+    ),  # changes no state: the encoder of the next requests
 }
 # The status a lifecycle event must set (resume: any status but these).
 _LIFECYCLE_STATUS = {"pause": {"paused"}, "cancel": {"cancelled"}, "fail": {"failed"}}

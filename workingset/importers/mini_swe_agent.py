@@ -51,7 +51,7 @@ DEFAULT_REGEX = r"```bash\s*\n(.*?)\n```"
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 _ELIDED = re.compile(r"<elided_chars>\s*\d+ characters elided\s*</elided_chars>")
 _RETURNCODE = re.compile(
-    r"^(?:<exception>.*?</exception>\s*)?<returncode>(-?\d+)</returncode>", re.DOTALL
+    r"^(?:<exception>.*?</exception>\s*)?<returncode>(-?[0-9]{1,18})</returncode>", re.DOTALL
 )
 _TASK = re.compile(r"\{\{-?\s*task\s*-?\}\}")
 _JINJA = re.compile(r"\{\{|\{%|\{#")

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from msgspec import Meta, Struct
 
 from ..io.limits import MAX_COUNT
+from ..io.numbers import MAX_DIGITS, ascii_int
 from ..runs.fixed_prompt import FixedPrompt, PrefixMessage, openai_tool
 from ._trajectory import (
     Action,
@@ -42,7 +43,7 @@ from ._trajectory import (
     with_offset,
 )  # fmt: skip
 
-_EVENT_FILE = re.compile(r"^event-(\d+)-.*\.json$")
+_EVENT_FILE = re.compile(r"^event-([0-9]+)-.*\.json$")
 CLIPPED = "<response clipped><NOTE>"
 ANSWERS = ("ObservationEvent", "AgentErrorEvent", "UserRejectObservation")
 
@@ -166,9 +167,13 @@ def _source_events(
             events_dir = candidate
     if events_dir is None:
         raise fail(source, "$", "not an OpenHands V1 conversation directory: no events/ folder")
-    files = sorted(
-        (int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name))
-    )
+    numbered = [
+        (ascii_int(m.group(1)), p) for p in events_dir.iterdir() if (m := _EVENT_FILE.match(p.name))
+    ]
+    for number, path in numbered:
+        if number is None:
+            raise fail(path, "$", f"an event file number of more than {MAX_DIGITS} digits")
+    files = sorted((number, p) for number, p in numbered if number is not None)
     if not files:
         raise fail(events_dir, "$", "no event-NNNNN-*.json files")
     for (number, first), (again, second) in zip(files, files[1:]):

@@ -18,6 +18,7 @@ import msgspec
 
 from ..errors import DecisionRejected, InvalidFile, TooLarge, UsageError, WorkingsetError
 from .files import describe, open_regular, os_code
+from .numbers import MAX_DIGITS, ascii_int
 
 MiB = 1 << 20
 # Number ranges of the formats: costs (each result's, the budget's and their running sum) and
@@ -63,12 +64,13 @@ class Limits:
             raw = environ.get(var)
             if raw is None or raw == "":
                 continue
-            try:
-                values[name] = int(raw.replace("_", ""))
-            except ValueError:
+            value = ascii_int(raw.replace("_", ""))
+            if value is None:
                 raise UsageError(
-                    f"{var} must be an integer, not {raw!r}", details={"variable": var}
-                ) from None
+                    f"{var} must be an integer of at most {MAX_DIGITS} digits, not {raw[:40]!r}",
+                    details={"variable": var},
+                )
+            values[name] = value
         try:
             return cls(**values)
         except UsageError as err:

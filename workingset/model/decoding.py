@@ -15,6 +15,7 @@ import msgspec.inspect
 
 from ..errors import InvalidFile
 from ..io.limits import Limits, check_json, read_path
+from ..io.numbers import MAX_DIGITS, ascii_int
 from .records import State, StoredContext
 from .validation import invalid_at, validate_state
 
@@ -179,7 +180,12 @@ def load_start(
     raw = _raw_object(data, source)
     if "format" in raw:
         ctx = load_stored_context(data, source, checked=True)
-        return ctx.state, int(ctx.request_id.rsplit("-r", 1)[1])
+        number = ascii_int(ctx.request_id.rsplit("-r", 1)[1])
+        if number is None:
+            raise invalid_at(
+                source, "$.request_id", f"a request number of more than {MAX_DIGITS} digits"
+            )
+        return ctx.state, number
     return load_state(data, source, checked=True), 0
 
 

@@ -27,11 +27,13 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidFile, WorkingsetError
+from ..encoders import get_encoder
+from ..errors import InvalidFile, ReplyUnusable, WorkingsetError
 from ..eventlog.exports import (
     ANSWERS,
     JOURNAL,
     JOURNAL_FORMAT,
+    NO_ANSWER,
     event_hashes,
     journal_lines,
     state_hash,
@@ -39,6 +41,7 @@ from ..eventlog.exports import (
 from ..io.limits import check_json
 from ..model.state import State, StoredContext, read_file, validate_state
 from ..runs.layout import load_context_file, make_stored_context
+from .attempts import reply_json
 from .investigation import Investigation
 
 
@@ -98,6 +101,8 @@ def replay_export(directory: str | Path) -> ReplayReport:
     report = ReplayReport(analysis_id=header["analysis_id"])
     with tempfile.TemporaryDirectory(prefix="workingset-replay-") as tmp:
         run = _Run(Path(tmp) / "replay.sqlite3", contexts, report, header, end)
+        moves = [lines[0].get("encoder") for lines in steps if lines[0]["kind"] == "budget"]
+        run.last_encoder = moves[-1] if moves else None
         try:
             extra = sorted(set(header) - HEADER_KEYS)
             if extra:
@@ -128,6 +133,8 @@ class _Run:
         hashes = end.get("event_hashes")
         self.hashes: list[Any] = hashes if isinstance(hashes, list) else []
         self.inv: Investigation | None = None
+        # The header names the analysis's encoder at export: after a `budget` event, that event's.
+        self.last_encoder: Any = None
         self.now = ""
         self.seq = 0
 
@@ -177,7 +184,7 @@ class _Run:
         replayed = {
             "format": JOURNAL_FORMAT,
             "analysis_id": self.inv.analysis_id,
-            "encoder": row.encoder,
+            "encoder": self.last_encoder or row.encoder,
         }
         diff = first_difference(self.header, replayed)
         if diff is not None:
@@ -192,8 +199,9 @@ class _Run:
             if type(before) is not int:
                 raise InvalidFile(f"{JOURNAL}: the created event's requests_before is not an integer",
                                   details={"file": JOURNAL, "path": "$.requests_before"})  # fmt: skip
+            # As recorded, even a state created before `create` refused fixed parts past the budget.
             self.inv = Investigation.create(self.store, state, encoder=line["encoder"], clock=self.clock,
-                                            requests_before=before)  # fmt: skip
+                                            requests_before=before, check_fixed=False)  # fmt: skip
             return
         if self.inv is None:
             raise InvalidFile(
@@ -206,7 +214,7 @@ class _Run:
         elif kind == "answer":
             self.report.answers += 1
             self.report.rejected += line.get("outcome") == "rejected"
-            self.inv.submit(line["request_id"], _answer_bytes(line))
+            self._answer(line)
         elif kind == "record":
             self.report.results += 1
             ev = line["evidence"]
@@ -217,9 +225,30 @@ class _Run:
             self.inv.fail(line.get("message") or "")
         elif kind in ("pause", "resume", "cancel"):
             getattr(self.inv, kind)()
+        elif kind == "budget":
+            self.inv.raise_budget(_budget_of(line.get("encoder")))
         else:
             raise InvalidFile(f"{JOURNAL}: event {line['seq']} has an unknown kind {kind!r}",
                               details={"file": JOURNAL, "path": "$.kind"})  # fmt: skip
+
+    def _answer(self, line: dict[str, Any]) -> None:
+        """Submit a recorded answer again; a reply that held no answer is read again from the reply kept."""
+        assert self.inv is not None
+        data = _answer_bytes(line)
+        if line.get("code") in NO_ANSWER:
+            size = line.get("size")
+            if isinstance(size, int):  # only its head was kept: its refusal is the one recorded
+                err = ReplyUnusable(
+                    str(line.get("message")), code=line["code"], details=line.get("details") or {}
+                )
+                raise self.inv._keep_reply(
+                    line["request_id"], _answer_bytes(line, pad=False), err, size=size
+                )
+            reply = reply_json(data)
+            if reply is not None:
+                self.inv.submit_reply(line["request_id"], reply)
+                return
+        self.inv.submit(line["request_id"], data)
 
     def _check_context(self, line: dict[str, Any]) -> None:
         rid = line["request_id"]
@@ -314,6 +343,15 @@ def _compare(name: str, recorded: list[dict[str, Any]], replayed: list[dict[str,
         diff = first_difference(rec, rep)
         if diff is not None:
             raise _Stop(Divergence(f"{name}: its {rec['kind']} event", seq, *diff))
+
+
+def _budget_of(encoder: Any) -> int:
+    """The budget a `budget` event's encoder names (its replay then writes the same event, or differs)."""
+    budget = getattr(get_encoder(encoder), "budget", None) if isinstance(encoder, str) else None
+    if type(budget) is not int:
+        raise InvalidFile(f"{JOURNAL}: a budget event names no encoder with a budget ({str(encoder)[:100]!r})",
+                          details={"file": JOURNAL, "path": "$.encoder"})  # fmt: skip
+    return budget
 
 
 def _step_name(line: dict[str, Any]) -> str:
@@ -420,7 +458,7 @@ def _state(raw: Any) -> State:
     return state
 
 
-def _answer_bytes(line: dict[str, Any]) -> bytes:
+def _answer_bytes(line: dict[str, Any], pad: bool = True) -> bytes:
     answer = line.get("answer")
     if not isinstance(answer, str):
         raise InvalidFile(
@@ -429,7 +467,7 @@ def _answer_bytes(line: dict[str, Any]) -> bytes:
         )
     data = base64.b64decode(answer) if line.get("encoding") == "base64" else answer.encode("utf-8")
     size = line.get("size")
-    if isinstance(size, int) and size > len(data):
+    if pad and isinstance(size, int) and size > len(data):
         # A `too_large` answer kept only its head: the same size is refused the same way, whatever the rest was.
         data += b" " * (size - len(data))
     return data

@@ -44,6 +44,7 @@ from ..store import (
     Tx,
     is_url,
 )
+from .budget import BudgetRaised, check_fixed_parts, raise_budget
 from .calls import (
     Call,
     as_bytes,
@@ -56,6 +57,7 @@ from .calls import (
     points_nowhere,
     stored_encoder,
 )  # fmt: skip
+from .loop import Loop
 from .replies import Lifecycle, PendingAction, Summary
 from .turns import Turns
 
@@ -85,7 +87,7 @@ def _open_store(
     return SqliteStore(path, create=not must_exist, read_only=read_only), True
 
 
-class Investigation(Turns):
+class Investigation(Turns, Loop):
     """One analysis in a store: the methods a controller calls every turn."""
 
     def __init__(
@@ -110,11 +112,14 @@ class Investigation(Turns):
         clock: Callable[[], str] = utc_now,
         requests_before: int = 0,
         limits: Limits | None = None,
+        check_fixed: bool = True,
     ) -> Investigation:
         """Create an analysis from a state (or a stored context's state); `encoder` renders its requests.
 
         Its requests are numbered from `requests_before + 1`; created from a stored context (as
-        JSON), from the number after that context's request.
+        JSON), from the number after that context's request. A state whose fixed parts alone
+        pass the encoder's budget is `too_large` (`budget.check_fixed_parts`), unless not
+        `check_fixed`: a replay rebuilds analyses created before that check as they were.
         """
         enc = get_encoder(encoder)
         if isinstance(state, State):
@@ -125,6 +130,8 @@ class Investigation(Turns):
             requests_before = max(requests_before, number)
         if requests_before < 0:
             raise UsageError(f"requests_before must be 0 or more, not {requests_before}")
+        if check_fixed:
+            check_fixed_parts(state, enc)  # too_large: no request of it could ever be rendered
         db, owns = _open_store(store, must_exist=False)
         inv = cls(db, state.analysis_id, owns_store=owns, clock=clock, limits=limits)
         try:
@@ -346,6 +353,10 @@ class Investigation(Turns):
     def fail(self, message: str) -> Lifecycle:
         """Mark a non-recoverable technical failure (terminal, reason `failed`)."""
         return self._transition("fail", message)
+
+    def raise_budget(self, budget: int) -> BudgetRaised:
+        """Render the next requests with a larger budget of the same version (a `budget` event; see `session.budget`)."""
+        return raise_budget(self, budget)
 
     def _transition(self, verb: str, message: str | None = None) -> Lifecycle:
         aid = self.analysis_id

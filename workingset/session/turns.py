@@ -27,11 +27,9 @@ from ..encoders.journal.base import render_kept as resuming_render
 from ..errors import (
     DecisionRejected,
     InvalidFile,
-    ReplyUnusable,
     SessionError,
     StoreCorrupt,
     UsageError,
-    WorkingsetError,
 )
 from ..eventlog.log import (
     AnswerEvent,
@@ -51,9 +49,7 @@ from ..io.limits import MAX_COST, Limits, too_large
 from ..model.costs import add_cost, cost_text
 from ..model.hashing import content_hash
 from ..model.state import Evidence, EvidenceBudget
-from ..providers import NOT_RETRYABLE, Answer, check_options
 from ..store import ActionRow, AnalysisRow, Manifest, RequestRecord, RequestRow, Store, Tx
-from .answers import answer_of
 from .calls import (
     Call,
     as_bytes,
@@ -332,52 +328,6 @@ class Turns(_Mixin):
                 tx.set_status(aid, status, None, reason)
             return Recorded(action=action_id, evidence=eid, hypothesis=action.hypothesis, status=status,
                             termination_reason=reason)  # fmt: skip
-
-    def turn(
-        self,
-        send: Callable[[dict[str, Any]], Any],
-        provider: str,
-        *,
-        retries: int = 2,
-        hypothesis: str | None = None,
-        ttl: str | None = None,
-        strict: bool | None = None,
-    ) -> Applied:
-        """One bounded turn: the next request, `send(body)` to the model, its answer submitted, retried on rejection.
-
-        `send` takes the provider JSON (`Request.messages(provider, ...)`, to merge into the
-        SDK call with the model and `max_tokens`) and returns the provider's reply (SDK object
-        or dict; see `answers.answer_of`). A rejected answer is sent back with its rejection
-        (`messages(..., retry=...)`), and a reply without an answer (`reply_truncated`,
-        `reply_refused`, `reply_empty`) is asked again, at most `retries` more times; then the
-        analysis is failed with the reason and `turn_failed` is raised. `stale_request` and
-        `analysis_closed` are not the model's to fix: they are raised at once.
-        """
-        check_options(provider, ttl, strict)
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise UsageError(f"retries must be a whole number 0 or more, not {retries!r}")
-        req = self.next_request(hypothesis)
-        tries: list[tuple[Answer, DecisionRejected]] = []
-        last: WorkingsetError | None = None
-        for _ in range(retries + 1):
-            reply = send(req.messages(provider, retry=tries, ttl=ttl, strict=strict))
-            try:
-                answer = answer_of(reply)
-            except ReplyUnusable as err:
-                last = err  # nothing to submit or show the model: the same request is asked again
-                continue
-            try:
-                return self.submit(req.request_id, answer)
-            except DecisionRejected as err:
-                if err.code in NOT_RETRYABLE:
-                    raise
-                last = err
-                tries.append((answer, err))
-        assert last is not None
-        reason = f"no valid answer to {req.request_id} in {retries + 1} tries; the last: {last.code}: {last.message}"
-        self.fail(reason)
-        raise SessionError(reason, code="turn_failed",
-                           details={"request_id": req.request_id, "tries": retries + 1, "last": last.to_dict()})  # fmt: skip
 
     def _rerender(self, call: Call, req: RequestRecord) -> Request:
         view = call.view

@@ -141,13 +141,13 @@ class PostgresStore(StoreBase):
                 if old == 2:
                     c.execute(SNAPSHOTS_TABLE.format(**_DIALECT))
                 c.execute("UPDATE schema_version SET version = %s", (base.SCHEMA_VERSION,))
-            elif not TABLE_NAMES <= tables:
-                missing = sorted(TABLE_NAMES - tables)
+            elif tables != TABLE_NAMES:
+                missing, other = sorted(TABLE_NAMES - tables), sorted(tables - TABLE_NAMES)
                 # Most of the schema there but a table gone is a damaged store, not someone else's database.
                 what = (
                     f"a damaged workingset store (its tables {', '.join(missing)} are missing)"
-                    if len(missing) < len(TABLE_NAMES) - 1
-                    else "not a workingset store (it has other tables)"
+                    if missing and len(missing) < len(TABLE_NAMES) - 1
+                    else f"not a workingset store (it has other tables: {', '.join(other[:5])})"
                 )
                 raise StoreCorrupt(
                     f"{self.path} is a PostgreSQL database but {what}", details={"store": self.path}
@@ -164,14 +164,18 @@ class PostgresStore(StoreBase):
 
     @staticmethod
     def _current(c: Any) -> bool:
-        """Whether the database holds a store of the current version (one round trip, where it does)."""
+        """Whether the database holds a store of the current version and nothing else (one round trip, where it does)."""
         psycopg = _psycopg()
         try:
-            return c.execute("SELECT version FROM schema_version").fetchall() == [
-                (base.SCHEMA_VERSION,)
-            ]
+            rows = c.execute(
+                "SELECT version, (SELECT array_agg(tablename::text) FROM pg_tables"
+                " WHERE schemaname = current_schema()) FROM schema_version"
+            ).fetchall()
         except psycopg.Error:  # no such table (yet): the full check below says what the database is
             return False
+        return (
+            len(rows) == 1 and rows[0][0] == base.SCHEMA_VERSION and set(rows[0][1]) == TABLE_NAMES
+        )
 
     @contextmanager
     def read(self) -> Iterator[Tx]:
@@ -188,14 +192,40 @@ class PostgresStore(StoreBase):
             base._checkpoint("commit")
         base._checkpoint("committed")
 
+    def _begin(self, begin: str) -> Any:
+        """Begin a transaction; a connection lost since the last call (a server restart) is opened again, once.
+
+        Nothing of this transaction has run before its BEGIN, so connecting again and beginning
+        anew cannot apply anything twice. The kept states are dropped with the old connection:
+        the next call replays from the store as it is now. A connection lost inside a
+        transaction is not retried here: the call fails with `store_unavailable`, and the
+        next call reconnects (docs/operations.md, "A long-running worker").
+        """
+        psycopg = _psycopg()
+        try:
+            self._conn.execute(begin)
+            return self._conn
+        except psycopg.Error as exc:
+            if not (self._conn.broken or self._conn.closed):
+                raise self._translate(exc, self.path) from None
+        self.views.clear()
+        try:
+            self._conn.close()
+        except psycopg.Error:  # pragma: no cover - closing a broken connection does not fail
+            pass
+        self._open(
+            lambda: psycopg.connect(self.url, autocommit=True), psycopg.Error, self._translate
+        )
+        try:
+            self._conn.execute(begin)
+        except psycopg.Error as exc:
+            raise self._translate(exc, self.path) from None
+        return self._conn
+
     @contextmanager
     def _transaction(self, begin: str, lock: bool) -> Iterator[Tx]:
         psycopg = _psycopg()
-        c = self._conn
-        try:
-            c.execute(begin)
-        except psycopg.Error as exc:
-            raise self._translate(exc, self.path) from None
+        c = self._begin(begin)
         try:
             tx = _PgTx(c, self.path, lock, snapshots=self.snapshots)
             if not self.empty:

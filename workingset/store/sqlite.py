@@ -16,12 +16,11 @@ from ..errors import StoreCorrupt, WorkingsetError
 from . import interface as base
 from .interface import SCHEMA_VERSION, StoreBase, Tx, older_version
 from .paths import (
-    SQLITE_HEADER,
     busy_timeout_seconds,
     check_busy_timeout,
+    check_store_file,
     connect_read_only,
     on_read_only_medium,
-    read_store_header,
     store_scheme,
 )  # fmt: skip
 from .sqltx import SNAPSHOTS_TABLE, TABLES, SqlTx, statements
@@ -41,6 +40,10 @@ _SCHEMA = TABLES.format(**_DIALECT) + SNAPSHOTS_TABLE.format(**_DIALECT) + _TRIG
 
 def _translate(exc: sqlite3.Error, path: str) -> WorkingsetError:
     name = getattr(exc, "sqlite_errorname", "")
+    if name == "SQLITE_NOTADB":  # SQLite read the header (`check_store_file` never opens the file)
+        return StoreCorrupt(
+            f"{path} is not a workingset store (not a SQLite file)", details={"store": path}
+        )
     if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
         return WorkingsetError(f"store {path} stayed locked by another process for the whole busy timeout ({exc}); "
                                "retry, or set $WORKINGSET_BUSY_TIMEOUT", code="store_busy", details={"store": path})  # fmt: skip
@@ -82,12 +85,7 @@ class SqliteStore(StoreBase):
         )
         self.busy_timeout = timeout
         self._create = create and not read_only
-        head = read_store_header(self.path, create=self._create)
-        if head and head != SQLITE_HEADER:
-            raise StoreCorrupt(
-                f"{self.path} is not a workingset store (not a SQLite file)",
-                details={"store": self.path},
-            )
+        check_store_file(self.path, create=self._create)  # never opened but by SQLite
 
         def connect() -> sqlite3.Connection:
             if read_only:

@@ -231,6 +231,14 @@ class SqlTx:
             (status, prior_status, reason, analysis_id),
         )
 
+    def set_encoder(self, analysis_id: str, encoder: str) -> None:
+        """The encoder of the analysis's next requests (a `budget` event moves it to a larger budget)."""
+        self._write(
+            "set_encoder",
+            "UPDATE analyses SET encoder = ? WHERE analysis_id = ?",
+            (encoder, analysis_id),
+        )
+
     def append_event(self, analysis_id: str, kind: str, at: str, data: bytes) -> int:
         last = self._q(
             "SELECT max(seq) FROM events WHERE analysis_id = ?", (analysis_id,)

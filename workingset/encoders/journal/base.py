@@ -25,6 +25,7 @@ from typing import Any
 
 from ...errors import UnknownEncoder
 from ...io.caches import register_lru
+from ...io.numbers import ascii_int
 from ...model.state import Evidence, Hypothesis, State
 from .._api import RenderedContext, View
 from .._render import (
@@ -82,16 +83,13 @@ class JournalEncoder(ABC):
     def with_options(self, options: str) -> JournalEncoder:
         """The encoder for `budget=N` (characters, from MIN_BUDGET to MAX_BUDGET)."""
         key, _, value = options.partition("=")
-        if (
-            key != "budget"
-            or not (value.isascii() and value.isdigit())
-            or not MIN_BUDGET <= int(value) <= MAX_BUDGET
-        ):
+        budget = ascii_int(value)
+        if key != "budget" or budget is None or not MIN_BUDGET <= budget <= MAX_BUDGET:
             raise UnknownEncoder(
-                f"v{self.version} takes one option, budget=N with N from {MIN_BUDGET} to {MAX_BUDGET} characters; got {options!r}",
-                details={"option": options},
+                f"v{self.version} takes one option, budget=N with N from {MIN_BUDGET} to {MAX_BUDGET} characters; got {options[:100]!r}",
+                details={"option": options[:100]},
             )
-        return _with_budget(self, int(value))
+        return _with_budget(self, budget)
 
     @cached_property
     def decision_schema(self) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from functools import cached_property
 from typing import Any
 
 from ...errors import TooLarge
+from ...io.numbers import ascii_int
 from ...model.state import ENTRY_REF, PAGE_REF, State
 from .._render import (
     _ASSESSMENT,
@@ -171,10 +172,10 @@ class V14(V13):
             note = next((n for n in state.notes if n.id == ref), None)
             return None if note is None else fmt.entry_text("note", note, None)
         hid, _, k = ref.partition("/")
-        h = state.hypothesis(hid)
-        if h is None or not k.isdigit() or not 1 <= int(k) <= len(h.history):
+        h, row = state.hypothesis(hid), ascii_int(k)
+        if h is None or row is None or not 1 <= row <= len(h.history):
             return None
-        return fmt.entry_text("history", h.history[int(k) - 1], hid)
+        return fmt.entry_text("history", h.history[row - 1], hid)
 
     def page_count(self, state: State, ref: str) -> int:
         """How many pages the entry `ref` has (1 when it fits a page; 0 when there is no such entry)."""
@@ -200,10 +201,16 @@ class V14(V13):
             ):  # what no walk shrinks (preamble, case page, the tail's lines) passes the budget
                 raise TooLarge(
                     f"{self.name}: the preamble, the case and this turn's lines alone take {out.chars} characters, "
-                    f"more than the budget of {self.budget}; render with a larger budget (v14:budget=N)",
+                    f"more than the budget of {self.budget}; render with a larger budget (v14:budget=N; "
+                    "an analysis moves to one with `workingset budget`)",
                     details={"chars": out.chars, "budget": self.budget},
                 )
             limit = max(room - (out.chars - self.budget), 0)
+
+    def fixed_chars(self, state: State, hypothesis: str) -> int:
+        """The characters of this context with no room for the journal: what no walk shrinks (`render` refuses past the budget)."""
+        view = self.select(state, self.selected(state, hypothesis), None, limit=0)
+        return self.render_view(view).chars
 
     def full_case_text(self, state: State) -> str:
         return super().case_text(state)
@@ -265,15 +272,14 @@ class V14(V13):
         if previous is not None and previous in plan.archived_refs:
             wanted.append(previous)
         selection = state.recall.get(selected.id)
-        pages: dict[str, int] = {}
+        pages: dict[str, str] = {}  # reference -> the page number as the selection writes it
         if selection is not None:
             wanted += [r for r in [*selection.evidence_refs, *selection.entries] if r not in wanted]
-            pages = {
-                item.rpartition(":")[0]: int(item.rpartition(":")[2]) for item in selection.pages
-            }
+            pages = {item.rpartition(":")[0]: item.rpartition(":")[2] for item in selection.pages}
         out: list[tuple[str, str]] = []
         for ref in wanted:
-            number = pages.get(ref, 1)
+            written = pages.get(ref, "1")
+            number = ascii_int(written) or 0  # more digits than any page count: no such page
             in_view = ref in plan.whole_refs or (ref in plan.shown_refs and number == 1)
             if ref == "case":
                 in_view = case_text == self.full_case_text(state) or number == 1
@@ -288,10 +294,10 @@ class V14(V13):
             body = page(text, self.page_size, number)
             count = len(page_bounds(text, self.page_size))
             if body is None:  # a stored selection can name a page another budget had
-                out.append((ref, f"{ref} page {number}/{count}, {len(text)} chars: no such page"))
+                out.append((ref, f"{ref} page {written}/{count}, {len(text)} chars: no such page"))
             else:
                 out.append(
-                    (ref, f"{ref} page {number}/{count}, {len(text)} chars:\n" + fence(body))
+                    (ref, f"{ref} page {written}/{count}, {len(text)} chars:\n" + fence(body))
                 )
         return out
 

@@ -20,7 +20,6 @@ is a prefix of the next one's until a compaction rewrites it.
 
 from __future__ import annotations
 
-import functools
 from bisect import bisect_left, bisect_right
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
@@ -30,58 +29,16 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from ...io.caches import register_lru
 from ...model.state import Evidence, State
-from .._render import fence
+from .pages import PAGED, page, page_bounds, paged_text
 from .walk import Journal, _cached, entries
 
-# `ref paged: N chars, K pages; page 1:` heads a paged entry (see `paged_text`).
-PAGED = "{ref} paged: {chars} chars, {pages} pages; page 1:"
-
-
-@functools.lru_cache(maxsize=256)  # a recall of page k needs the bounds of every page before it
-def page_bounds(text: str, size: int) -> tuple[int, ...]:
-    """Where each page of `text` ends: the longest slices whose fenced block is at most `size` characters.
-
-    A page is fenced on its own (`fence`), so a run of backticks inside it lengthens its fence;
-    the slice shrinks until the fenced page fits. A page holds at least one character
-    (a fenced character is 9 characters; `size` is always far more).
-    """
-    bounds: list[int] = []
-    start, n = 0, len(text)
-    while start < n:
-        length = min(n - start, size - 8)  # 8: two fences of 3 and their line breaks
-        while True:
-            fenced = len(fence(text[start : start + length]))
-            if fenced <= size:
-                break
-            length = max(1, min(length - (fenced - size), length * size // fenced))
-        start += length
-        bounds.append(start)
-    return tuple(bounds)
-
-
-register_lru(
-    "page bounds",
-    page_bounds,
-    holds="where each page of a paged v14 entry ends, by text and page size",
-)
-
-
-def page(text: str, size: int, number: int) -> str | None:
-    """Page `number` (1-based) of `text`, un-fenced; None when there is no such page."""
-    bounds = page_bounds(text, size)
-    if not 1 <= number <= len(bounds):
-        return None
-    return text[(bounds[number - 2] if number > 1 else 0) : bounds[number - 1]]
-
-
-def paged_text(ref: str, text: str, size: int) -> tuple[str, int]:
-    """The entry as the journal writes it when longer than a page: its head line, then page 1 fenced; and the page count."""
-    bounds = page_bounds(text, size)
-    return PAGED.format(ref=ref, chars=len(text), pages=len(bounds)) + "\n" + fence(
-        text[: bounds[0]]
-    ), len(bounds)
+__all__ = [
+    "PAGED",
+    "page",
+    "page_bounds",
+    "paged_text",
+]  # where v14 and its tests find them (`pages`)
 
 
 def decision_refs(state: State) -> dict[int, str]:
