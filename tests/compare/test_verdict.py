@@ -64,7 +64,10 @@ def test_many_runs_any_base_rows_and_verdict_billed_by_the_first_cache_model(tmp
     ]
     text = result.stdout
     assert "Each run (cost model anthropic;" in text
-    row = next(line for line in text.splitlines() if line.startswith(str(tmp_path / "a")))
+    each = text.split("Each run (cost model anthropic;", 1)[
+        1
+    ]  # its column groups, each keyed by the run
+    row = " ".join(line for line in each.splitlines() if line.startswith(str(tmp_path / "a")))
     ratio = bill["v14"]["total"] / bill["full-transcript"]["total"]
     assert f"{ratio:.3f}x" in row and "idle" in row
     verdict = text.splitlines()[-1]

@@ -308,12 +308,12 @@ def _x(value: float | None) -> str:
 
 def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
     """The aggregate's tables (one per cost model), then one summary line per run unless `summary`."""
-    from .tables import _table
+    from .tables import _table, _wrap
 
     agg = result["aggregate"]
     base, names = agg["base"], agg["options"]["strategies"]
-    parts = [f"{agg['runs']} runs, {agg['contexts']:,} contexts; tokens: {agg['options']['encoding']}; "
-             f"ratios relative to {base}; wins: runs where a strategy costs least (ties count for each)"]  # fmt: skip
+    parts = [_wrap(f"{agg['runs']} runs, {agg['contexts']:,} contexts; tokens: {agg['options']['encoding']}; "
+                   f"ratios relative to {base}; wins: runs where a strategy costs least (ties count for each)")]  # fmt: skip
     for model, per in agg["models"].items():
         title = (
             f"Cost model {PREFIX}: the longest common token prefix with the previous context is read at "
@@ -345,8 +345,8 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
         headers = ["run", "contexts", f"{base} cost", "cheapest", "its ratio"] + [
             f"{s}" for s in names[1:]
         ]
-        parts += ["", f"Each run (cost model {model}; ratio of each strategy's cost to {base}'s; idle: a baseline "
-                  f"that never fired on the run, the same as full-transcript)", _table(headers, rows)]  # fmt: skip
+        parts += ["", _wrap(f"Each run (cost model {model}; ratio of each strategy's cost to {base}'s; idle: a baseline "
+                            f"that never fired on the run, the same as full-transcript)"), _table(headers, rows)]  # fmt: skip
     parts += ["", many_verdict(agg, totals, model)]
     return "\n".join(parts) + "\n"
 
