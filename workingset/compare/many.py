@@ -21,6 +21,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..errors import InvalidFile, UsageError
 from ..io.numbers import ascii_int
 from .engine import Comparison, Renderer
@@ -160,6 +162,24 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
             "rows": list(rows)}  # fmt: skip
 
 
+class _Count(msgspec.Struct):
+    contexts: list[msgspec.Raw]
+
+
+def count_contexts(run: str) -> int:
+    """How many contexts a run holds, for the progress line (0 where it cannot be read: its read fails later)."""
+    from ..runs.layout import FIXED_PROMPT_FILE, RUN_FILE
+
+    path = Path(run)
+    try:
+        if path.is_file() or (path / RUN_FILE).is_file():
+            data = (path if path.is_file() else path / RUN_FILE).read_bytes()
+            return len(msgspec.json.decode(data, type=_Count).contexts)
+        return sum(1 for p in path.iterdir() if p.suffix == ".json" and p.name != FIXED_PROMPT_FILE)
+    except (OSError, msgspec.MsgspecError):
+        return 0
+
+
 def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare one run as `compare RUN --json` does; returns (its JSON object, its row)."""
     from ..runs.layout import read_retries, read_run
@@ -188,7 +208,7 @@ def compare_runs(
     settings: Mapping[str, Any],
     summary: bool = False,
     token_cache: bool = True,
-    step: Callable[[int], None] | None = None,
+    step: Callable[[int, str], None] | None = None,
     per_run: Callable[[str], Mapping[str, Renderer]] | None = None,
 ) -> dict[str, Any]:
     """`{"runs": [...], "aggregate": {...}}` of a run list, the runs spread over `jobs` forked processes.
@@ -207,15 +227,18 @@ def compare_runs(
         if jobs == 1 or len(runs) < 2:
             for run in runs:
                 results.append(_one(run))
-                if step is not None:
-                    step(1)
+                if step is not None:  # the run's contexts done
+                    step(results[-1][1]["contexts"], f"{len(results)}/{len(runs)} runs, {run}")
         else:
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=min(jobs, len(runs)), mp_context=context) as pool:
                 for result in pool.map(_one, runs):  # in run order; a worker's error is raised here
                     results.append(result)
                     if step is not None:
-                        step(1)
+                        step(
+                            result[1]["contexts"],
+                            f"{len(results)}/{len(runs)} runs, {result[1]['run']}",
+                        )
     finally:
         _WORK.clear()
     return {
@@ -273,7 +296,8 @@ def compare_runs_cli(paths: Sequence[str], shard_spec: str | None, renderers: Ma
     runs = expand(paths)
     if shard_spec is not None:
         runs = shard(runs, *parse_shard(shard_spec))
-    with progress("comparing runs", len(runs)) as step:
+    total = sum(count_contexts(run) for run in runs)
+    with progress("compare", total, unit="contexts", lines=True) as step:
         out = compare_runs(
             runs, renderers, jobs, summary=summary, token_cache=token_cache, step=step, per_run=per_run,
             options=dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=cache, cache_options=cache_options),
