@@ -130,7 +130,7 @@ def compare(
     from ..compare.many import compare_runs_cli, is_run, merged
     from ..compare.many import to_text as many_text
     from ..compare.parallel import compare_parallel, default_jobs
-    from ..compare.tables import run_data, to_text
+    from ..compare.tables import run_data, summarize, to_text
     from ..compare.verdict import verdict
     from ..io.progress import progress
     from ..runs.layout import read_fixed_prompt, read_retries, read_run
@@ -195,7 +195,7 @@ def compare(
             directory, run, result, recall=recall, sections=sections, availability=availability
         )
         if summary:
-            del data["contexts"]
+            summarize(data)
         emit_json(data)
     else:
         sys.stdout.write(

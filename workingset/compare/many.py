@@ -184,7 +184,7 @@ def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare one run as `compare RUN --json` does; returns (its JSON object, its row)."""
     from ..runs.layout import read_retries, read_run
     from .parallel import compare_parallel
-    from .tables import run_data
+    from .tables import run_data, summarize
 
     work = _WORK
     contexts = read_run(run)
@@ -194,7 +194,7 @@ def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
                            retries=read_retries(run, stored), **work["options"])  # fmt: skip
     data = run_data(run, contexts, cmp, **work["report"])
     if work["summary"]:
-        del data["contexts"]
+        summarize(data)
     return data, row(run, cmp)
 
 

@@ -423,3 +423,12 @@ def run_data(
     for (path, _), entry in zip(run, data["contexts"]):
         entry["file"] = path.name
     return data
+
+
+def summarize(data: dict[str, Any]) -> dict[str, Any]:
+    """`--summary --json`: a run's object without anything per context (its sizes, billings and availability)."""
+    data.pop("contexts", None)
+    for per in (*data.get("cache", {}).values(), *data.get("availability", {}).values()):
+        if isinstance(per, dict):
+            per.pop("contexts", None)
+    return data
