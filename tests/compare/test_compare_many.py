@@ -171,7 +171,17 @@ def test_shards_cover_the_sorted_list_once():
 
 def test_summary_json_keeps_nothing_per_context(runs: Path):
     """Issue 33, item 12: `--summary --json` shard files leave out the per-context billings (MBs on real runs)."""
-    args = (str(runs), "--base", "v10", "--cache", "anthropic", "--availability", "--summary", "--shard", "1/2")
+    args = (
+        str(runs),
+        "--base",
+        "v10",
+        "--cache",
+        "anthropic",
+        "--availability",
+        "--summary",
+        "--shard",
+        "1/2",
+    )
     short, full = _json(*args), _json(*args[:-3], "--shard", "1/2")
 
     def keys(node: object) -> set[str]:

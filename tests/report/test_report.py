@@ -63,7 +63,8 @@ def test_page_holds_compares_json(tmp_path, report_args, compare_args):
             assert per[s]["uncached"] == [b["uncached_tokens"] for b in bills]
             assert per[s]["cost"] == [b["effective_cost"] for b in bills]
             assert sum(per[s]["read"]) == got["cache"][model]["total"][s]["read_tokens"]
-    assert json.loads(made.stdout) == {"run": str(BUG17), "out": str(out), "bytes": len(page.encode()), "contexts": 18,
+    assert json.loads(made.stdout) == {"run": str(BUG17), "out": str(out), "path": str(out.resolve()),
+                                       "bytes": len(page.encode()), "contexts": 18,
                                        "strategies": got["strategies"], "cache": list(got["cache"])}  # fmt: skip
 
 

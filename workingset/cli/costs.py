@@ -251,10 +251,11 @@ def requests(
 
 
 def report(
-    directory: Annotated[
-        str,
+    runs: Annotated[
+        list[str],
         typer.Argument(
-            metavar="RUN", help="A run: a directory of stored-context files, or a run file."
+            metavar="RUN…",
+            help="A run (a directory of stored-context files, or a run file); several runs or folders of runs: the aggregate, then each run.",
         ),
     ],
     out: Annotated[str, typer.Option("--out", help="The HTML file to write.")],
@@ -280,8 +281,11 @@ def report(
     cached_price: CachedPriceOpt = DEFAULT_CACHED_PRICE,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write a self-contained HTML report of a run: cost per turn per strategy, and what each context showed."""
+    """Write a self-contained HTML report of a run (cost per turn per strategy, what each context showed) or of many."""
+    from pathlib import Path
+
     from ..compare.billing import CacheOptions
+    from ..compare.many import is_run
     from ..report import check_output, report_data, write_report
 
     check_prices(cached_price, write_price)
@@ -290,16 +294,29 @@ def report(
     options = CacheOptions(
         ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price
     )
-    data = report_data(directory, names, cache=cache or (), cache_options=options, recall=recall, encoding=encoding,
-                       cached_price=cached_price)  # fmt: skip
-    size = write_report(out, data)
-    summary = {"run": directory, "out": out, "bytes": size, "contexts": len(data["compare"]["contexts"]),
-               "strategies": data["compare"]["strategies"], "cache": list(data["series"])}  # fmt: skip
+    where = str(Path(out).resolve())  # said in full: where to open it
+    if len(runs) > 1 or not is_run(runs[0]):
+        from ..compare.parallel import default_jobs
+        from ..report.aggregate import aggregate_data, render_aggregate
+
+        many = aggregate_data(runs, names, cache=cache or (), cache_options=options, recall=recall,
+                              encoding=encoding, cached_price=cached_price, jobs=default_jobs())  # fmt: skip
+        size, agg = write_report(out, many, render_aggregate(many)), many["aggregate"]
+        summary = {"runs": agg["runs"], "out": out, "path": where, "bytes": size, "contexts": agg["contexts"],
+                   "strategies": agg["options"]["strategies"], "cache": agg["options"]["cache"]}  # fmt: skip
+        text = f"{summary['runs']} runs, {summary['contexts']:,} contexts"
+    else:
+        data = report_data(runs[0], names, cache=cache or (), cache_options=options, recall=recall,
+                           encoding=encoding, cached_price=cached_price)  # fmt: skip
+        size = write_report(out, data)
+        summary = {"run": runs[0], "out": out, "path": where, "bytes": size, "contexts": len(data["compare"]["contexts"]),
+                   "strategies": data["compare"]["strategies"], "cache": list(data["series"])}  # fmt: skip
+        text = f"{summary['contexts']} contexts"
     if as_json:
         emit_json(summary)
     else:
         sys.stdout.write(
-            f"wrote {out} ({size:,} bytes): {summary['contexts']} contexts, {', '.join(summary['strategies'])}\n"
+            f"wrote {where} ({size:,} bytes): {text}, {', '.join(summary['strategies'])}\n"
         )
 
 

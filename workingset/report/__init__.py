@@ -183,11 +183,14 @@ def check_output(out: str) -> None:
         raise os_error(OSError(code, os.strerror(code), str(path.parent)), out, "write")
 
 
-def write_report(out: str, data: dict[str, Any]) -> int:
-    """Write the page for `report_data`'s data to `out` whole (through a temporary file); return its size in bytes."""
+def write_report(out: str, data: dict[str, Any], html: str | None = None) -> int:
+    """Write the page for `report_data`'s data (or `html`, a page made already) to `out` whole, through a temporary file.
+
+    Returns its size in bytes.
+    """
     from .page import render_page
 
-    page = render_page(data).encode("utf-8")
+    page = (render_page(data) if html is None else html).encode("utf-8")
     tmp = Path(f"{out}.tmp-{os.getpid()}")
     try:
         tmp.write_bytes(page)
