@@ -26,10 +26,8 @@ import msgspec
 from ..errors import InvalidFile, UsageError
 from ..io.numbers import ascii_int
 from .engine import Comparison, Renderer
+from .verdict import PREFIX  # the cost model of `total.effective_cost`: the ideal prefix cache
 
-PREFIX = (
-    "prefix"  # the cost model of `total.effective_cost`: the ideal prefix cache at --cached-price
-)
 MANY_FORMAT = "workingset/compare-many@1"
 
 # What the forked workers read: set by `compare_runs` before the pool starts (see parallel.py).
@@ -354,6 +352,8 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
         headers = ["strategy", "total effective cost", "ratio", "median run ratio", "worst run ratio", "wins",
                    "largest context (tokens)"]  # fmt: skip
         parts += ["", title, _table(headers, rows)]
+    from .verdict import billed_by, many_verdict
+
     model = billed_by(agg["options"])
     totals = {s: agg["models"][model][s]["total"] for s in names}
     if not summary:
@@ -373,28 +373,3 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
                             f"that never fired on the run, the same as full-transcript)"), _table(headers, rows)]  # fmt: skip
     parts += ["", many_verdict(agg, totals, model)]
     return "\n".join(parts) + "\n"
-
-
-def billed_by(options: Mapping[str, Any]) -> str:
-    """The cost model rows and verdict use: the first `--cache` model, else the ideal `prefix` model."""
-    return options["cache"][0] if options["cache"] else PREFIX
-
-
-def many_verdict(agg: Mapping[str, Any], totals: Mapping[str, float], model: str) -> str:
-    """The many-run verdict: who costs least over all runs (`verdict.decide`), and on how many runs the candidate loses."""
-    from .verdict import decide, how_billed
-
-    names, base = agg["options"]["strategies"], agg["base"]
-    how = (
-        how_billed(model)
-        if model != PREFIX
-        else f"effective cost, cached tokens at {agg['options']['cached_price']:g}x the price"
-    )
-    line = f"verdict over {agg['runs']} runs: {decide(totals, base, how)}"
-    if len(names) > 1:
-        candidate = names[1]
-        losses = sum(
-            r["cost"][model][candidate] > min(r["cost"][model].values()) for r in agg["rows"]
-        )
-        line += f"; {candidate} is not the cheapest on {losses} of {agg['runs']} runs"
-    return line

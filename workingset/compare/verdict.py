@@ -8,9 +8,12 @@ switch the billing it compares by without touching the wording.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from typing import Any
 
 from .baselines import BASELINES
 from .engine import Comparison, change_percent
+
+PREFIX = "prefix"  # the many-run cost model of the effective cost: the ideal prefix cache at --cached-price
 
 TRANSCRIPT = "full-transcript"  # the baseline every other one starts from: an idle one repeats it
 
@@ -99,6 +102,29 @@ def verdict(cmp: Comparison) -> str:
     """The line `compare` ends with: `verdict: v14 is cheapest: 28.4% less than full-transcript (…)`."""
     costs, how = measure(cmp)
     return f"verdict: {decide(costs, cmp.strategies[0], how, idle(cmp))}\n"
+
+
+def billed_by(options: Mapping[str, Any]) -> str:
+    """The cost model rows and verdict use: the first `--cache` model, else the ideal `prefix` model."""
+    return options["cache"][0] if options["cache"] else PREFIX
+
+
+def many_verdict(agg: Mapping[str, Any], totals: Mapping[str, float], model: str) -> str:
+    """The many-run verdict: who costs least over all runs (`verdict.decide`), and on how many runs the candidate loses."""
+    names, base = agg["options"]["strategies"], agg["base"]
+    how = (
+        how_billed(model)
+        if model != PREFIX
+        else f"effective cost, cached tokens at {agg['options']['cached_price']:g}x the price"
+    )
+    line = f"verdict over {agg['runs']} runs: {decide(totals, base, how)}"
+    if len(names) > 1:
+        candidate = names[1]
+        losses = sum(
+            r["cost"][model][candidate] > min(r["cost"][model].values()) for r in agg["rows"]
+        )
+        line += f"; {candidate} is not the cheapest on {losses} of {agg['runs']} runs"
+    return line
 
 
 def _by(base: float, value: float) -> str:

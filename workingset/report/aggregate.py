@@ -16,8 +16,7 @@ from html import escape
 from typing import Any
 
 from ..compare.engine import DEFAULT_LABEL
-from ..compare.many import billed_by, many_verdict
-from ..compare.verdict import decide, how_billed
+from ..compare.verdict import billed_by, decide, how_billed, many_verdict
 from .page import _ASSETS, _json
 
 AGGREGATE_PICTURE_HOOK = "aggregate-picture"  # the element id the aggregate's picture fills
