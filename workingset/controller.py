@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Final
 
 from .decisions import AnyDecision, Conclude, Query, Recall, assessment_of
 from .errors import SessionError
+from .model import lifecycle
 from .model.costs import add_cost
+from .model.lifecycle import Usage
 from .model.state import Evidence, HistoryEntry, Note, RecallSelection, State
 
 if TYPE_CHECKING:  # only the type: nothing here touches a store
@@ -31,6 +33,9 @@ TERMINAL = frozenset({COMPLETED, FAILED, CANCELLED})
 ROOT_CAUSE_FOUND = "root_cause_found"
 BUDGET_EXHAUSTED = "budget_exhausted"
 INCONCLUSIVE_HUMAN_REVIEW = "inconclusive_human_review"
+CONFIDENCE_REACHED = "confidence_reached"
+UNRESOLVABLE_CONTRADICTION = "unresolvable_contradiction"
+NO_CANDIDATE_ABOVE_MINIMUM = "no_candidate_above_minimum"
 
 
 @dataclass(frozen=True)
@@ -192,6 +197,8 @@ def unavailable_reason(state: State, hypothesis_id: str) -> str | None:
         return f"concluded {hyp.disposition}"
     if hyp.control.iterations_used >= hyp.control.iteration_limit:
         return f"out of iterations ({hyp.control.iterations_used}/{hyp.control.iteration_limit})"
+    if lifecycle.below_minimum(state, hypothesis_id):
+        return f"below the minimum confidence ({hyp.confidence:g} < {lifecycle.rules(state).min_confidence:g})"
     return None
 
 
@@ -244,17 +251,32 @@ def check_choice(state: State, hypothesis_id: str, busy: Collection[str]) -> Non
         )
 
 
-def termination(state: State, status: Status, busy: Collection[str]) -> tuple[Status, str | None]:
-    """Evaluate the §7 termination policy for an active analysis: (status, reason), first match wins."""
+def termination(
+    state: State, status: Status, busy: Collection[str], usage: Usage | None = None
+) -> tuple[Status, str | None]:
+    """Evaluate the §7 termination policy for an active analysis: (status, reason), first match wins.
+
+    Rule 1 (cancellation, failure) is the lifecycle calls' own; `usage` (None: nothing used
+    beyond the state's own counts) is what the event log counts of the other bounds.
+    """
     if status != ACTIVE:
         return status, None
+    used = usage or Usage(queries=lifecycle.queries_run(state))
     if any(h.disposition == "supported" for h in state.hypotheses):
         return COMPLETED, ROOT_CAUSE_FOUND
-    b = state.budget
-    if state.iteration >= b.max_iterations or (
-        b.max_cost is not None and b.cost_used >= b.max_cost
-    ):
+    if lifecycle.confident(state) is not None:
+        return COMPLETED, CONFIDENCE_REACHED
+    if lifecycle.exhausted(state, used) is not None:
         return COMPLETED, BUDGET_EXHAUSTED
+    if lifecycle.contradicted(state) is not None:
+        return COMPLETED, UNRESOLVABLE_CONTRADICTION
     if not busy and all(unavailable_reason(state, h.id) is not None for h in state.hypotheses):
-        return COMPLETED, INCONCLUSIVE_HUMAN_REVIEW
+        # Only the minimum confidence keeps some hypothesis from a turn: rule 5 names it.
+        held = any(_held_by_minimum(state, h.id) for h in state.hypotheses)
+        return COMPLETED, NO_CANDIDATE_ABOVE_MINIMUM if held else INCONCLUSIVE_HUMAN_REVIEW
     return ACTIVE, None
+
+
+def _held_by_minimum(state: State, hypothesis_id: str) -> bool:
+    reason = unavailable_reason(state, hypothesis_id)
+    return reason is not None and reason.startswith("below the minimum")

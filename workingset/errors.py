@@ -38,6 +38,7 @@ class Code(StrEnum):
     REPLY_TRUNCATED = "reply_truncated"
     REPLY_REFUSED = "reply_refused"
     REPLY_EMPTY = "reply_empty"
+    REPLY_MALFORMED = "reply_malformed"
     # A session call that cannot proceed (SessionError).
     ENCODER_MISMATCH = "encoder_mismatch"
     UNKNOWN_ANALYSIS = "unknown_analysis"
@@ -130,7 +131,7 @@ class DecisionRejected(WorkingsetError):
 
 
 class ReplyUnusable(WorkingsetError):
-    """A provider reply that holds no answer to submit: `reply_truncated`, `reply_refused` or `reply_empty`."""
+    """A provider reply that holds no answer to submit: `reply_truncated`, `reply_refused`, `reply_empty` or `reply_malformed`."""
 
     code = "reply_empty"
 

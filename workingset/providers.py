@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import msgspec
 
 from .errors import DecisionRejected, UsageError
+from .io.limits import Limits, nesting_depth
 
 PROVIDERS = ("anthropic", "openai", "openai-responses")
 TTLS = ("5m", "1h")
@@ -193,7 +194,7 @@ def _anthropic(
             # The answer came as the forced tool's input: the reply has to be its tool_result.
             use_id = f"toolu_retry_{n}"
             turns.append({"role": "assistant", "content": [{"type": "tool_use", "id": use_id, "name": TOOL_NAME,
-                                                            "input": copy.deepcopy(answer)}]})  # fmt: skip
+                                                            "input": answer}]})  # a copy, made by `_checked`  # fmt: skip
             turns.append({"role": "user", "content": [{"type": "tool_result", "tool_use_id": use_id, "is_error": True,
                                                        "content": note}]})  # fmt: skip
         else:
@@ -250,8 +251,24 @@ def _checked(retry: Retry) -> list[tuple[Answer, DecisionRejected]]:
                 f"retry[{i}]: {err.code} is not the model's to fix (the controller answered a stale or closed request)",
                 details={"code": err.code},
             )
-        pairs.append((answer, err))
+        pairs.append((_json_copy(answer, i) if isinstance(answer, dict) else answer, err))
     return pairs
+
+
+def _json_copy(answer: dict[str, Any], i: int) -> Answer:
+    """A copy of a tool-input answer made through its JSON (no recursion in Python); past `max_depth`, its JSON text.
+
+    An answer nested deeper than the decision limit was refused for it: it goes back to the
+    model as text, which no SDK or copy has to walk level by level.
+    """
+    try:
+        text = msgspec.json.encode(answer)
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        raise UsageError(f"retry[{i}]: the answer is not JSON ({type(exc).__name__})") from None
+    limit = Limits.current().max_depth
+    if nesting_depth(text, limit) > limit:
+        return text.decode("utf-8")
+    return msgspec.json.decode(text)
 
 
 class Rejection(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
@@ -295,7 +312,8 @@ def as_sent(answer: bytes, provider: str) -> Answer:
     retries from the kept answers with it, and `compare` bills them with it: the same bodies.
     """
     text = answer.decode("utf-8", errors="replace")
-    if provider == "anthropic":
+    limit = Limits.current().max_depth  # deeper: refused for it, and sent back as text
+    if provider == "anthropic" and nesting_depth(answer, limit) <= limit:
         try:
             value = msgspec.json.decode(answer)
         except msgspec.DecodeError:

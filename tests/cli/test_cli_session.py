@@ -97,6 +97,11 @@ def test_a_whole_session(env):
         "open_request",
         "pending_actions",
         "state",
+        "stage",
+        "stop",
+        "partial",
+        "limitations",
+        "usage",
     ]
     assert show["open_request"] is None and show["pending_actions"] == []
     assert (

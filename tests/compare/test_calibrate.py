@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import tarfile
@@ -236,6 +237,85 @@ def test_malformed_event_file_is_invalid_file(run: Path):
     next((run / "events").glob("event-00002-*")).write_text("{not json")
     result = invoke("calibrate", str(run))
     assert result.exit_code == 2 and "error: invalid_file:" in result.stderr
+
+
+# -- hostile runs: every wrong type is invalid_file with its path, never a Python error -------------------
+
+
+def _metrics_run(root: Path, change) -> Path:
+    path = write_run(root, events(), USAGES)
+    base = json.loads((path / "base_state.json").read_text())
+    change(base["stats"]["service_to_metrics"]["default"])
+    (path / "base_state.json").write_text(json.dumps(base))
+    return path
+
+
+def _event_run(root: Path, index: int, change) -> Path:
+    evs = copy.deepcopy(events())  # TOOLS is shared
+    change(evs[index])
+    return write_run(root, evs, USAGES)
+
+
+def _set(*path, value):
+    def change(obj):
+        for key in path[:-1]:
+            obj = obj[key]
+        obj[path[-1]] = value
+
+    return change
+
+
+# index in `events()`: 0 system prompt, 1 task, 2/4/7 actions, 3/5 observations, 6 condensation
+HOSTILE_RUNS = {
+    "token-usages-a-dict": lambda p: _metrics_run(p, _set("token_usages", value={"a": 1})),
+    "token-usages-a-number": lambda p: _metrics_run(p, _set("token_usages", value=5)),
+    "token-usages-a-string": lambda p: _metrics_run(p, _set("token_usages", value="abc")),
+    "costs-a-number": lambda p: _metrics_run(p, _set("costs", value=7)),
+    "latencies-a-number": lambda p: _metrics_run(p, _set("response_latencies", value=7)),
+    "latencies-a-dict": lambda p: _metrics_run(p, _set("response_latencies", value={"r1": 2})),
+    "timestamp-10**400": lambda p: _metrics_run(p, _set("costs", 0, "timestamp", value=10**400)),
+    "latency-10**400": lambda p: _metrics_run(p, _set("response_latencies", 0, "latency", value=10**400)),
+    "latency-id-a-list": lambda p: _metrics_run(p, _set("response_latencies", 0, "response_id", value=[1])),
+    "tools-items-strings": lambda p: _event_run(p, 0, _set("tools", value=["x"])),
+    "tool-function-a-string": lambda p: _event_run(p, 0, _set("tools", 0, "function", value="x")),
+    "llm-message-a-string": lambda p: _event_run(p, 1, _set("llm_message", value="hi")),
+    "message-content-a-number": lambda p: _event_run(p, 1, _set("llm_message", "content", value=5)),
+    "extended-content-a-number": lambda p: _event_run(p, 1, _set("extended_content", value=5)),
+    "thought-a-number": lambda p: _event_run(p, 2, _set("thought", value=5)),
+    "tool-call-a-string": lambda p: _event_run(p, 2, _set("tool_call", value="x")),
+    "tool-call-function-a-list": lambda p: _event_run(p, 2, _set("tool_call", "function", value=[1])),
+    "arguments-a-number": lambda p: _event_run(p, 2, _set("tool_call", "function", "arguments", value=5)),
+    "tool-call-id-a-list": lambda p: _event_run(p, 2, _set("tool_call_id", value=["x"])),
+    "event-id-a-dict": lambda p: _event_run(p, 3, _set("id", value={"a": 1})),
+    "observation-a-string": lambda p: _event_run(p, 3, _set("observation", value="x")),
+    "metadata-a-string": lambda p: _event_run(p, 3, _set("observation", "metadata", value="x")),
+    "output-a-list": lambda p: _event_run(p, 3, _set("observation", "output", value=["x"])),
+    "exit-code-10**400": lambda p: _event_run(p, 3, _set("observation", "metadata", "exit_code", value=10**400)),
+    "suffix-a-number": lambda p: _event_run(p, 5, _set("observation", "metadata", "suffix", value=5)),
+    "forgotten-ids-a-number": lambda p: _event_run(p, 6, _set("forgotten_event_ids", value=5)),
+    "forgotten-id-a-list": lambda p: _event_run(p, 6, _set("forgotten_event_ids", value=[["a1"]])),
+    "summary-a-number": lambda p: _event_run(p, 6, _set("summary", value=5)),
+    "summary-offset-a-string": lambda p: _event_run(p, 6, _set("summary_offset", value="2")),
+    "summary-offset-10**400": lambda p: _event_run(p, 6, _set("summary_offset", value=10**400)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", HOSTILE_RUNS, ids=str)
+def test_a_hostile_run_is_invalid_file_with_its_path(tmp_path: Path, name: str):
+    path = HOSTILE_RUNS[name](tmp_path / "conv")
+    result = invoke("calibrate", str(path), "--json")
+    assert result.exit_code == 2, result.output
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "invalid_file" and error["details"]["path"].startswith("$")
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.output
+
+
+def test_a_response_logged_twice_is_one_call(tmp_path: Path):
+    once = calibrate(write_run(tmp_path / "a", events(), USAGES))
+    twice = write_run(tmp_path / "b", events(), [*USAGES[:2], USAGES[1], *USAGES[2:]])
+    again = calibrate(twice)
+    assert len(again.rows) == len(once.rows) == len(USAGES)
+    assert again.to_json()["totals"] == once.to_json()["totals"]
 
 
 # -- the real runs ------------------------------------------------------------------------------------

@@ -193,3 +193,144 @@ def test_summary_json_keeps_nothing_per_context(runs: Path):
     for a, b in zip(short["runs"], full["runs"]):
         assert a["cache"]["anthropic"]["total"] == b["cache"]["anthropic"]["total"]
     assert short["aggregate"]["rows"] == full["aggregate"]["rows"]
+
+
+# -- tampered shards: each is one error line with a code, and only one complete, consistent set merges --
+
+
+@pytest.fixture(scope="module")
+def shard_set(runs: Path) -> list[dict]:
+    return [
+        _json(str(runs), "--summary", "--cache", "ideal", "--shard", f"{i}/3") for i in (1, 2, 3)
+    ]
+
+
+def _at(obj, *path):
+    for key in path:
+        obj = obj[key]
+    return obj
+
+
+def _put(*path, value):
+    def tamper(shard):
+        _at(shard, *path[:-1])[path[-1]] = value
+
+    return tamper
+
+
+def _drop(*path):
+    def tamper(shard):
+        del _at(shard, *path[:-1])[path[-1]]
+
+    return tamper
+
+
+def _first_cost(shard) -> dict:
+    return shard["aggregate"]["rows"][0]["cost"]["prefix"]
+
+
+def _set_cost(value):
+    def tamper(shard):
+        costs = _first_cost(shard)
+        costs[next(iter(costs))] = value
+
+    return tamper
+
+
+TAMPERED = {
+    "no-options": _drop("aggregate", "options"),
+    "no-rows": _drop("aggregate", "rows"),
+    "no-runs": _drop("runs"),
+    "no-aggregate": _drop("aggregate"),
+    "no-format": _drop("aggregate", "format"),
+    "other-format": _put("aggregate", "format", value="workingset/compare-many@9"),
+    "run-a-number": _put("aggregate", "rows", 0, "run", value=7),
+    "run-object-run-a-number": _put("runs", 0, "run", value=7),
+    "run-empty": _put("aggregate", "rows", 0, "run", value=""),
+    "cost-a-string": _set_cost("1.5"),
+    "cost-null": _set_cost(None),
+    "cost-negative": _set_cost(-1.0),
+    "cost-huge": _set_cost(1e300),
+    "cost-edited": lambda s: _set_cost(_first_cost(s)[next(iter(_first_cost(s)))] + 1)(s),
+    "strategies-empty": _put("aggregate", "options", "strategies", value=[]),
+    "strategies-a-string": _put("aggregate", "options", "strategies", value="v7"),
+    "strategy-a-number": _put("aggregate", "options", "strategies", 0, value=3),
+    "cache-a-string": _put("aggregate", "options", "cache", value="ideal"),
+    "encoding-a-number": _put("aggregate", "options", "encoding", value=5),
+    "recall-a-string": _put("aggregate", "options", "recall", value="yes"),
+    "rows-a-dict": _put("aggregate", "rows", value={}),
+    "runs-a-dict": _put("runs", value={}),
+    "row-a-list": _put("aggregate", "rows", 0, value=[]),
+    "row-cost-missing-model": _drop("aggregate", "rows", 0, "cost", "ideal"),
+    "row-cost-a-list": _put("aggregate", "rows", 0, "cost", value=[]),
+    "row-largest-missing": _put("aggregate", "rows", 0, "largest", value={}),
+    "row-largest-tokens-a-string": lambda s: _at(s, "aggregate", "rows", 0, "largest").update(
+        {k: {"tokens": "9", "request_id": "x"} for k in _at(s, "aggregate", "rows", 0, "largest")}),
+    "contexts-negative": _put("aggregate", "rows", 0, "contexts", value=-1),
+    "contexts-edited": lambda s: _at(s, "aggregate", "rows", 0).update(contexts=_at(s, "aggregate", "rows", 0, "contexts") + 1),
+    "total-edited": lambda s: _at(s, "aggregate", "models", "prefix", "v14").update(total=0.5),
+    "wins-edited": lambda s: _at(s, "aggregate", "models", "prefix", "v14").update(wins=99),
+    "runs-count-edited": _put("aggregate", "runs", value=99),
+    "extra-top-key": _put("extra", value=1),
+    "extra-aggregate-key": _put("aggregate", "extra", value=1),
+    "shard-a-number": _put("aggregate", "shard", value=1),
+    "shard-garbage": _put("aggregate", "shard", value="x/y"),
+    "shard-zero": _put("aggregate", "shard", value="0/3"),
+    "shard-index-past-count": _put("aggregate", "shard", value="4/3"),
+    "shard-runs-a-string": _put("aggregate", "shard_runs", value="5"),
+    "shard-runs-edited": _put("aggregate", "shard_runs", value=6),
+    "runs-and-rows-differ": lambda s: s["runs"].reverse() if len(s["runs"]) > 1 else _put("runs", 0, "run", value="zzz")(s),
+    "an-array": lambda s: s.clear(),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", TAMPERED, ids=str)
+def test_a_tampered_shard_is_one_error_line(shard_set, tmp_path: Path, name: str):
+    import copy
+
+    parts = copy.deepcopy(shard_set)
+    TAMPERED[name](parts[0])
+    files = []
+    for i, part in enumerate(parts, 1):
+        files.append(tmp_path / f"s{i}.json")
+        files[-1].write_text(json.dumps([] if part == {} else part))
+    result = invoke("compare", "--merge", *map(str, files))
+    assert result.exit_code == 2, result.output
+    assert (
+        result.stdout == "" and result.stderr.count("\n") == 1 and "Traceback" not in result.output
+    )
+    assert result.stderr.split(":")[1].strip() in {"invalid_file", "usage_error"}, result.stderr
+
+
+def test_a_deeply_nested_shard_is_invalid_file(tmp_path: Path):
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    result = invoke("compare", "--merge", str(path))
+    assert result.exit_code == 2 and result.stderr.startswith("error: invalid_file: ")
+
+
+def test_only_a_complete_set_of_shards_merges(shard_set, tmp_path: Path):
+    files = []
+    for i, part in enumerate(shard_set, 1):
+        files.append(tmp_path / f"s{i}.json")
+        files[-1].write_text(json.dumps(part))
+    assert invoke("compare", "--merge", *map(str, files)).exit_code == 0
+    missing = invoke("compare", "--merge", str(files[0]), str(files[2]))
+    assert missing.exit_code == 2 and "shard 2/3 missing" in missing.stderr
+    twice = invoke("compare", "--merge", str(files[0]), str(files[0]), str(files[1]), str(files[2]))
+    assert twice.exit_code == 2 and "more than one output" in twice.stderr
+    old = [
+        dict(p, aggregate={k: v for k, v in p["aggregate"].items() if k != "shard_runs"})
+        for p in shard_set
+    ]
+    for path, part in zip(files, old):  # made before shard_runs was recorded: still merged
+        path.write_text(json.dumps(part))
+    assert invoke("compare", "--merge", *map(str, files)).exit_code == 0
+    swapped = [json.loads(f.read_text()) for f in files]
+    swapped[0]["aggregate"]["shard"], swapped[2]["aggregate"]["shard"] = (
+        "3/3",
+        "1/3",
+    )  # out of order
+    for path, part in zip(files, swapped):
+        path.write_text(json.dumps(part))
+    assert invoke("compare", "--merge", *map(str, files)).exit_code == 2

@@ -204,3 +204,88 @@ def test_format_auto_on_a_folder_or_a_file_of_no_shape(tmp_path: Path):
     result = invoke("import", "auto", str(v0), "--out", str(tmp_path / "r"))
     assert result.exit_code == 2 and "OpenHands V0 event list" in result.stderr
     assert not (tmp_path / "r").exists()
+
+
+# -- hostile folders: links, loops, unreadable parts, names that fold alike, a killed import's leftovers --
+
+
+def test_a_rerun_with_a_name_that_folds_to_a_run_imports_it_under_its_own_name(tmp_path: Path):
+    src, out = tmp_path / "src", tmp_path / "runs"
+    src.mkdir()
+    shutil.copy(SWE, src / "b.traj")
+    assert invoke("import", str(src), "--out", str(out)).exit_code == 0
+    shutil.copy(SWE, src / "B.traj")  # sorts first and folds to `b`, which b.traj's run holds
+    again = _json(invoke("import", str(src), "--out", str(out), "--json"))
+    assert [(r["source"], r["name"]) for r in again["imported"]] == [(str(src / "B.traj"), "b-2")]
+    assert [(r["source"], r["name"]) for r in again["skipped"]] == [(str(src / "b.traj"), "b")]
+    third = _json(invoke("import", str(src), "--out", str(out), "--json"))
+    assert third["imported"] == [] and len(third["skipped"]) == 2
+
+
+def test_symbolic_links_are_not_followed_and_loops_are_no_traceback(tmp_path: Path):
+    src, out = tmp_path / "src", tmp_path / "runs"
+    src.mkdir()
+    shutil.copy(SWE, src / "real.traj")
+    outside = tmp_path / "outside.traj"
+    shutil.copy(SWE, outside)
+    (src / "out.traj").symlink_to(outside)  # a file link out of the folder: refused unread
+    (src / "loop.traj").symlink_to(src / "loop.traj")  # a link to itself
+    (src / "a.json").symlink_to(src / "b.json")
+    (src / "b.json").symlink_to(src / "a.json")  # a loop of two
+    (src / "sub").symlink_to(src)  # a directory link (a loop back to the folder): passed over
+    result = invoke("import", str(src), "--out", str(out), "--json")
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    summary = _json(result)
+    assert [r["name"] for r in summary["imported"]] == ["real"]
+    failed = {Path(f["source"]).name: f for f in summary["failed"]}
+    assert sorted(failed) == ["a.json", "b.json", "loop.traj", "out.traj"]
+    assert all(
+        f["code"] == "invalid_file" and "symbolic link" in f["message"] for f in failed.values()
+    )
+    assert result.stderr.count("\n") == 4 and result.stderr.startswith("error: invalid_file: ")
+
+
+def test_an_out_that_is_a_symbolic_link_loop_is_one_error_line(tmp_path: Path):
+    src = _folder(tmp_path, bad=False)
+    (tmp_path / "o1").symlink_to(tmp_path / "o2")
+    (tmp_path / "o2").symlink_to(tmp_path / "o1")
+    result = invoke("import", str(src), "--out", str(tmp_path / "o1"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1
+    loop = invoke("import", str(tmp_path / "o1"), "--out", str(tmp_path / "runs"))  # DIR a loop
+    assert (
+        loop.exit_code == 2
+        and loop.stderr.startswith("error: usage_error: ")
+        and loop.stderr.count("\n") == 1
+    )
+
+
+def test_an_unreadable_subdirectory_is_reported_and_the_rest_imported(tmp_path: Path, monkeypatch):
+    src, out = _folder(tmp_path, bad=False), tmp_path / "runs"
+    locked = src / "instances" / "locked"
+    locked.mkdir()
+    real = folder_module.os.scandir
+
+    def scandir(path):  # the test runs as root, for whom permissions do not apply
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+
+    monkeypatch.setattr(folder_module.os, "scandir", scandir)
+    result = invoke("import", str(src), "--out", str(out), "--json")
+    assert result.exit_code == 2
+    summary = _json(result)
+    assert [r["name"] for r in summary["imported"]] == GOOD
+    assert [(f["source"], f["code"]) for f in summary["failed"]] == [
+        (str(locked), "permission_denied")
+    ]
+
+
+def test_a_killed_imports_partial_directory_is_not_a_run_to_compare(tmp_path: Path):
+    src, out = _folder(tmp_path, bad=False), tmp_path / "runs"
+    assert invoke("import", str(src), "--out", str(out)).exit_code == 0
+    shutil.copytree(out / "mini", out / ".mini.123-0.partial")  # what a killed import leaves
+    result = invoke("compare", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    assert ".partial" not in result.stdout
+    assert sorted(Path(r["run"]).name for r in json.loads(result.stdout)["runs"]) == sorted(GOOD)

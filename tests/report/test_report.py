@@ -264,9 +264,16 @@ def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_e
     }
     best = min(totals, key=totals.get)
     share = (totals["v7"] - totals[best]) / totals["v7"] * 100
-    assert data["verdicts"]["anthropic"] == (f"{best} is cheapest: {share:.1f}% less than v7 ({totals[best]:,.1f} "
-                                             f"against {totals['v7']:,.1f} full-price tokens, billed under the "
-                                             f"anthropic cache model)")  # fmt: skip
+    recorded = (f"{best} is cheapest: {share:.1f}% less than v7 ({totals[best]:,.1f} "
+                f"against {totals['v7']:,.1f} full-price tokens, billed under the anthropic cache model)")  # fmt: skip
+    # The verdict is the bill with recalls (compare --use), the recorded one beside it.
+    bills = {s: data["use"]["with_recalls"]["anthropic"][s]["effective_cost"] for s in totals}
+    first = min(bills, key=bills.get)
+    assert data["verdicts"]["anthropic"].startswith(f"{first} is cheapest: ")
+    assert (
+        "with recalls: recall and re-run turns and output tokens" in data["verdicts"]["anthropic"]
+    )
+    assert data["verdicts"]["anthropic"].endswith("; as recorded: " + recorded)
     assert list(data["verdicts"]) == list(data["compare"]["cache"])
     assert '<p id="verdict-line"' in page.split("<main>", 1)[0]  # in the header, above every chart
 
@@ -288,6 +295,27 @@ def test_default_strategies_are_the_runs_own_encoder_the_default_and_every_basel
         data["compare"]["strategies"] == [DEFAULT_LABEL, *BASELINES]
         and data["own"] == DEFAULT_LABEL
     )
+
+
+def test_the_page_plots_each_strategys_bill_with_recalls_against_its_share_in_view(bug17_report):
+    data, page = bug17_report
+    for model, figure in data["tradeoff"].items():
+        line, scatter = figure["data"]
+        assert scatter["text"] == [s for s in data["compare"]["strategies"]
+                                   if data["use"]["use"][s]["used"]]  # fmt: skip
+        for s, x, y in zip(scatter["text"], scatter["x"], scatter["y"]):
+            use = data["use"]["use"][s]
+            assert x == data["use"]["with_recalls"][model][s]["effective_cost"]
+            assert y == pytest.approx(100 * use["in_view"] / use["used"])
+        # The frontier: no plotted strategy is both cheaper (or as cheap) and more in view (or as much).
+        front = list(zip(line["x"], line["y"]))
+        for cx, cy in front:
+            assert not any(
+                x <= cx and y >= cy and (x, y) != (cx, cy)
+                for x, y in zip(scatter["x"], scatter["y"])
+            )
+        assert front == sorted(front)
+    assert 'id="chart-tradeoff"' in page
 
 
 def test_a_run_of_an_encoder_the_page_does_not_show_opens_on_the_second_strategy():
@@ -313,7 +341,8 @@ def test_an_exported_run_shows_each_turns_decision_rejections_and_outcome(tmp_pa
          "outcome": f"{action} ran: its result is {eid} (1 item); the analysis stays active"},
         {"decision": f"assessed {eid} as supports (confidence 0.7); conclude supported: because (citing {eid})",
          "rejections": refused[1:], "outcome": "the analysis is completed (root_cause_found)"},
-    ]}  # fmt: skip
+    ], "lifecycle": ("stage completed · stopped: Hypothesis H1 was concluded supported: the root cause was found. · partial outcome, "
+                    "limitations: E000004 (not_retained)")}  # fmt: skip
     page = render_page(data)
     assert embedded(page, "ws-report")["record"] == data["record"]
     assert (
@@ -371,3 +400,23 @@ def test_a_damaged_journal_is_invalid_file_and_writes_no_report(tmp_path):
     )
     assert res.exit_code == 2 and json.loads(res.stdout)["error"]["code"] == "invalid_file"
     assert not out.exists()
+
+
+def test_the_tradeoff_frontier_of_a_many_run_aggregate():
+    from workingset.report.tradeoff import frontier, tradeoff_figure, tradeoff_points
+
+    shares = {"a": 1.0, "b": 0.9, "c": 0.95, "d": 0.9, "e": None}
+    totals = {"a": 100.0, "b": 50.0, "c": 120.0, "d": 50.0, "e": 10.0}
+    agg = {"rows": [], "options": {"strategies": list(shares)},
+           "use": {s: {"share_in_view": v} for s, v in shares.items()},
+           "with_recalls": {"anthropic": {s: {"total": t} for s, t in totals.items()}}}  # fmt: skip
+    points = tradeoff_points(agg, "anthropic")
+    assert [p.strategy for p in points] == [
+        "a",
+        "b",
+        "c",
+        "d",
+    ]  # e used nothing: no share, no point
+    # c is dominated by a (cheaper, more in view); b and d tie, neither dominates the other.
+    assert [p.strategy for p in frontier(points)] == ["b", "d", "a"]
+    assert tradeoff_figure(agg, "anthropic")["frontier"] == ["b", "d", "a"]

@@ -66,13 +66,20 @@ def _click_command() -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the app, turning usage errors into the error contract."""
-    from ..io.process import broken_pipe, prepare_streams
+    from ..io.process import escaped_streams, prepare_streams
 
     args = list(sys.argv[1:] if argv is None else argv)
     closed = prepare_streams()
     if closed is not None:
         report_error(closed, as_json=False)
         return 2
+    with escaped_streams():
+        return _main(args)
+
+
+def _main(args: list[str]) -> int:
+    from ..io.process import broken_pipe
+
     try:
         result = _click_command().main(args=args, prog_name="workingset", standalone_mode=False)
         sys.stdout.flush()  # here, not at exit, so that a reader gone away is an error we report

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 import typer
@@ -83,6 +83,13 @@ def compare(
         typer.Option(
             "--availability",
             help="Add how much of earlier evidence each strategy keeps visible, addressable or gone.",
+        ),
+    ] = False,
+    use: Annotated[
+        bool,
+        typer.Option(
+            "--use",
+            help="Add what each step used and whether each strategy showed it, and the bill with the recall and re-run turns that implies (docs/compare.md).",
         ),
     ] = False,
     token_cache: Annotated[
@@ -169,7 +176,7 @@ def compare(
 
         many = merged(runs) if merge else compare_runs_cli(runs, shard, renderers, jobs, per_run=per_run, summary=summary,
             token_cache=token_cache, recall=recall, encoding=encoding, cached_price=cached_price, cache=models,
-            cache_options=cache_options, sections=sections, availability=availability)  # fmt: skip
+            cache_options=cache_options, sections=sections, availability=availability, use=use)  # fmt: skip
         emit_json(many) if as_json else sys.stdout.write(many_text(many, summary=summary))
         return
     directory = runs[0]
@@ -178,7 +185,7 @@ def compare(
         base, candidate, all_versions, bool(baselines), read_fixed_prompt(directory)
     )
     contexts = [ctx for _, ctx in run]
-    options = dict(
+    options: dict[str, Any] = dict(
         recall=recall,
         encoding=encoding,
         cached_price=cached_price,
@@ -190,12 +197,21 @@ def compare(
         result = compare_parallel(
             contexts, renderers, jobs, step=step, token_cache=token_cache, **options
         )
+    used = None
+    if use:
+        from ..compare.recalls import compare_use
+
+        used = compare_use(contexts, renderers, fixed=read_fixed_prompt(directory), **options)
     if as_json:
         data = run_data(
             directory, run, result, recall=recall, sections=sections, availability=availability
         )
         if summary:
             summarize(data)
+        if used is not None:
+            from ..compare.use_tables import use_data
+
+            data.update(use_data(used, result))
         emit_json(data)
     else:
         sys.stdout.write(
@@ -203,7 +219,13 @@ def compare(
                 result, sections=sections, recall=recall, availability=availability, summary=summary
             )
         )
-        sys.stdout.write("\n" + verdict(result))
+        if used is not None:
+            from ..compare.use_tables import use_text, use_verdict
+
+            sys.stdout.write("\n" + use_text(used, result))
+            sys.stdout.write("\n" + (use_verdict(used, result) or verdict(result)))
+        else:
+            sys.stdout.write("\n" + verdict(result))
 
 
 def requests(

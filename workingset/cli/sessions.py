@@ -208,14 +208,13 @@ def show(analysis: AnalysisOpt, store: StoreOpt = None, as_json: JsonFlag = Fals
     from ..session.replies import describe
 
     with _session(store, analysis, read_only=True) as inv:
-        out = inv.show()
+        out, usage = inv.show(), inv.usage()
     if as_json:
         # The protocol names the pending actions; their queries are in `state` and the API's show().
-        emit_json(
-            dict(msgspec.to_builtins(out), pending_actions=[p.action for p in out.pending_actions])
-        )
+        emit_json(dict(msgspec.to_builtins(out), pending_actions=[p.action for p in out.pending_actions],
+                       usage=msgspec.to_builtins(usage)))  # fmt: skip
     else:
-        sys.stdout.write(describe(out))
+        sys.stdout.write(describe(out, usage))
 
 
 def _lifecycle(verb: str, store: str | None, analysis: str, as_json: bool) -> None:

@@ -26,6 +26,7 @@ from ..importers._trajectory import dig, fail
 from ..importers.openhands import _load, _source_events
 from ..tokens.count import DEFAULT_ENCODING
 from . import billing, wire
+from .calibrate_input import check_event, seconds
 
 SERVICE = (
     "default"  # the agent's own LLM; the condenser's calls are another prefix and another service
@@ -151,18 +152,35 @@ def _usages(base: Mapping[str, Any], file: Path) -> list[tuple[str, Usage, float
     """Each agent call's (response ID, usage, send time) from base_state.json, in call order."""
     metrics = dig(base, "stats", "service_to_metrics", SERVICE)
     usages = metrics.get("token_usages") if isinstance(metrics, Mapping) else None
+    at = f"$.stats.service_to_metrics.{SERVICE}"
+    for key in ("token_usages", "costs", "response_latencies"):
+        if (
+            isinstance(metrics, Mapping)
+            and metrics.get(key) is not None
+            and not isinstance(metrics[key], list)
+        ):
+            raise fail(
+                file, f"{at}.{key}", f"{key} must be an array, not {type(metrics[key]).__name__}"
+            )
     if not usages:
         raise InvalidFile(
             f"{file}: records no token usage of the agent's LLM (stats.service_to_metrics.{SERVICE}.token_usages)",
             code="no_usage", details={"file": str(file), "path": f"$.stats.service_to_metrics.{SERVICE}.token_usages"},
         )  # fmt: skip
     costs = metrics.get("costs") if isinstance(metrics.get("costs"), list) else []
-    latencies = {
-        lat.get("response_id"): lat.get("latency")
-        for lat in metrics.get("response_latencies") or ()
-        if isinstance(lat, Mapping)
-    }
+    latencies: dict[str, float | None] = {}
+    for k, lat in enumerate(metrics.get("response_latencies") or ()):
+        if not isinstance(lat, Mapping) or not isinstance(lat.get("response_id"), str):
+            raise fail(
+                file,
+                f"{at}.response_latencies[{k}]",
+                "a latency must be an object with a response_id",
+            )
+        latencies[lat["response_id"]] = seconds(
+            lat.get("latency"), file, f"{at}.response_latencies[{k}].latency"
+        )
     out = []
+    seen: set[str] = set()
     for i, usage in enumerate(usages):
         at = f"$.stats.service_to_metrics.{SERVICE}.token_usages[{i}]"
         if not isinstance(usage, Mapping) or not isinstance(usage.get("response_id"), str):
@@ -177,13 +195,15 @@ def _usages(base: Mapping[str, Any], file: Path) -> list[tuple[str, Usage, float
                 f"cache_read_tokens ({read}) exceed prompt_tokens ({prompt}), which count them",
             )
         # The cost is logged when the response arrives; the request left `latency` seconds before.
-        done = (
-            dig(costs[i], "timestamp") if i < len(costs) and isinstance(costs[i], Mapping) else None
-        )
+        done = seconds(
+            dig(costs[i], "timestamp") if i < len(costs) and isinstance(costs[i], Mapping) else None,
+            file, f"$.stats.service_to_metrics.{SERVICE}.costs[{i}].timestamp",
+        )  # fmt: skip
         latency = latencies.get(usage["response_id"])
-        sent = None
-        if isinstance(done, (int, float)) and not isinstance(done, bool):
-            sent = float(done) - (float(latency) if isinstance(latency, (int, float)) else 0.0)
+        sent = None if done is None else done - (latency or 0.0)
+        if usage["response_id"] in seen:
+            continue  # one response logged twice is one call, billed once (docs/calibrate.md)
+        seen.add(usage["response_id"])
         out.append((usage["response_id"], Usage(prompt - read, read, write), sent))
     return out
 
@@ -433,6 +453,7 @@ def read_calls(source: Path) -> tuple[str, str, list[Call]]:
     for path, where_in, e in loaded:
         if not isinstance(e.get("kind"), str):
             raise fail(path, f"{where_in}.kind", "an event must name its kind")
+        check_event(e, path, where_in)
     system = next((e for e in events if e["kind"] == "SystemPromptEvent"), None)
     if system is None or not isinstance(system.get("tools"), list):
         raise fail(

@@ -53,7 +53,8 @@ def expand(paths: Sequence[str]) -> list[str]:
         if is_run(root) or not root.is_dir():
             runs.append(arg)  # a path that is no run fails in `read_run` with its own error
             continue
-        found = sorted(str(p) for p in root.iterdir() if is_run(p))
+        # A name starting with `.` is no run: a killed folder import's `.NAME.*.partial` directory.
+        found = sorted(str(p) for p in root.iterdir() if not p.name.startswith(".") and is_run(p))
         if not found:
             raise InvalidFile(
                 f"{arg}: neither a run nor a folder holding runs",
@@ -82,10 +83,12 @@ def shard(runs: Sequence[str], index: int, count: int) -> list[str]:
 
 
 def settings(strategies: Sequence[str], encoding: str, cached_price: float, recall: bool,
-             cache: Sequence[str], cache_options: Any) -> dict[str, Any]:  # fmt: skip
+             cache: Sequence[str], cache_options: Any, use: bool = False) -> dict[str, Any]:  # fmt: skip
     """The options that decide every number: outputs made with different ones are never merged."""
     out: dict[str, Any] = {"strategies": list(strategies), "encoding": encoding, "cached_price": cached_price,
                            "recall": recall, "cache": list(cache)}  # fmt: skip
+    if use:
+        out["use"] = True
     if cache:
         out["cache_options"] = {
             f.name: getattr(cache_options, f.name)
@@ -155,9 +158,15 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
         largest[s] = (
             None if top is None else {"tokens": top[0], "run": top[1], "request_id": top[2]}
         )
-    return {"format": MANY_FORMAT, "options": dict(options), "base": base, "runs": len(rows),
-            "contexts": sum(r["contexts"] for r in rows), "models": models, "largest": largest,
-            "rows": list(rows)}  # fmt: skip
+    out = {"format": MANY_FORMAT, "options": dict(options), "base": base, "runs": len(rows),
+           "contexts": sum(r["contexts"] for r in rows), "models": models, "largest": largest,
+           "rows": list(rows)}  # fmt: skip
+    if options.get("use"):
+        from .use_tables import aggregate_use, aggregate_with_recalls
+
+        out["use"] = aggregate_use(rows, names)
+        out["with_recalls"] = aggregate_with_recalls(rows, names, options["cache"])
+    return out
 
 
 class _Count(msgspec.Struct):
@@ -193,7 +202,17 @@ def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     data = run_data(run, contexts, cmp, **work["report"])
     if work["summary"]:
         summarize(data)
-    return data, row(run, cmp)
+    out = row(run, cmp)
+    if work.get("use"):
+        from ..runs.layout import read_fixed_prompt
+        from .recalls import compare_use
+        from .use_tables import use_data
+
+        used = use_data(compare_use(stored, renderers, fixed=read_fixed_prompt(run), retries=read_retries(run, stored),
+                                    **work["options"]), cmp)  # fmt: skip
+        data.update(used)
+        out.update(used)
+    return data, out
 
 
 def compare_runs(
@@ -208,18 +227,20 @@ def compare_runs(
     token_cache: bool = True,
     step: Callable[[int, str], None] | None = None,
     per_run: Callable[[str], Mapping[str, Renderer]] | None = None,
+    use: bool = False,
 ) -> dict[str, Any]:
     """`{"runs": [...], "aggregate": {...}}` of a run list, the runs spread over `jobs` forked processes.
 
     `options` are `compare_contexts`'s keyword arguments, `report` `run_data`'s; each run's
     object is what `compare RUN --json` prints (without its contexts when `summary`).
     `per_run(run)`, where given, makes each run's renderers (the same strategies as
-    `renderers`, e.g. its baselines sending the run's own fixed prompt).
+    `renderers`, e.g. its baselines sending the run's own fixed prompt). `use` adds each
+    run's `compare --use` objects (`use`, `with_recalls`) to its object and its row.
     """
     if jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {jobs}")
     _WORK.update(renderers=renderers, per_run=per_run, options=options, report=report, summary=summary,
-                 token_cache=token_cache)  # fmt: skip
+                 token_cache=token_cache, use=use)  # fmt: skip
     results: list[tuple[dict[str, Any], dict[str, Any]]] = []
     try:
         if jobs == 1 or len(runs) < 2:
@@ -249,18 +270,16 @@ def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[st
     """Join the outputs of `compare … --json` (shards) into one, its aggregate computed afresh from their rows."""
     if not outputs:
         raise UsageError("--merge needs at least one output of compare --json")
+    from .shards import check_one, check_set
+
     options = None
     runs: list[Any] = []
     rows: list[Any] = []
+    cut = [
+        check_one(name, out, MANY_FORMAT, PREFIX, aggregate) for name, out in zip(names, outputs)
+    ]
     for name, out in zip(names, outputs):
-        agg = out.get("aggregate") if isinstance(out, dict) else None
-        if (
-            not isinstance(agg, dict)
-            or agg.get("format") != MANY_FORMAT
-            or not isinstance(out.get("runs"), list)
-        ):
-            raise InvalidFile(f"{name}: not an output of compare RUN… --json (no aggregate of format {MANY_FORMAT})",
-                              details={"file": name, "path": "$.aggregate"})  # fmt: skip
+        agg = out["aggregate"]
         if options is None:
             options, first = agg["options"], name
         elif agg["options"] != options:
@@ -274,6 +293,7 @@ def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[st
                               details={"file": name, "path": "$.aggregate.rows"})  # fmt: skip
         runs.extend(out["runs"])
         rows.extend(agg["rows"])
+    check_set(names, outputs, cut)
     seen = [r["run"] for r in rows]
     twice = sorted({r for r in seen if seen.count(r) > 1})
     if twice:
@@ -287,23 +307,26 @@ def merge(outputs: Sequence[Mapping[str, Any]], names: Sequence[str]) -> dict[st
 
 def compare_runs_cli(paths: Sequence[str], shard_spec: str | None, renderers: Mapping[str, Renderer], jobs: int, *,
                      per_run: Callable[[str], Mapping[str, Renderer]] | None = None, summary: bool, token_cache: bool, recall: bool, encoding: str, cached_price: float,
-                     cache: Sequence[str], cache_options: Any, sections: bool, availability: bool) -> dict[str, Any]:  # fmt: skip
+                     cache: Sequence[str], cache_options: Any, sections: bool, availability: bool,
+                     use: bool = False) -> dict[str, Any]:  # fmt: skip
     """What `compare RUN… [--shard I/N]` prints as JSON, from its options (with a progress bar on a terminal)."""
     from ..io.progress import progress
 
     runs = expand(paths)
+    whole = len(runs)
     if shard_spec is not None:
         runs = shard(runs, *parse_shard(shard_spec))
     total = sum(count_contexts(run) for run in runs)
     with progress("compare", total, unit="contexts", lines=True) as step:
         out = compare_runs(
-            runs, renderers, jobs, summary=summary, token_cache=token_cache, step=step, per_run=per_run,
+            runs, renderers, jobs, summary=summary, token_cache=token_cache, step=step, per_run=per_run, use=use,
             options=dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=cache, cache_options=cache_options),
             report=dict(recall=recall, sections=sections, availability=availability),
-            settings=settings(list(renderers), encoding, cached_price, recall, cache, cache_options),
+            settings=settings(list(renderers), encoding, cached_price, recall, cache, cache_options, use),
         )  # fmt: skip
     if shard_spec is not None:
         out["aggregate"]["shard"] = shard_spec
+        out["aggregate"]["shard_runs"] = whole  # so that a merge can tell a shard is missing
     return out
 
 
@@ -311,12 +334,15 @@ def merged(files: Sequence[str]) -> dict[str, Any]:
     """`compare --merge FILE…`: read each output of `compare … --json` and merge them."""
     import msgspec
 
+    from ..io.limits import check_json
     from ..model.state import read_file
 
     outputs = []
     for name in files:
+        data = read_file(name)
+        check_json(data, "file", name)  # bounded nesting, no key given twice
         try:
-            outputs.append(msgspec.json.decode(read_file(name)))
+            outputs.append(msgspec.json.decode(data))
         except msgspec.DecodeError as exc:
             raise InvalidFile(
                 f"{name}: not JSON ({exc})", details={"file": name, "path": "$"}
@@ -352,6 +378,10 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
         headers = ["strategy", "total effective cost", "ratio", "median run ratio", "worst run ratio", "wins",
                    "largest context (tokens)"]  # fmt: skip
         parts += ["", title, _table(headers, rows)]
+    if "use" in agg:
+        from .use_tables import aggregate_text
+
+        parts.append(aggregate_text(agg).rstrip("\n"))
     from .verdict import billed_by, many_verdict
 
     model = billed_by(agg["options"])

@@ -30,6 +30,7 @@ from typing import Any
 import msgspec
 
 from ..errors import DecisionRejected, InvalidFile, StoreCorrupt
+from ..io.limits import jsonl_lines
 from ..model.hashing import canonical_json, hash_bytes
 from ..model.state import State
 from ..store import EventRow, Tx
@@ -57,6 +58,7 @@ EVENT_TYPES: dict[str, type[msgspec.Struct]] = {
     "resume": LifecycleEvent,
     "cancel": LifecycleEvent,
     "fail": LifecycleEvent,
+    "stop": LifecycleEvent,
     "budget": BudgetEvent,
 }
 _DECODERS = {kind: msgspec.json.Decoder(cls) for kind, cls in EVENT_TYPES.items()}
@@ -176,7 +178,7 @@ _NOT_RETRIED = ("stale_request", "analysis_closed")
 
 # A reply that held no answer (`session.answers`): kept, but nothing went back to the model, so it is
 # no retry turn; the request it answered was sent (and billed) already.
-NO_ANSWER = ("reply_truncated", "reply_refused", "reply_empty")
+NO_ANSWER = ("reply_truncated", "reply_refused", "reply_empty", "reply_malformed")
 
 RetryTurn = tuple[bytes, DecisionRejected]  # a rejected answer as kept, and its rejection
 
@@ -198,7 +200,7 @@ def retry_turns(path: str | os.PathLike[str]) -> dict[str, list[RetryTurn]]:
     """
     answers: dict[str, list[tuple[bool, RetryTurn | None]]] = {}
     done: set[str] = set()
-    for number, line in enumerate(Path(path).read_bytes().splitlines(), start=1):
+    for number, line in jsonl_lines(str(path)):  # bounded size and nesting, as `replay` reads it
         if not line.strip():
             continue
         event = _answer_line(path, number, line)

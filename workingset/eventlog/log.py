@@ -171,13 +171,19 @@ _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "resume": _LIFECYCLE,
     "cancel": _LIFECYCLE,
     "fail": _LIFECYCLE,
+    "stop": _LIFECYCLE,  # a bound the log counts (model calls, time) ended the analysis
     "answer": ANSWER_DECODER,  # changes nothing: a kept answer, accepted or rejected
     "budget": msgspec.json.Decoder(
         BudgetEvent
     ),  # changes no state: the encoder of the next requests
 }
 # The status a lifecycle event must set (resume: any status but these).
-_LIFECYCLE_STATUS = {"pause": {"paused"}, "cancel": {"cancelled"}, "fail": {"failed"}}
+_LIFECYCLE_STATUS = {
+    "pause": {"paused"},
+    "cancel": {"cancelled"},
+    "fail": {"failed"},
+    "stop": {"completed"},
+}
 
 
 def encode_event(event: _Event) -> bytes:
@@ -375,7 +381,8 @@ def _apply_checked(analysis_id: str, view: Replayed | None, row: EventRow, event
         view.apply_record(ev)
     elif row.kind in _LIFECYCLE_STATUS and event.status not in _LIFECYCLE_STATUS[row.kind]:
         raise bad(f"a {row.kind} event that sets status {event.status}")
-    view.note(row.seq, row.kind, 0 if row.kind == "created" else len(row.data))
+    view.note(row.seq, row.kind, 0 if row.kind == "created" else len(row.data), row.at,
+              getattr(event, "status", None))  # fmt: skip
     return view
 
 

@@ -35,6 +35,9 @@ class Snapshot(msgspec.Struct, forbid_unknown_fields=True, array_like=True):
     numbers: tuple[int, int, int]  # evidence, notes, actions
     requests_before: int
     state: State
+    # What the log counts of the bounds (`Replayed.model_calls` and the times), since the lifecycle
+    # bounds; a snapshot without it is not used (the log is replayed from its start instead).
+    usage: tuple[int, str | None, float, str | None, str | None, str | None] | None = None
 
 
 _SNAPSHOT_DECODER = msgspec.msgpack.Decoder(Snapshot)
@@ -68,9 +71,18 @@ def take_snapshot(view: Replayed) -> bytes:
     evidence = [msgspec.structs.replace(ev, payload=None) if ev.content_hash is not None else ev
                 for ev in view.state.evidence]  # fmt: skip
     n = view.numbers
-    body = _SNAPSHOT_CODEC.encode(Snapshot(seq=view.seq, changed=view.changed, numbers=(n.evidence, n.notes, n.actions),
-                                           requests_before=view.requests_before,
-                                           state=msgspec.structs.replace(view.state, evidence=evidence)))  # fmt: skip
+    usage = (
+        view.model_calls,
+        view.created_at,
+        view.paused_seconds,
+        view.paused_since,
+        view.stopped_at,
+        view.last_at,
+    )
+    state = msgspec.structs.replace(view.state, evidence=evidence)
+    snap = Snapshot(seq=view.seq, changed=view.changed, numbers=(n.evidence, n.notes, n.actions),
+                    requests_before=view.requests_before, state=state, usage=usage)  # fmt: skip
+    body = _SNAPSHOT_CODEC.encode(snap)
     data = SNAPSHOT_MAGIC + xxhash.xxh3_128_digest(body) + body
     view.logged, view.base_bytes = 0, len(data)
     return data
@@ -85,8 +97,12 @@ def from_snapshot(tx: Tx, analysis_id: str, upto: int | None = None) -> Replayed
     snap = _decode_snapshot(analysis_id, data)
     if snap.seq != seq or not 0 <= snap.changed <= seq:
         raise StoreCorrupt(f"the snapshot of {analysis_id} says event {snap.seq}, its row {seq}")
+    if snap.usage is None:  # written before the log counted the bounds: replay from the start
+        return None
     view = Replayed(state=snap.state, seq=seq, changed=snap.changed, numbers=ctl.Numbers(*snap.numbers),
                     requests_before=snap.requests_before, base_bytes=len(data))  # fmt: skip
+    (view.model_calls, view.created_at, view.paused_seconds, view.paused_since, view.stopped_at,
+     view.last_at) = snap.usage  # fmt: skip
     # One pass without a call per item: a snapshot holds no payloads, so this is every hashed item.
     view.unfilled.extend(
         [ev for ev in snap.state.evidence if ev.content_hash is not None and ev.payload is None]

@@ -42,11 +42,14 @@ class TrustedCodec:
             type, tuple
         ] = {}  # twin -> (getter, how, twin) of its fields that may hold a Struct
         self._twins: dict[type[_Struct], type[_Struct]] = {}
+        # model class -> (its fields that may be UNSET, its single-Struct fields leading to more)
+        self._unsettable: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self._twin_type = self._strip(tp)
         self._decoder = msgspec.msgpack.Decoder(self._twin_type)
 
     def encode(self, value: Any) -> bytes:
         """The compact bytes of `value` (of type `tp`)."""
+        value = self._unset_to_none(value)
         return msgspec.msgpack.encode(msgspec.convert(value, self._twin_type, from_attributes=True))
 
     def decode(self, data: bytes) -> Any:
@@ -55,8 +58,47 @@ class TrustedCodec:
         try:
             self._reclass(value)
         except TypeError:  # a Python that refuses the re-class: convert, checking everything
-            return msgspec.convert(self._decoder.decode(data), self.type, from_attributes=True)
+            twin = self._decoder.decode(data)
+            self._none_to_unset(
+                twin, delete=True
+            )  # a missing attribute converts to its default, UNSET
+            return msgspec.convert(twin, self.type, from_attributes=True)
+        self._none_to_unset(value)
         return value
+
+    # -- fields left out when unset (`msgspec.UNSET`) ------------------------------------
+    # An array cannot leave a field out: such a field is written as null (its type holds no
+    # null of its own, so null means unset) and read back as UNSET. Only single-Struct fields
+    # lead to them (`_twin` refuses a list or dict of such Structs).
+
+    def _unset_to_none(self, value: Any) -> Any:
+        """`value`, or a copy with each UNSET field (however deep) None; the caller's objects are not changed."""
+        tp = type(value)
+        names, children = self._unsettable.get(tp, ((), ()))
+        if not names and not children:
+            return value
+        changes = {name: None for name in names if getattr(value, name) is msgspec.UNSET}
+        for name in children:
+            held = getattr(value, name)
+            cleaned = self._unset_to_none(held)
+            if cleaned is not held:
+                changes[name] = cleaned
+        return msgspec.structs.replace(value, **changes) if changes else value
+
+    def _none_to_unset(self, value: Any, delete: bool = False) -> None:
+        """Give each field written as null for UNSET its UNSET back (or, with `delete`, remove it), in place."""
+        model = self._originals.get(type(value), type(value))
+        names, children = self._unsettable.get(model, ((), ()))
+        for name in names:
+            if getattr(value, name) is None:
+                if delete:
+                    delattr(value, name)
+                else:
+                    setattr(value, name, msgspec.UNSET)
+        for name in children:
+            held = getattr(value, name, None)
+            if held is not None and held is not msgspec.UNSET:
+                self._none_to_unset(held, delete)
 
     # -- the twin types ----------------------------------------------------------------
 
@@ -65,6 +107,10 @@ class TrustedCodec:
         origin = typing.get_origin(tp)
         if origin is Annotated:
             return self._strip(typing.get_args(tp)[0])
+        if (
+            tp is msgspec.UnsetType
+        ):  # arrays cannot leave a field out: the caller writes None for UNSET
+            return type(None)
         if isinstance(tp, type) and issubclass(tp, _Struct):
             return self._twin(tp)
         if origin is Literal or origin is None:
@@ -93,7 +139,9 @@ class TrustedCodec:
             )
         specs: list[tuple[str, Any] | tuple[str, Any, Any]] = []
         for f in fields(tp):
-            if f.default is not msgspec.NODEFAULT:
+            if f.default is msgspec.UNSET:
+                specs.append((f.name, self._strip(f.type), None))
+            elif f.default is not msgspec.NODEFAULT:
                 specs.append((f.name, self._strip(f.type), f.default))
             elif f.default_factory is not msgspec.NODEFAULT:
                 specs.append(
@@ -115,11 +163,35 @@ class TrustedCodec:
             raise TypeError(f"{tp.__name__}: its trusted twin orders its fields differently")
         self._twins[tp] = twin
         self._originals[twin] = tp
+        self._note_unsettable(tp)
         plans = ((f.name, self._plan(f.type)) for f in fields(tp))
         self._walks[twin] = tuple(
             (attrgetter(name), *plan) for name, plan in plans if plan is not None
         )
         return twin
+
+    def _note_unsettable(self, tp: type[_Struct]) -> None:
+        names, children = [], []
+        for f in fields(tp):
+            if _mentions(f.type, msgspec.UnsetType):
+                names.append(f.name)
+            held = [s for s in self._structs_in(f.type) if s in self._unsettable]
+            if not held:
+                continue
+            origin = typing.get_origin(_bare(f.type))
+            if origin in (list, dict, tuple):
+                raise TypeError(
+                    f"{tp.__name__}.{f.name}: a trusted twin leaves fields out only through single Structs"
+                )
+            children.append(f.name)
+        if names or children:
+            self._unsettable[tp] = (tuple(names), tuple(children))
+
+    def _structs_in(self, tp: Any) -> list[type]:
+        if isinstance(tp, type):
+            return [tp] if issubclass(tp, _Struct) else []
+        return [s for a in typing.get_args(tp) if not isinstance(a, (str, int, msgspec.Meta))
+                for s in self._structs_in(a)]  # fmt: skip
 
     def _holds_struct(self, tp: Any) -> bool:
         if isinstance(tp, type):
@@ -142,7 +214,7 @@ class TrustedCodec:
         if isinstance(tp, type) and issubclass(tp, _Struct):
             return "one", self._twins[tp]
         if origin is Union or origin is types.UnionType:
-            rest = [a for a in args if a is not type(None)]
+            rest = [a for a in args if a is not type(None) and a is not msgspec.UnsetType]
             if len(rest) == 1:
                 return self._plan(rest[0])
         if (
@@ -193,3 +265,21 @@ class TrustedCodec:
                 self._reclass_any([item for value in same for item in value])
             elif tp is dict:
                 self._reclass_any([item for value in same for item in value.values()])
+
+
+def _bare(tp: Any) -> Any:
+    """`tp` without `Annotated` and without the None and UNSET of a union."""
+    if typing.get_origin(tp) is Annotated:
+        return _bare(typing.get_args(tp)[0])
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        rest = [
+            a for a in typing.get_args(tp) if a is not type(None) and a is not msgspec.UnsetType
+        ]
+        return _bare(rest[0]) if len(rest) == 1 else tp
+    return tp
+
+
+def _mentions(tp: Any, target: Any) -> bool:
+    return tp is target or any(
+        _mentions(a, target) for a in typing.get_args(tp) if not isinstance(a, (str, int))
+    )

@@ -7,10 +7,12 @@ and reads one back), so that neither imports the other to name it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .. import controller as ctl
 from ..errors import StoreCorrupt
+from ..model.lifecycle import Usage, queries_run
 from ..model.state import Evidence, State
 
 _STATE_CHANGES = frozenset({"created", "decision", "record"})
@@ -44,6 +46,31 @@ class Replayed:
     # What an encoder keeps between the renders of this state as it grows (v11's journal
     # walk), by encoder name: the state's entries only ever get appended to.
     renders: dict[str, Any] = field(default_factory=dict)
+    # The bounds the log counts (`note`): answers kept (model calls), the creation time, the
+    # paused seconds so far, since when it is paused, and when it ended (a terminal status).
+    model_calls: int = 0
+    created_at: str | None = None
+    paused_seconds: float = 0.0
+    paused_since: str | None = None
+    stopped_at: str | None = None
+    last_at: str | None = None  # the time of the last event reflected
+
+    def usage(self, now: str | None = None) -> Usage:
+        """What the analysis has used of its bounds at time `now` (None: as of its last event, as `show` says)."""
+        return Usage(
+            queries=queries_run(self.state), model_calls=self.model_calls, seconds=self.seconds(now)
+        )
+
+    def seconds(self, now: str | None) -> float:
+        """Execution time from creation to `now` (or the end), paused time left out; 0 without times."""
+        if self.created_at is None:
+            return 0.0
+        # A paused or ended analysis's clock stands still.
+        end = self.stopped_at or self.paused_since or now or self.last_at
+        if end is None:
+            return 0.0
+        spent = _between(self.created_at, end) - self.paused_seconds
+        return max(0.0, round(spent, 3))
 
     def apply_decision(self, hypothesis_id: str, decision: Any, ids: ctl.Allocated) -> int:
         """Apply an accepted decision (as `controller.apply_decision`); return the iteration it consumed."""
@@ -56,11 +83,46 @@ class Replayed:
         ctl.apply_record(self.state, evidence)
         self.numbers.count_record(evidence)
 
-    def note(self, seq: int, kind: str, size: int = 0) -> None:
-        """Record that the event `seq` of `kind` (`size` bytes stored) is reflected (its change already applied)."""
+    def note(
+        self, seq: int, kind: str, size: int = 0, at: str | None = None, status: str | None = None
+    ) -> None:
+        """Record that the event `seq` of `kind` (`size` bytes stored, at `at`, setting `status`) is reflected.
+
+        Its change must already be applied. This is the one place the log's own bounds are
+        counted: each `answer` event is one model call (a reply kept, retries and rejections
+        too), and the times of the status changes give the execution time.
+        """
         if seq != self.seq + 1:
             raise StoreCorrupt(f"event {seq} follows event {self.seq}: the event log has a gap")
         self.seq = seq
         self.logged += size
         if kind in _STATE_CHANGES:
             self.changed = seq
+        if (
+            kind == "answer" and self.stopped_at is None
+        ):  # replies to an ended analysis use no budget
+            self.model_calls += 1
+        if at is None:
+            return
+        self.last_at = at
+        if kind == "created":
+            self.created_at = at
+        if status is None:
+            return
+        if self.paused_since is not None and status != ctl.PAUSED:
+            self.paused_seconds += _between(self.paused_since, at)
+            self.paused_since = None
+        if status == ctl.PAUSED and self.paused_since is None:
+            self.paused_since = at
+        if status in ctl.TERMINAL and self.stopped_at is None:
+            self.stopped_at = at
+
+
+def _between(start: str, end: str) -> float:
+    """Seconds from one RFC 3339 time to another (0 if either does not parse)."""
+    try:
+        a = datetime.fromisoformat(start.replace("z", "Z"))
+        b = datetime.fromisoformat(end.replace("z", "Z"))
+    except ValueError:
+        return 0.0
+    return max(0.0, (b - a).total_seconds())

@@ -5,10 +5,14 @@ file, another `.json` file whose shape `_sniff.identify` recognises, or an OpenH
 conversation directory (which is not walked into); any other directory is walked, and other
 files (logs, patches, `preds.json`) are passed over. Names starting with `.` and symbolic
 links to directories are passed over too, and so is `OUT` when it lies inside the folder.
+Links are never followed: one named like a trajectory is failed unread (as the OpenHands
+importer refuses a link in a conversation), and a directory that cannot be listed is
+failed; the rest of the folder is imported either way.
 
 Each trajectory's run is named after its file or directory: the name without `.traj.json`,
 `.traj` or `.json`, folded into an analysis ID as `analysis_id` folds one; the second
-trajectory (in sorted path order) with a name already taken gets `-2`, the next `-3`. The
+trajectory (in sorted path order) with a name already taken gets `-2`, the next `-3`; so
+does one whose `OUT/NAME` holds the run of another trajectory (as its `.source` records). The
 name is also the run's analysis ID, so request IDs differ across the folder's runs.
 
 A run is complete when `OUT/NAME` is a directory holding a run: it is written into a fresh
@@ -38,13 +42,23 @@ from ._trajectory import analysis_id, fail
 _SUFFIXES = (".traj.json", ".traj", ".json")
 
 
+# Written into each run a folder import makes: the trajectory's path relative to the folder,
+# so that a rerun tells which source a run came from (names that fold alike never swap runs).
+SOURCE_FILE = ".source"
+
+
 @dataclass(frozen=True)
 class Source:
-    """One trajectory of a folder: its path, the format to read it with, and its run's name."""
+    """One trajectory of a folder: its path, the format to read it with, and its run's name.
+
+    `error` is set for an entry that cannot be imported at all (an unreadable directory, a
+    symbolic link): it is reported as failed and the rest of the folder is imported.
+    """
 
     path: Path
     format: str
     name: str
+    error: WorkingsetError | None = None
 
 
 @dataclass
@@ -86,15 +100,33 @@ def _trajectory_file(path: Path) -> bool:
     return name.endswith(".json") and identify(path) is not None
 
 
-def _walk(directory: Path, skip: Path | None) -> list[Path]:
+def _walk(directory: Path, skip: str | None, bad: dict[Path, WorkingsetError]) -> list[Path]:
+    """The trajectories under `directory`; an entry that cannot be read goes into `bad`, and the walk goes on."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError as exc:
+        bad[directory] = os_error(exc, directory, "list")
+        return [directory]
     found: list[Path] = []
-    for entry in sorted(os.scandir(directory), key=lambda e: e.name):
+    for entry in entries:
         path = Path(entry.path)
-        if entry.name.startswith(".") or (skip is not None and path.resolve() == skip):
+        # realpath, not resolve: a symbolic link loop is a path like any other here, not an error.
+        if entry.name.startswith(".") or (skip is not None and os.path.realpath(path) == skip):
+            continue
+        if entry.is_symlink():
+            # Not followed (as in an OpenHands conversation): a link to a directory is passed over,
+            # and one named like a trajectory is refused, unread, wherever it points.
+            if entry.name.endswith(_SUFFIXES):
+                bad[path] = fail(
+                    path,
+                    "$",
+                    "is a symbolic link; a folder's trajectories must be regular files in it",
+                )
+                found.append(path)
             continue
         if entry.is_dir(follow_symlinks=False):
-            found.extend([path] if identify(path) == "openhands" else _walk(path, skip))
-        elif not entry.is_dir() and _trajectory_file(path):  # a link to a directory is not walked
+            found.extend([path] if identify(path) == "openhands" else _walk(path, skip, bad))
+        elif _trajectory_file(path):
             found.append(path)
     return found
 
@@ -109,15 +141,27 @@ def run_name(path: Path) -> str:
     return analysis_id(stem)
 
 
-def _unique(name: str, taken: set[str]) -> str:
+def _unique(name: str, taken: set[str], claimed: Callable[[str], bool]) -> str:
     n = 1
     candidate = name
-    while candidate in taken:
+    while candidate in taken or claimed(candidate):
         n += 1
         tail = f"-{n}"
         candidate = name[: ANALYSIS_ID_MAX_CHARS - len(tail)] + tail
     taken.add(candidate)
     return candidate
+
+
+def _recorded_source(run: Path) -> str | None:
+    """The source a folder import recorded in `run` (None: none recorded, an import before it was)."""
+    try:
+        return (run / SOURCE_FILE).read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _key(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix()
 
 
 def find_sources(
@@ -131,12 +175,29 @@ def find_sources(
     if identify(root) == "openhands":
         raise UsageError(f"{root} is an OpenHands conversation, not a folder of trajectories: import it with "
                          f"`workingset import openhands {root} --out DIR`", details={"path": str(root)})  # fmt: skip
-    try:
-        paths = _walk(root, Path(out).resolve() if out is not None else None)
-    except OSError as exc:
-        raise os_error(exc, getattr(exc, "filename", None) or root, "list") from None
+    bad: dict[Path, WorkingsetError] = {}
+    paths = _walk(root, os.path.realpath(out) if out is not None else None, bad)
     taken: set[str] = set()
-    return [Source(path=p, format=detect(p), name=_unique(run_name(p), taken)) for p in paths]
+    sources = []
+    for p in paths:
+        if p in bad:
+            sources.append(Source(path=p, format="", name="", error=bad[p]))
+            continue
+
+        def claimed(name: str, key: str = _key(p, root)) -> bool:
+            """Whether OUT/name holds the run of another source (as recorded there)."""
+            if out is None or not holds_a_run(Path(out) / name):
+                return False
+            recorded = _recorded_source(Path(out) / name)
+            return recorded is not None and recorded != key
+
+        try:
+            fmt = detect(p)
+        except WorkingsetError as err:
+            sources.append(Source(path=p, format="", name="", error=err))
+            continue
+        sources.append(Source(path=p, format=fmt, name=_unique(run_name(p), taken, claimed)))
+    return sources
 
 
 def import_folder(folder: str | os.PathLike[str], out: str | os.PathLike[str], layout: str = "run",
@@ -159,11 +220,15 @@ def import_folder(folder: str | os.PathLike[str], out: str | os.PathLike[str], l
     for src in sources:
         target = root / src.name
         entry = {"source": str(src.path), "name": src.name, "out": str(target)}
-        if holds_a_run(target):
+        if src.error is not None:
+            result.failed.append(
+                {"source": str(src.path), "code": src.error.code, "message": src.error.message}
+            )
+        elif holds_a_run(target):
             result.skipped.append(entry)
         else:
             try:
-                steps = _import_one(src, target, layout, encoder)
+                steps = _import_one(src, target, layout, encoder, _key(src.path, Path(folder)))
                 result.imported.append({**entry, "format": src.format, "steps": steps})
             except WorkingsetError as err:
                 result.failed.append(
@@ -191,13 +256,14 @@ def _new_partial(target: Path) -> Path:
     raise AssertionError("unreachable")
 
 
-def _import_one(src: Source, target: Path, layout: str, encoder: str) -> int:
+def _import_one(src: Source, target: Path, layout: str, encoder: str, key: str) -> int:
     """Import one trajectory into a new `.partial` directory beside `target`, then rename it to `target`."""
     check_new_run_dir(target)  # a file in the way fails here, before the source is read
     imported = import_trajectory(src.format, src.path, src.name)
     partial = _new_partial(target)
     try:
         write_import(imported, partial, layout, encoder=encoder)
+        (partial / SOURCE_FILE).write_text(key, "utf-8")
         os.rename(partial, target)  # atomic; replaces an empty directory, never a full one
     finally:
         if partial.exists():

@@ -295,3 +295,17 @@ def check_json(data: bytes, kind: str, source: str, limits: Limits | None = None
         key, path = repeated
         raise _error(kind, "schema_violation" if kind == "decision" else "invalid_file", source,
                      f"gives the key {key!r} twice in the object at {path}", path=path, key=key)  # fmt: skip
+
+
+def jsonl_lines(path: str, limits: Limits | None = None) -> list[tuple[int, bytes]]:
+    """A JSON Lines file's lines with their numbers (from 1), each checked by `check_json` before anyone decodes it.
+
+    The one reader of an export's `journal.jsonl` and `answers.jsonl` (`replay`, `compare`,
+    `requests`, `report`): the file is at most `max_file_bytes` (`read_path`), and each line
+    is bounded in nesting and has no key given twice (`invalid_file` naming the line).
+    """
+    limits = limits or Limits.current()
+    lines = read_path(path, "file", limits).splitlines()
+    for number, raw in enumerate(lines, 1):
+        check_json(raw, "file", f"{path}: line {number}", limits)
+    return list(enumerate(lines, 1))

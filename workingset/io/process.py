@@ -8,9 +8,11 @@ error boundary give each case a code instead of a traceback.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any, TypeVar
 
 import msgspec
@@ -51,6 +53,57 @@ def prepare_streams() -> WorkingsetError | None:
             "stdout is closed; nothing was done", code="io_error", details={"stream": "stdout"}
         )
     return None
+
+
+# C0 controls but tab and newline, DEL, and C1 controls (0x9b is a CSI on some terminals).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def escape_controls(text: str) -> str:
+    """`text` with each control character a terminal would act on (ESC, BEL, CR, …) written as `\\xHH`."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+class Escaping:
+    """A text stream whose writes go through `escape_controls`; everything else is the stream's own."""
+
+    def __init__(self, stream: Any):
+        self.unescaped = (
+            stream  # what draws on the terminal on purpose (the progress bar) writes here
+        )
+
+    def write(self, text: str) -> int:
+        return int(self.unescaped.write(escape_controls(text)))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.unescaped, name)
+
+
+@contextlib.contextmanager
+def escaped_streams() -> Iterator[None]:
+    """The CLI's one output boundary for text from data: control characters never reach a terminal raw.
+
+    stderr (error lines, notes) is always escaped; stdout only when it is a terminal, so
+    that text piped or redirected (a rendered context, a table) stays byte for byte what
+    was rendered. JSON output escapes them itself (`\\u001b`).
+    """
+    saved = sys.stdout, sys.stderr
+    out, err = saved
+    if out is not None and _is_terminal(out):
+        sys.stdout = Escaping(out)
+    if err is not None:
+        sys.stderr = Escaping(err)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
 
 
 def stdin_bytes(kind: str = "file", limits: Limits | None = None) -> bytes:

@@ -4,7 +4,7 @@ On a terminal the bar is drawn from the start (`DELAY`, 0 s by default) and coun
 units (contexts for `compare`). Its time left is the units left over the *average* rate since
 the start, so one slow run does not swing it the way a recent-window rate would; it appears
 once a unit is done. With no terminal (a pipe, a CI log) and `lines=True`, each `advance`
-writes one line (`compare: 12/67 runs, 1,204/9,870 contexts, 0:41 elapsed, about 4:55 left:
+writes one line (`compare: 1,204/9,870 contexts, 0:41 elapsed, about 4:55 left: 12/67 runs,
 RUN`), so a long job is never minutes of silence. It never writes to stdout, so a command's
 output (and its `--json`) is the same with or without it.
 """
@@ -43,9 +43,12 @@ def progress(
 ) -> Iterator[Callable[..., None]]:  # fmt: skip
     """Yield `advance(n=1, note=None)`: a bar for `total` units on a terminal, else (with `lines`) a line per call."""
     out = sys.stderr if stream is None else stream
+    raw = getattr(
+        out, "unescaped", out
+    )  # the bar's own escape codes are not data (`process.Escaping`)
     start = clock()
     done = 0
-    if not (hasattr(out, "isatty") and out.isatty()):
+    if not (hasattr(raw, "isatty") and raw.isatty()):
 
         def line(n: int = 1, note: str | None = None) -> None:
             nonlocal done
@@ -90,7 +93,7 @@ def progress(
         if bar is None and clock() - start >= delay:
             bar = Progress(
                 TextColumn(label), BarColumn(), MofNCompleteColumn(), TextColumn(unit), TimeElapsedColumn(), Left(),
-                console=Console(file=out), transient=True,
+                console=Console(file=raw), transient=True,
             )  # fmt: skip
             bar.start()
             task = bar.add_task(label, total=total, completed=done)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, ClassVar, Final, Literal
 
-from msgspec import Meta, Struct
+from msgspec import UNSET, Meta, Struct, UnsetType
 
 from ..io.limits import MAX_COST, MAX_COUNT
 
@@ -66,10 +66,31 @@ class _Strict(Struct, forbid_unknown_fields=True, kw_only=True, gc=False):
     """
 
 
+Limit = Annotated[int, Meta(ge=1, le=MAX_COUNT)]
+
+
 class Budget(_Strict, kw_only=True):
-    max_iterations: Annotated[int, Meta(ge=1, le=MAX_COUNT)]
+    """The analysis's five bounds; the last three may be left out (no bound), and are then not written.
+
+    `max_queries` bounds the queries run (results recorded), `max_model_calls` the model's
+    replies (every answer kept, retries too), `max_seconds` the execution time since creation,
+    paused time left out. Their usage is counted from the event log.
+    """
+
+    max_iterations: Limit
     max_cost: Cost | None = None
     cost_used: Cost = 0.0
+    max_queries: Limit | UnsetType = UNSET
+    max_model_calls: Limit | UnsetType = UNSET
+    max_seconds: Limit | UnsetType = UNSET
+
+
+class StopRules(_Strict, kw_only=True, omit_defaults=True):
+    """The optional thresholds of the stop policy; each is off when left out or null."""
+
+    success_confidence: Unit | None = None
+    contradiction_confidence: Unit | None = None
+    min_confidence: Unit | None = None
 
 
 class Entity(_Strict, kw_only=True):
@@ -198,6 +219,8 @@ class State(_Strict, kw_only=True):
     evidence: list[Evidence] = []
     notes: list[Note] = []
     recall: dict[HypothesisId, RecallSelection] = {}
+    # Left out when not set (`UNSET`): a state that sets no threshold is written as before.
+    stop_rules: StopRules | UnsetType = UNSET
 
     def hypothesis(self, hid: str) -> Hypothesis | None:
         """Return the hypothesis with this ID, or None."""

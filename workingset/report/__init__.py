@@ -30,6 +30,7 @@ from ..io.files import os_error
 from ..runs.fixed_prompt import FixedPrompt
 from ..runs.layout import read_fixed_prompt, read_retries, read_run
 from ..tokens.count import DEFAULT_ENCODING, get_encoding
+from .tradeoff import tradeoff_figure
 
 DEFAULT_STRATEGIES = (
     DEFAULT_LABEL,
@@ -144,9 +145,12 @@ def report_data(
                               cache=models, cache_options=options, retries=read_retries(directory, contexts))  # fmt: skip
     data = run_data(directory, run, result, recall=recall, availability=True)
     series = cache_series(data)
+    used = use_data_of(directory, contexts, renderers, result, recall=recall, encoding=encoding,
+                       cache=models, cache_options=options)  # fmt: skip
     return {
         "compare": data, "series": series, "budgets": budgets(encoders), "own": own_strategy(contexts, encoders),
-        "verdicts": {model: verdict_of(data, model) for model in data["cache"]},
+        "verdicts": {model: verdict_of(data, model, used) for model in data["cache"]},
+        "use": used, "tradeoff": {model: tradeoff_figure(used, model) for model in data["cache"]},
         "record": turn_records(directory, [ctx.request_id for ctx in contexts]),  # None: a plain run
         "viewer": view_data(contexts, encoders, sent, series, recall=recall, encoding=encoding),
     }  # fmt: skip
@@ -159,12 +163,29 @@ def own_strategy(contexts: Sequence[Any], encoders: dict[str, str | None]) -> st
     return next((label for label, enc in encoders.items() if enc == contexts[-1].encoder), None)
 
 
-def verdict_of(data: dict[str, Any], model: str) -> str:
-    """The first screen's verdict under one cache model: compare's wording, from the embedded totals."""
+def use_data_of(directory: str, contexts: Sequence[Any], renderers: dict[str, Renderer], result: Any, *,
+                recall: bool, encoding: str, cache: Sequence[str], cache_options: CacheOptions) -> dict[str, Any]:  # fmt: skip
+    """`compare --use --json`'s objects for the run (`use`, `with_recalls`), with its strategies."""
+    from ..compare.recalls import compare_use
+    from ..compare.use_tables import use_data
+
+    uc = compare_use(contexts, renderers, fixed=read_fixed_prompt(directory), recall=recall, encoding=encoding,
+                     cache=cache, cache_options=cache_options, retries=read_retries(directory, contexts))  # fmt: skip
+    return {"strategies": list(renderers), **use_data(uc, result)}
+
+
+def verdict_of(data: dict[str, Any], model: str, used: dict[str, Any] | None = None) -> str:
+    """The first screen's verdict under one cache model: with `used`, the bill with recalls, and as recorded beside it."""
+    from ..compare.use_tables import cheapest_line
     from ..compare.verdict import cheapest
 
     costs = {s: data["cache"][model]["total"][s]["effective_cost"] for s in data["strategies"]}
-    return cheapest(costs, data["base"], f"billed under the {model} cache model")
+    recorded = cheapest(costs, data["base"], f"billed under the {model} cache model")
+    if used is None:
+        return recorded
+    bills = {s: used["with_recalls"][model][s]["effective_cost"] for s in data["strategies"]}
+    how = f"with recalls: recall and re-run turns and output tokens billed under the {model} cache model"
+    return f"{cheapest_line(bills, data['base'], how)}; as recorded: {recorded}"
 
 
 def check_output(out: str) -> None:

@@ -28,8 +28,26 @@ def turn_records(directory: str, request_ids: Sequence[str]) -> dict[str, Any] |
         return None
     _, steps, end = read_journal(root)
     events = [item for step in steps for item in step]
-    return {"outcome": _status(end.get("status"), end.get("termination_reason")) if end else None,
-            "turns": [_turn(events, rid) for rid in request_ids]}  # fmt: skip
+    out = {"outcome": _status(end.get("status"), end.get("termination_reason")) if end else None,
+           "turns": [_turn(events, rid) for rid in request_ids]}  # fmt: skip
+    if "stage" in end:  # an export made since the lifecycle was recorded (#34)
+        out["lifecycle"] = lifecycle_line(end)
+    return out
+
+
+def lifecycle_line(end: dict[str, Any]) -> str:
+    """The run's stage, why it stopped (one sentence) and, for a partial outcome, its limitations, from the end line."""
+    parts = [f"stage {end.get('stage')}"]
+    stop = end.get("stop")
+    if isinstance(stop, dict):
+        parts.append(f"stopped: {stop.get('explanation')}")
+    limits = end.get("limitations")
+    if isinstance(limits, list) and limits:
+        what = "; ".join(f"{item.get('evidence')} ({', '.join(map(str, item.get('why') or []))})"
+                         for item in limits if isinstance(item, dict))  # fmt: skip
+        head = "partial outcome, limitations" if end.get("partial") else "limitations so far"
+        parts.append(f"{head}: {what}")
+    return " · ".join(parts)
 
 
 def _turn(events: list[dict[str, Any]], request_id: str) -> dict[str, Any]:

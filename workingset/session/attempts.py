@@ -20,6 +20,7 @@ import msgspec
 from ..errors import DecisionRejected, ReplyUnusable, WorkingsetError
 from ..eventlog.exports import NO_ANSWER
 from ..eventlog.log import ANSWER_DECODER, AnswerEvent
+from ..io.limits import MAX_DEPTH, nesting_depth
 from ..providers import NOT_RETRYABLE, Answer, as_sent
 from ..store import Tx
 from .replies import Request
@@ -109,37 +110,51 @@ def suggested_max_tokens(reply: dict[str, Any] | None) -> int | None:
         reply.get("stop_reason") == "max_tokens"
         or any(
             isinstance(c, dict) and c.get("finish_reason") == "length"
-            for c in reply.get("choices") or []
+            for c in _list(reply.get("choices"))
         )
-        or (reply.get("incomplete_details") or {}).get("reason") == "max_output_tokens"
+        or _get(reply, "incomplete_details").get("reason") == "max_output_tokens"
     )
-    usage = reply.get("usage") or {}
-    used = (
-        usage.get("output_tokens", usage.get("completion_tokens"))
-        if isinstance(usage, dict)
-        else None
-    )
+    usage = _get(reply, "usage")
+    used = usage.get("output_tokens", usage.get("completion_tokens"))
     if not cut or isinstance(used, bool) or not isinstance(used, int) or used <= 0:
         return None
     return used * GROWTH
 
 
-def reply_dict(reply: Any) -> dict[str, Any]:
-    """A reply `answer_of` read, as JSON data: the dict itself, or the SDK object's `model_dump`."""
-    if isinstance(reply, dict):
-        return reply
-    data = reply.model_dump(mode="json")
-    assert isinstance(data, dict)  # `answer_of` accepted it
-    return data
+def reply_bytes(reply: Any) -> bytes:
+    """A reply `answer_of` found no answer in, as the JSON kept for it: the dict itself, or the SDK object's `model_dump`.
+
+    A reply that is not JSON (`reply_malformed`: a number past 4,300 digits, nesting past
+    what an encoder recurses through, an SDK object whose dump fails) keeps a note of what
+    it was instead, as a JSON object `{"unreadable": …}`.
+    """
+    try:
+        data = reply if isinstance(reply, dict) else reply.model_dump(mode="json", warnings=False)
+        return msgspec.json.encode(data)
+    # pydantic's own serialization errors, ValueError, TypeError, RecursionError
+    except Exception as exc:
+        note = f"{type(reply).__name__} that is not JSON ({type(exc).__name__})"
+        return msgspec.json.encode({"unreadable": note})
 
 
 def reply_json(data: bytes) -> dict[str, Any] | None:
-    """A kept reply with no answer, read back (None if it is not a JSON object)."""
+    """A kept reply with no answer, read back (None if it is not a JSON object, or nests past `MAX_DEPTH`)."""
+    if nesting_depth(data, MAX_DEPTH) > MAX_DEPTH:
+        return None
     try:
         value = msgspec.json.decode(data)
     except msgspec.DecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _get(reply: dict[str, Any], key: str) -> dict[str, Any]:
+    value = reply.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def sender(send: Callable[..., Any]) -> Callable[[dict[str, Any], Attempt], Any]:

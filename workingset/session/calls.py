@@ -82,7 +82,7 @@ class Call:
         # A kept answer changes no state: a view that was current stays current past it.
         current = kind == "answer" and self.view is not None and self.view.seq == seq - 1
         if self.view is not None and (self.dirty or current):
-            self.view.note(seq, kind, len(data))
+            self.view.note(seq, kind, len(data), at, getattr(event, "status", None))
         return seq
 
 

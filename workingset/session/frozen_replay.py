@@ -20,6 +20,7 @@ bytes the replayed request showed.
 from __future__ import annotations
 
 import base64
+import binascii
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,10 +39,11 @@ from ..eventlog.exports import (
     journal_lines,
     state_hash,
 )
-from ..io.limits import check_json
-from ..model.state import State, StoredContext, read_file, validate_state
+from ..io.limits import jsonl_lines
+from ..model.state import State, StoredContext, validate_state
 from ..runs.layout import load_context_file, make_stored_context
 from .attempts import reply_json
+from .bounds import end_fields, stop_if_due
 from .investigation import Investigation
 
 
@@ -223,6 +225,8 @@ class _Run:
             self.inv.record(line["action"], result, captured_at=ev["captured_at"])
         elif kind == "fail":
             self.inv.fail(line.get("message") or "")
+        elif kind == "stop":  # a bound the log counts ran out: the same check at the recorded time
+            stop_if_due(self.inv)
         elif kind in ("pause", "resume", "cancel"):
             getattr(self.inv, kind)()
         elif kind == "budget":
@@ -244,8 +248,15 @@ class _Run:
                 raise self.inv._keep_reply(
                     line["request_id"], _answer_bytes(line, pad=False), err, size=size
                 )
+            if line["code"] == "reply_malformed" and (reply_json(data) or {}).get("unreadable"):
+                err = ReplyUnusable(
+                    str(line.get("message")), code=line["code"], details=line.get("details") or {}
+                )
+                raise self.inv._keep_reply(line["request_id"], data, err)
             reply = reply_json(data)
-            if reply is not None:
+            if (
+                reply is not None and "unreadable" not in reply
+            ):  # else a note of a reply that was not JSON
                 self.inv.submit_reply(line["request_id"], reply)
                 return
         self.inv.submit(line["request_id"], data)
@@ -296,6 +307,10 @@ class _Run:
         replayed["event_hashes"] = self.hashes[
             : self.seq
         ]  # each compared on the way; none may be left over
+        # The lifecycle keys, where the export has them (one made before them has not).
+        replayed.update(
+            {k: v for k, v in end_fields(summary, self.inv.usage()).items() if k in end}
+        )
         recorded = {k: end.get(k) for k in replayed}
         extra = sorted(set(end) - set(replayed) - {"kind"})
         diff = first_difference(recorded, replayed) or (
@@ -369,10 +384,8 @@ def _step_name(line: dict[str, Any]) -> str:
 
 
 def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    data = read_file(str(path))
     out = []
-    for number, raw in enumerate(data.splitlines(), 1):
-        check_json(raw, "file", f"{path}: line {number}")  # bounded nesting, no key given twice
+    for number, raw in jsonl_lines(str(path)):  # bounded size and nesting, no key given twice
         try:
             item = msgspec.json.decode(raw)
         except msgspec.DecodeError as exc:
@@ -465,7 +478,15 @@ def _answer_bytes(line: dict[str, Any], pad: bool = True) -> bytes:
             f"{ANSWERS}: event {line['seq']} has no answer text",
             details={"file": ANSWERS, "path": "$.answer"},
         )
-    data = base64.b64decode(answer) if line.get("encoding") == "base64" else answer.encode("utf-8")
+    try:
+        data = (
+            base64.b64decode(answer, validate=True)
+            if line.get("encoding") == "base64"
+            else answer.encode("utf-8")
+        )
+    except (binascii.Error, ValueError, UnicodeEncodeError):
+        raise InvalidFile(f"{ANSWERS}: event {line['seq']}: the answer is not {line.get('encoding') or 'text'}",
+                          details={"file": ANSWERS, "path": "$.answer"}) from None  # fmt: skip
     size = line.get("size")
     if pad and isinstance(size, int) and size > len(data):
         # A `too_large` answer kept only its head: the same size is refused the same way, whatever the rest was.

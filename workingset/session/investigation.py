@@ -44,6 +44,7 @@ from ..store import (
     Tx,
     is_url,
 )
+from .bounds import end_fields, lifecycle_stage, usage_of, with_lifecycle
 from .budget import BudgetRaised, check_fixed_parts, raise_budget
 from .calls import (
     Call,
@@ -58,7 +59,7 @@ from .calls import (
     stored_encoder,
 )  # fmt: skip
 from .loop import Loop
-from .replies import Lifecycle, PendingAction, Summary
+from .replies import Lifecycle, PendingAction, Summary, Usage
 from .turns import Turns
 
 DEFAULT_STORE = os.path.join(".workingset", "store.sqlite3")
@@ -279,7 +280,8 @@ class Investigation(Turns, Loop):
                 ):  # untouched: still the state of committed events
                     views[self.analysis_id] = call.view
                 raise
-            if write and call.view is not None and snapshot_due(call.view):
+            # Only a call that changed the state takes one: a rejected answer writes its event alone (docs/protocol.md).
+            if write and call.dirty and call.view is not None and snapshot_due(call.view):
                 # In the call's transaction: the snapshot commits with the events it reflects.
                 tx.put_snapshot(self.analysis_id, call.view.seq, take_snapshot(call.view))
         if call.view is not None:  # committed
@@ -312,15 +314,28 @@ class Investigation(Turns, Loop):
             row = self._row(tx)
             open_req = tx.open_request(self.analysis_id)
             check_in_log(self.store.path, self.analysis_id, open_req, call.sync())
-            state = copy_state(call.complete().state)
-            return Summary(
+            view = call.complete()
+            state = copy_state(view.state)
+            pending = [pending_action(a) for a in tx.pending_actions(self.analysis_id)]
+            return with_lifecycle(Summary(
                 status=row.status,
                 termination_reason=row.termination_reason,
                 encoder=row.encoder,
                 open_request=open_req.request_id if open_req else None,
-                pending_actions=[pending_action(a) for a in tx.pending_actions(self.analysis_id)],
+                pending_actions=pending,
                 state=state,
-            )
+            ), view)  # fmt: skip
+
+    def usage(self) -> Usage:
+        """What the analysis used of each of its five bounds, as of its last event (until it ended)."""
+        with self._call(write=False) as call:
+            self._row(call.tx)
+            return usage_of(call.sync())
+
+    @property
+    def stage(self) -> str:
+        """The analysis's stage (docs/protocol.md#stages): planning, executing, evaluating, updating, paused or its end."""
+        return self.show().stage
 
     def requests(self) -> list[RequestRow]:
         """Every request of the analysis with its persisted manifest (shown and indexed spelled out), in order."""
@@ -382,9 +397,13 @@ class Investigation(Turns, Loop):
                 if row.status != ctl.PAUSED:
                     raise SessionError(f"analysis {aid} is {row.status}, not paused", code="invalid_transition",
                                        details={"status": row.status})  # fmt: skip
-                state = call.checked(self.store.path, tx.open_request(aid)).state
+                view = call.checked(self.store.path, tx.open_request(aid))
+                # Paused time is not execution time: the clock stood still since the pause.
                 status, reason = ctl.termination(
-                    state, row.prior_status or ctl.ACTIVE, busy_hypotheses(tx, aid)
+                    view.state,
+                    row.prior_status or ctl.ACTIVE,
+                    busy_hypotheses(tx, aid),
+                    view.usage(),
                 )
             else:
                 status = ctl.CANCELLED if verb == "cancel" else ctl.FAILED
@@ -452,10 +471,17 @@ class Investigation(Turns, Loop):
             paths = write_run(directory, self._contexts(call.tx, requests))
             lines = journal_lines(call.tx, self.analysis_id)
             call.sync()
-            final = call.complete().state
+            view = call.complete()
+            final = view.state
+            summary = with_lifecycle(Summary(status=row.status, termination_reason=row.termination_reason,
+                                             encoder=row.encoder, open_request=None, state=final,
+                                             pending_actions=[pending_action(a) for a in call.tx.pending_actions(self.analysis_id)]),
+                                     view)  # fmt: skip
+            summary.stage = lifecycle_stage(call.tx, self.analysis_id, summary)
+            usage = usage_of(view)
         header = {"analysis_id": self.analysis_id, "encoder": row.encoder}
         end = {"events": len(lines), "status": row.status, "termination_reason": row.termination_reason,
-               "state_hash": state_hash(final), "event_hashes": event_hashes(lines)}  # fmt: skip
+               "state_hash": state_hash(final), "event_hashes": event_hashes(lines), **end_fields(summary, usage)}  # fmt: skip
         write_journal(directory, header, lines, end)
         return paths
 

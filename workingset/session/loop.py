@@ -13,8 +13,6 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
-import msgspec
-
 from .. import controller as ctl
 from ..errors import DecisionRejected, ReplyUnusable, SessionError, UsageError, WorkingsetError
 from ..eventlog.log import AnswerEvent
@@ -26,7 +24,7 @@ from .attempts import (
     Attempt,
     kept_answers,
     rejection,
-    reply_dict,
+    reply_bytes,
     reply_json,
     retry_of,
     sender,
@@ -90,9 +88,7 @@ class Loop(_Mixin):
         try:
             answer = answer_of(reply)
         except ReplyUnusable as err:
-            raise self._keep_reply(
-                request_id, msgspec.json.encode(reply_dict(reply)), err
-            ) from None
+            raise self._keep_reply(request_id, reply_bytes(reply), err) from None
         return self.submit(request_id, answer)
 
     def _keep_reply(
@@ -230,8 +226,14 @@ class Loop(_Mixin):
                     break  # cancelled or ended while the query ran: its result has nowhere to go
             if self.status != ctl.ACTIVE or (max_turns is not None and turns >= max_turns):
                 break
-            applied = self.turn(send, provider, retries=retries, ttl=ttl, strict=strict,
-                                fail_on_unusable=fail_on_unusable)  # fmt: skip
+            try:
+                applied = self.turn(send, provider, retries=retries, ttl=ttl, strict=strict,
+                                    fail_on_unusable=fail_on_unusable)  # fmt: skip
+            except WorkingsetError as err:
+                # A bound counted between changes (model calls, time) ended it at this turn's start.
+                if err.code == "analysis_closed" and self.status != ctl.ACTIVE:
+                    break
+                raise
             turns += 1
             if on_turn is not None:
                 on_turn(applied)

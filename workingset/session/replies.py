@@ -131,6 +131,31 @@ class PendingAction(msgspec.Struct, kw_only=True):
     purpose: str
 
 
+class Usage(msgspec.Struct, kw_only=True):
+    """What the analysis used of each bound, as of its last event (`iteration` and `cost_used` are in its budget)."""
+
+    iterations: int
+    cost: float
+    queries: int
+    model_calls: int
+    seconds: float
+
+
+class Stop(msgspec.Struct, kw_only=True):
+    """Why the analysis stopped: the reason's stable code, the status it went to, and one plain sentence."""
+
+    reason: str
+    status: str
+    explanation: str
+
+
+class Limitation(msgspec.Struct, kw_only=True):
+    """An evidence item the outcome rests on only in part, and why (`lifecycle.limitations`)."""
+
+    evidence: str
+    why: list[str]
+
+
 class Summary(msgspec.Struct, kw_only=True):
     """The analysis as `show --json` prints it."""
 
@@ -140,6 +165,11 @@ class Summary(msgspec.Struct, kw_only=True):
     open_request: str | None
     pending_actions: list[PendingAction]
     state: State
+    # The lifecycle (docs/protocol.md#stages, #status-and-termination, #partial-outcomes).
+    stage: str = "planning"
+    stop: Stop | None = None
+    partial: bool = False
+    limitations: list[Limitation] = []
 
 
 class Lifecycle(msgspec.Struct, kw_only=True):
@@ -151,7 +181,7 @@ class Lifecycle(msgspec.Struct, kw_only=True):
     termination_reason: str | None
 
 
-def describe(summary: Summary) -> str:
+def describe(summary: Summary, usage: Usage | None = None) -> str:
     """The human-readable form of `show`: status, budget, hypotheses, open request, pending actions, recall."""
     s = summary.state
     b = s.budget
@@ -165,8 +195,11 @@ def describe(summary: Summary) -> str:
     ]  # fmt: skip
     lines = [
         f"analysis {s.analysis_id}: {summary.status}{reason}",
+        *([f"stopped: {summary.stop.explanation}"] if summary.stop else []),
+        f"stage: {summary.stage}",
         f"encoder: {summary.encoder}",
         f"iteration: {s.iteration} of {b.max_iterations} · cost used: {cost_text(b.cost_used)}{limit}",
+        *_usage_lines(summary, usage),
         f"open request: {summary.open_request or 'none'}",
         "",
         tabulate(
@@ -188,4 +221,20 @@ def describe(summary: Summary) -> str:
             )
     else:
         lines.append("recall selections: none")
+    if summary.limitations:
+        lines.append(f"limitations ({'partial outcome' if summary.partial else 'so far'}):")
+        lines.extend(f"  {item.evidence}: {', '.join(item.why)}" for item in summary.limitations)
     return "\n".join(lines) + "\n"
+
+
+def _usage_lines(summary: Summary, u: Usage | None) -> list[str]:
+    """The usage of the three bounds the log counts, each with its limit (none said when it has none)."""
+    b = summary.state.budget
+    if u is None:
+        return []
+
+    def of(limit: object) -> str:
+        return f" of {limit}" if limit is not msgspec.UNSET else ""
+
+    return [f"queries run: {u.queries}{of(b.max_queries)} · model calls: {u.model_calls}{of(b.max_model_calls)} · "
+            f"execution time: {u.seconds:g} s{of(b.max_seconds)}{' s' if b.max_seconds is not msgspec.UNSET else ''}"]  # fmt: skip

@@ -50,6 +50,7 @@ from ..model.costs import add_cost, cost_text
 from ..model.hashing import content_hash
 from ..model.state import Evidence, EvidenceBudget
 from ..store import ActionRow, AnalysisRow, Manifest, RequestRecord, RequestRow, Store, Tx
+from .bounds import checked_bounds, usage_at
 from .calls import (
     Call,
     as_bytes,
@@ -94,6 +95,10 @@ class Turns(_Mixin):
 
     def next_request(self, hypothesis: str | None = None) -> Request:
         """Render and persist the next request (scheduler's or the caller's hypothesis), or return the open one."""
+        with checked_bounds(self):  # a bound the log counts may have run out since the last call
+            return self._next_request(hypothesis)
+
+    def _next_request(self, hypothesis: str | None) -> Request:
         aid = self.analysis_id
         with self._call(write=True) as call:
             tx = call.tx
@@ -146,6 +151,12 @@ class Turns(_Mixin):
         whatever it is refused for. A reader that stopped at the limit (the CLI) gives just those
         bytes and the `size` it counted: the answer is refused and kept exactly as if given whole.
         """
+        with checked_bounds(self):  # a bound the log counts may have run out since the last call
+            return self._submit(request_id, decision, size)
+
+    def _submit(
+        self, request_id: str, decision: str | bytes | dict[str, Any], size: int | None
+    ) -> Applied:
         data = as_bytes(decision, "decision")
         limit = (self.limits or Limits.current()).max_decision_bytes
         with self._call(write=True) as call:
@@ -210,14 +221,15 @@ class Turns(_Mixin):
         call.change()
         # Applied as a replay will apply it: the decision decoded from its stored form.
         iteration = view.apply_decision(req.hypothesis, as_replayed(parsed), ids)
-        status, reason = ctl.termination(state, ctl.ACTIVE, busy)
+        at = self._clock()
+        # This answer is kept below: it is one more model call.
+        status, reason = ctl.termination(state, ctl.ACTIVE, busy, usage_at(view, at, answers=1))
         # The event is only encoded here. Every version's decision schema is a subset of
         # `StoredDecision` (the widest), so what it encodes to decodes as one, as a replay reads it.
         stored = cast(StoredDecision, parsed)
         event = DecisionEvent(request_id=request_id, hypothesis=req.hypothesis, decision=stored,
                               notes=list(ids.notes), action=ids.action, iteration=iteration,
                               status=status, termination_reason=reason)  # fmt: skip
-        at = self._clock()
         call.append("answer", AnswerEvent.of(request_id, data), at)
         call.append("decision", event, at)
         tx.set_request_status(aid, request_id, "answered")
@@ -314,7 +326,8 @@ class Turns(_Mixin):
             kept = as_replayed(stored)
             kept.payload = stored_payload(payload) if payload is not None else None
             view.apply_record(kept)
-            status, reason = ctl.termination(state, row.status, busy)
+            at = self._clock()
+            status, reason = ctl.termination(state, row.status, busy, usage_at(view, at))
             if row.status != ctl.ACTIVE:
                 reason = row.termination_reason
             if payload is not None:
@@ -322,7 +335,7 @@ class Turns(_Mixin):
             event = RecordEvent(
                 action=action_id, evidence=stored, status=status, termination_reason=reason
             )
-            call.append("record", event, self._clock())
+            call.append("record", event, at)
             tx.set_action_recorded(aid, action_id, eid)
             if status != row.status:
                 tx.set_status(aid, status, None, reason)

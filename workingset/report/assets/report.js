@@ -139,6 +139,14 @@
       xaxis: { title: { text: "turn" } }, margin: { t: 40, l: 70, r: 10, b: 50 } }, CONFIG);
   }
 
+  function drawTradeoff() {
+    // Each strategy's bill with recalls against its share of used identifiers in view (compare --use).
+    const f = report.tradeoff && report.tradeoff[state.model];
+    if (!f) return null;
+    $("tradeoff-section").hidden = false;
+    return Plotly.react("chart-tradeoff", f.data, f.layout, CONFIG);
+  }
+
   // --- viewer ------------------------------------------------------------------------------------
   function span(cls, text, label) {
     const el = document.createElement("span");
@@ -286,7 +294,7 @@
     drawModel();
     drawTotals();
     drawViewer();
-    return Promise.all([drawTokens(), drawCost(), drawLargest(), drawAvailability()]);
+    return Promise.all([drawTokens(), drawCost(), drawLargest(), drawAvailability(), drawTradeoff()]);
   }
 
   // --- controls ----------------------------------------------------------------------------------
@@ -296,7 +304,8 @@
   $("summary-line").textContent = labels.length + " contexts; tokens: " + compare.encoding + "; cached tokens at " + compare.cached_price +
     "\u00d7 the full price; recall selections " + (compare.recall ? "kept" : "removed") + "; changes relative to " + compare.base + ".";
   $("outcome-line").textContent = "Outcome: " + (report.record ? report.record.outcome || "not recorded (the journal has no end line)"
-    : "not recorded (a plain run; a run written by workingset export records each turn's decision, rejections and outcome)");
+    : "not recorded (a plain run; a run written by workingset export records each turn's decision, rejections and outcome)") +
+    (report.record && report.record.lifecycle ? " \u00b7 " + report.record.lifecycle : "");
   $("model").addEventListener("change", (e) => { state.model = e.target.value; drawAll(); });
   $("turn").addEventListener("change", (e) => { state.turn = Number(e.target.value); drawViewer(); });
   $("strategy").addEventListener("change", (e) => { state.strategy = e.target.value; drawViewer(); });

@@ -1,0 +1,180 @@
+"""`compare --use` as JSON data and text tables, and its verdict line (the with-recalls bill)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .engine import Comparison, change_percent
+from .recalls import UseComparison
+from .use import Use
+
+
+def use_data(uc: UseComparison, cmp: Comparison) -> dict[str, Any]:
+    """`"use"`: per strategy its counts; `"with_recalls"`: per cache model and strategy the bill, beside the recorded cost."""
+    out: dict[str, Any] = {"use": {s: uc.use(s).to_json() for s in uc.strategies}}
+    if uc.bills:
+        out["with_recalls"] = {
+            m: {s: bill.to_json() for s, bill in per.items()}
+            for m, per in uc.bills.items()
+        }  # fmt: skip
+    return out
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+USE_CAPTION = (
+    "What the next step used, in view (identifiers the agent's next command, thought or decision took from an "
+    "earlier output: in the context's text, one recall away, or gone; steps: contexts whose next step used any)"
+)
+
+
+def use_text(uc: UseComparison, cmp: Comparison) -> str:
+    """The use table, then per cache model each strategy's bill as recorded and with recalls."""
+    from .tables import _table
+
+    rows = []
+    for s in uc.strategies:
+        u = uc.use(s)
+        rows.append([s, f"{u.used:,}", _share(u.share_in_view()), f"{u.recall_away:,}", f"{u.gone:,}",
+                     f"{u.steps_needing_recall} of {u.steps}", f"{u.steps_with_gone} of {u.steps}"])  # fmt: skip
+    parts = [USE_CAPTION, _table(["strategy", "used", "in view", "recall away", "gone", "recall steps", "gone steps"],
+                                 rows, left=1)]  # fmt: skip
+    for m, per in uc.bills.items():
+        rows = []
+        for s in uc.strategies:
+            b = per[s]
+            rows.append([s, f"{cmp.cache_total(m, s).cost:,.1f}", f"{b.cost:,.1f}", f"{b.input.cost:,.1f}",
+                         f"{b.output_tokens:,}", f"{b.recall_turns}", f"{b.rerun_turns}", f"{b.tool_prompt_tokens:,}"])  # fmt: skip
+        price = "no output price" if per[uc.strategies[0]].output_price is None else \
+            f"output at {per[uc.strategies[0]].output_price:g}x the input price"  # fmt: skip
+        parts += ["", f"Bill with recalls under {m} (full-price input tokens; the recorded requests, plus a recall "
+                      f"turn before each step with something one recall away and a re-run turn per output gone; {price})",
+                  _table(["strategy", "as recorded", "with recalls", "input", "output tokens", "recall turns",
+                          "re-run turns", "tool-use prompt tokens"], rows, left=1)]  # fmt: skip
+    return "\n".join(parts) + "\n"
+
+
+def cheapest_line(costs: Mapping[str, float], base: str, how: str) -> str:
+    """The cheapest strategy (every one that ties named) and its cost against the base."""
+    low = min(costs.values())
+    best = [s for s in costs if costs[s] == low]
+    if len(best) > 1:
+        return f"{' and '.join(best)} tie as cheapest at {low:,.1f} full-price tokens ({how})"
+    (top,) = best
+    if top == base:
+        rest = sorted((c, s) for s, c in costs.items() if s != base)
+        if not rest:
+            return f"{base} costs {low:,.1f} full-price tokens ({how})"
+        c, s = rest[0]
+        return f"{base} is cheapest: {s}, the next, costs {_by(low, c)} more ({c:,.1f} against {low:,.1f}, {how})"
+    return f"{top} is cheapest: {_by(costs[base], low)} less than {base} ({low:,.1f} against {costs[base]:,.1f}, {how})"
+
+
+def _by(base: float, value: float) -> str:
+    change = change_percent(base, value)
+    return "an unmeasurable share" if change is None else f"{abs(change):.1f}%"
+
+
+def use_verdict(uc: UseComparison, cmp: Comparison) -> str:
+    """The verdict under the first cache model's with-recalls bill, and as recorded beside it; '' without a cache model."""
+    if not uc.bills:
+        return ""
+    model = next(iter(uc.bills))
+    base = cmp.strategies[0]
+    with_recalls = {s: uc.bills[model][s].cost for s in uc.strategies}
+    recorded = {s: cmp.cache_total(model, s).cost for s in uc.strategies}
+    shares = ", ".join(f"{s} {_share(uc.use(s).share_in_view())}" for s in uc.strategies)
+    return (f"verdict (with recalls, billed under {model}): {cheapest_line(with_recalls, base, 'recall and re-run turns and output tokens included')}\n"
+            f"  as recorded: {cheapest_line(recorded, base, 'the recorded requests alone')}\n"
+            f"  used identifiers in view: {shares}\n")  # fmt: skip
+
+
+def aggregate_use(rows: list[Mapping[str, Any]], names: list[str]) -> dict[str, Any]:
+    """Per strategy over many runs' rows: summed counts, the median and worst run's share in view (runs with use)."""
+    import statistics
+
+    out: dict[str, Any] = {}
+    for s in names:
+        per = [Use.from_json(r["use"][s]) for r in rows if "use" in r]
+        total = sum(per, Use())
+        shares = [(x, r["run"]) for r, u in zip([r for r in rows if "use" in r], per)
+                  if (x := u.share_in_view()) is not None]  # fmt: skip
+        worst = min(shares) if shares else None
+        out[s] = {**total.to_json(), "share_in_view": total.share_in_view(),
+                  "median_share_in_view": statistics.median(x for x, _ in shares) if shares else None,
+                  "worst_share_in_view": None if worst is None else worst[0],
+                  "worst_run": None if worst is None else worst[1]}  # fmt: skip
+    return out
+
+
+def aggregate_with_recalls(
+    rows: list[Mapping[str, Any]], names: list[str], models: list[str]
+) -> dict[str, Any]:
+    """Per cache model and strategy over many runs: the with-recalls total, its ratio to the base, median and worst run ratio, wins (ties count for each)."""
+    import math
+    import statistics
+
+    base = names[0]
+    out: dict[str, Any] = {}
+    for m in models:
+        costs = [{s: r["with_recalls"][m][s]["effective_cost"] for s in names} for r in rows]
+        recorded = [{s: r["with_recalls"][m][s]["as_recorded"] for s in names} for r in rows]
+        per: dict[str, Any] = {}
+        for s in names:
+            ratios = [c[s] / c[base] for c in costs if c[base]]
+            total, total_base = math.fsum(c[s] for c in costs), math.fsum(c[base] for c in costs)
+            per[s] = {"total": total, "ratio": total / total_base if total_base else None,
+                      "as_recorded": math.fsum(c[s] for c in recorded),
+                      "median_ratio": statistics.median(ratios) if ratios else None,
+                      "worst_ratio": max(ratios) if ratios else None,
+                      "wins": sum(c[s] == min(c.values()) for c in costs)}  # fmt: skip
+        out[m] = per
+    return out
+
+
+def _x(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}x"
+
+
+def aggregate_text(agg: Mapping[str, Any]) -> str:
+    """The many-run tables of `--use`: what each strategy showed, then each model's with-recalls bill ('' without --use)."""
+    from .tables import _table
+
+    if "use" not in agg:
+        return ""
+    names, base = agg["options"]["strategies"], agg["base"]
+    rows = []
+    for s in names:
+        u = agg["use"][s]
+        worst = (
+            "n/a"
+            if u["worst_run"] is None
+            else f"{_share(u['worst_share_in_view'])} ({u['worst_run']})"
+        )
+        rows.append([s, f"{u['used']:,}", _share(u["share_in_view"]), _share(u["median_share_in_view"]), worst,
+                     f"{u['steps_needing_recall']:,} of {u['steps']:,}", f"{u['steps_with_gone']:,} of {u['steps']:,}"])  # fmt: skip
+    parts = ["", USE_CAPTION + "; over the runs",
+             _table(["strategy", "used", "in view", "median run", "worst run", "recall steps", "gone steps"], rows, left=1)]  # fmt: skip
+    for m, per in agg.get("with_recalls", {}).items():
+        rows = [[s, f"{per[s]['total']:,.1f}", _x(per[s]["ratio"]), _x(per[s]["median_ratio"]), _x(per[s]["worst_ratio"]),
+                 f"{per[s]['wins']}", f"{per[s]['as_recorded']:,.1f}"] for s in names]  # fmt: skip
+        parts += ["", f"Bill with recalls under {m} (recall and re-run turns and output tokens included; ratios to {base}; "
+                      "wins: runs where a strategy costs least with recalls, ties count for each)",
+                  _table(["strategy", "with recalls", "ratio", "median run ratio", "worst run ratio", "wins", "as recorded"],
+                         rows)]  # fmt: skip
+    return "\n".join(parts) + "\n"
+
+
+__all__ = [
+    "aggregate_text",
+    "aggregate_with_recalls",
+    "USE_CAPTION",
+    "aggregate_use",
+    "cheapest_line",
+    "use_data",
+    "use_text",
+    "use_verdict",
+]
