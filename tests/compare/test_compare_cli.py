@@ -51,6 +51,12 @@ def _state(n: int) -> State:
     )  # fmt: skip
 
 
+PAIR = (
+    "--base",
+    "v10",
+)  # the tests of the v10-v14 pair's numbers (the default is the transcript's baseline)
+
+
 @pytest.fixture
 def run_dir(tmp_path: Path) -> Path:
     contexts = [
@@ -61,25 +67,35 @@ def run_dir(tmp_path: Path) -> Path:
     return tmp_path / "run"
 
 
-def test_default_compares_the_default_encoder_with_v14_and_ends_with_the_verdict(run_dir: Path):
+def test_default_is_the_default_encoder_against_the_transcript_and_every_baseline_billed(
+    run_dir: Path,
+):
+    """`compare RUN` alone (issue 33, item 3): the transcript the base, the default encoder, every baseline, billed."""
+    from workingset.compare.baselines import BASELINES
+    from workingset.compare.engine import DEFAULT_LABEL
+
     result = invoke("compare", str(run_dir))
     assert result.exit_code == 0, result.output
-    assert "v10 chars" in result.stdout and "v14 chars" in result.stdout
-    assert "\ntotal " in result.stdout and "\nlast " in result.stdout
     assert "comparing" not in result.stdout  # no progress bar off a terminal
-    total = json.loads(invoke("compare", str(run_dir), "--json").stdout)["total"]
-    base, cand = total["v10"]["effective_cost"], total["v14"]["effective_cost"]
-    assert cand < base  # the tiny run: v14's small tail beats v10's whole payloads
-    assert result.stdout.endswith(
-        f"\n\nverdict: v14 is cheapest: {(base - cand) / base * 100:.1f}% less than v10 ({cand:,.1f} against "
-        f"{base:,.1f} full-price tokens, effective cost, cached tokens at 0.1x the price)\n"
-    )
+    data = json.loads(invoke("compare", str(run_dir), "--json").stdout)
+    assert data["base"] == "full-transcript" and data["strategies"][:2] == [
+        "full-transcript",
+        DEFAULT_LABEL,
+    ]
+    assert set(data["strategies"]) == {DEFAULT_LABEL, *BASELINES} and list(data["cache"]) == [
+        "anthropic"
+    ]
+    same = json.loads(invoke("compare", str(run_dir), "--base", "full-transcript", "--candidate", DEFAULT_LABEL,
+                             "--baselines", "--cache", "anthropic", "--json").stdout)  # fmt: skip
+    assert same == data
+    verdict = result.stdout.splitlines()[-1]
+    assert verdict.startswith("verdict: ") and "billed under the anthropic cache model" in verdict
 
 
 def test_the_verdict_names_the_cache_model_and_a_base_that_is_cheapest(run_dir: Path):
     args = ("--cache", "anthropic,ideal", "--cache-min", "10")
-    data = json.loads(invoke("compare", str(run_dir), *args, "--json").stdout)
-    line = invoke("compare", str(run_dir), *args).stdout.splitlines()[-1]
+    data = json.loads(invoke("compare", str(run_dir), *PAIR, *args, "--json").stdout)
+    line = invoke("compare", str(run_dir), *PAIR, *args).stdout.splitlines()[-1]
     bills = {s: data["cache"]["anthropic"]["total"][s]["effective_cost"] for s in ("v10", "v14")}
     assert line.startswith("verdict: ") and line.endswith(
         "full-price tokens, billed under the anthropic cache model)"
@@ -95,7 +111,7 @@ def test_the_verdict_names_the_cache_model_and_a_base_that_is_cheapest(run_dir: 
 
 
 def test_json_has_the_table_numbers(run_dir: Path):
-    data = json.loads(invoke("compare", str(run_dir), "--json").stdout)
+    data = json.loads(invoke("compare", str(run_dir), *PAIR, "--json").stdout)
     assert data["strategies"] == ["v10", "v14"] and data["base"] == "v10"
     assert [c["file"] for c in data["contexts"]] == [f"tiny-r{i:04d}.json" for i in range(4)]
     for s in data["strategies"]:
@@ -107,7 +123,7 @@ def test_json_has_the_table_numbers(run_dir: Path):
         last.pop("change_percent", None)
         assert last == data["contexts"][-1]["sizes"][s]
     assert data["contexts"][0]["sizes"]["v10"]["cached_tokens"] == 0
-    text = invoke("compare", str(run_dir)).stdout
+    text = invoke("compare", str(run_dir), *PAIR).stdout
     assert f"{data['total']['v14']['chars']:,}" in text
     assert f"{data['total']['v14']['change_percent']['chars']:+.1f}%" in text
 
@@ -137,21 +153,25 @@ def test_no_recall_shrinks_v8_only(run_dir: Path):
 
 
 def test_sections_add_up(run_dir: Path):
-    data = json.loads(invoke("compare", str(run_dir), "--sections", "--json").stdout)
+    data = json.loads(invoke("compare", str(run_dir), *PAIR, "--sections", "--json").stdout)
     for s in data["strategies"]:
         assert sum(data["sections"]["total"][s].values()) == data["total"][s]["chars"]
         assert (
             sum(data["contexts"][0]["sizes"][s]["sections"].values())
             == data["contexts"][0]["sizes"][s]["chars"]
         )
-    text = invoke("compare", str(run_dir), "--sections").stdout
+    text = invoke("compare", str(run_dir), *PAIR, "--sections").stdout
     assert "Characters per section, whole run" in text and "output_schema" in text
 
 
 def test_cached_price_changes_only_the_cost(run_dir: Path):
-    full = json.loads(invoke("compare", str(run_dir), "--cached-price", "1", "--json").stdout)
+    full = json.loads(
+        invoke("compare", str(run_dir), *PAIR, "--cached-price", "1", "--json").stdout
+    )
     assert full["total"]["v10"]["effective_cost"] == full["total"]["v10"]["tokens"]
-    free = json.loads(invoke("compare", str(run_dir), "--cached-price", "0", "--json").stdout)
+    free = json.loads(
+        invoke("compare", str(run_dir), *PAIR, "--cached-price", "0", "--json").stdout
+    )
     assert free["total"]["v10"]["effective_cost"] == free["total"]["v10"]["uncached_tokens"]
 
 
@@ -160,7 +180,7 @@ def test_cached_price_changes_only_the_cost(run_dir: Path):
     [
         (["--encoding", "o200k_base"], "tokenizer_unavailable"),
         (["--base", "v15"], "unknown_encoder"),
-        (["--candidate", "v10"], "usage_error"),
+        (["--base", "v14"], "usage_error"),
         (["--cache", "ideal,gemini"], "usage_error"),
         (["--cache", "anthropic", "--ttl", "10m"], "usage_error"),
     ],
@@ -179,10 +199,10 @@ def test_empty_or_missing_directory_is_invalid_file(tmp_path: Path):
 
 
 def test_cache_models_in_json_add_up_and_match_the_plain_numbers(run_dir: Path):
-    plain = json.loads(invoke("compare", str(run_dir), "--json").stdout)
+    plain = json.loads(invoke("compare", str(run_dir), *PAIR, "--json").stdout)
     assert "cache" not in plain  # plain compare is unchanged
     data = json.loads(
-        invoke("compare", str(run_dir), "--cache", "openai,ideal,anthropic", "--json").stdout
+        invoke("compare", str(run_dir), *PAIR, "--cache", "openai,ideal,anthropic", "--json").stdout
     )
     assert list(data["cache"]) == [
         "openai-auto",
@@ -236,6 +256,7 @@ def test_cache_options_change_the_billing(run_dir: Path):
             invoke(
                 "compare",
                 str(run_dir),
+                *PAIR,
                 "--cache",
                 "anthropic",
                 "--cache-min",
@@ -248,7 +269,7 @@ def test_cache_options_change_the_billing(run_dir: Path):
 
     assert cost("--ttl", "1h") > cost() and cost("--write-price", "1.0") < cost()
     none = json.loads(
-        invoke("compare", str(run_dir), "--cache", "anthropic", "--json").stdout
+        invoke("compare", str(run_dir), *PAIR, "--cache", "anthropic", "--json").stdout
     )  # under 1,024 tokens
     total = none["cache"]["anthropic"]["total"]["v10"]
     assert (
@@ -270,8 +291,8 @@ def test_baselines_flag(run_dir: Path):
     [
         [],
         ["--all"],
-        ["--no-recall"],
-        ["--sections"],
+        ["--base", "v10", "--no-recall"],
+        ["--base", "v10", "--sections"],
         ["--base", "v8", "--candidate", "v10", "--cached-price", "0.5"],
         ["--all", "--baselines", "--cache", "ideal,anthropic", "--cache", "openai"],
     ],

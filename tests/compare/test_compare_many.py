@@ -169,6 +169,32 @@ def test_shards_cover_the_sorted_list_once():
         compare_many.parse_shard("3/2")
 
 
+def test_summary_json_keeps_nothing_per_context(runs: Path):
+    """Issue 33, item 12: `--summary --json` shard files leave out the per-context billings (MBs on real runs)."""
+    args = (
+        str(runs),
+        "--base",
+        "v10",
+        "--cache",
+        "anthropic",
+        "--availability",
+        "--summary",
+        "--shard",
+        "1/2",
+    )
+    short, full = _json(*args), _json(*args[:-3], "--shard", "1/2")
+
+    def keys(node: object) -> set[str]:
+        if isinstance(node, dict):
+            return set(node) | {k for v in node.values() for k in keys(v)}
+        return {k for v in node for k in keys(v)} if isinstance(node, list) else set()
+
+    assert "contexts" in keys(full["runs"]) and "contexts" not in keys(short["runs"])
+    for a, b in zip(short["runs"], full["runs"]):
+        assert a["cache"]["anthropic"]["total"] == b["cache"]["anthropic"]["total"]
+    assert short["aggregate"]["rows"] == full["aggregate"]["rows"]
+
+
 # -- tampered shards: each is one error line with a code, and only one complete, consistent set merges --
 
 

@@ -40,7 +40,8 @@ def test_summary_prints_the_totals_only():
     full = invoke("compare", str(BUG17), "--all", "--baselines").stdout
     short = invoke("compare", str(BUG17), "--all", "--baselines", "--summary").stdout
     totals = full[full.index("Totals") :]
-    assert short.endswith(totals) and len(short.splitlines()) < 30 < len(full.splitlines())
+    # the totals table is two column groups at 120 columns (22 strategies); the per-context tables are gone
+    assert short.endswith(totals) and len(short.splitlines()) < 60 < len(full.splitlines()) / 4
     assert "bug17-r0001" in full and "bug17-r0001" not in short
     data = _json("--all", "--summary")
     assert "contexts" not in data and data["total"] == _json("--all")["total"]

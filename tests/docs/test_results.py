@@ -281,6 +281,8 @@ def readme_claims() -> list[str]:
     claims.append(f"an eighth of the budget (at least {v11.TAIL_RESERVE_MIN:,} characters)")
     claims.append(f"**Its default budget is {ENCODERS[13].default_budget:,} characters** (v11 and v12 keep "
                   f"{v11.DEFAULT_BUDGET:,})")  # fmt: skip
+    # v14's page: a part of an output larger than `budget // 25` characters (docs/encoders.md).
+    claims.append(f"`budget // 25` characters, {ENCODERS[14].page_size:,} at the default budget")
     # The error a decision over the default size limit gets, as the README quotes it.
     with pytest.raises(WorkingsetError) as err:
         read_bounded(

@@ -22,6 +22,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 EXPECTED = {
     "rendered blocks", "journal texts", "fence lengths", "page bounds", "budgeted encoders", "text hashes",
     "token counts", "token arrays", "block tokens", "tokenizers", "identifier counts", "kept views",
+    "piece tokens",
 }  # fmt: skip
 
 
@@ -40,6 +41,7 @@ def fill(tmp_path: Path) -> Investigation:
     journal14.page_bounds("x" * 10_000, 2_000)  # page bounds
     hashing.hash_text("y" * 5_000)  # text hashes
     count.count_tokens("some text\n\nand a block " * 20)  # token counts, arrays, blocks, tokenizers
+    count.encode_at("a body\n\nin two pieces", [8])  # piece tokens
     shown = [ev.id for ev in state.evidence]
     availability.availability(state, shown, [], recall=True)  # identifier counts
     inv = Investigation.create(tmp_path / "s.sqlite3", state_bytes())  # kept views

@@ -13,7 +13,7 @@ from tests.helpers.real_corpus import CORPUS, needs_corpus
 from tests.helpers.report_page import embedded, texts
 from workingset.compare.baselines import BASELINES
 from workingset.encoders import render
-from workingset.report import DEFAULT_STRATEGIES, report_data
+from workingset.report import DEFAULT_STRATEGIES, default_strategies, report_data
 from workingset.report.page import _json, render_page
 from workingset.report.texts import LineTable, decode, edits, expand_ids, id_ranges
 from workingset.runs.layout import read_run
@@ -63,15 +63,16 @@ def test_page_holds_compares_json(tmp_path, report_args, compare_args):
             assert per[s]["uncached"] == [b["uncached_tokens"] for b in bills]
             assert per[s]["cost"] == [b["effective_cost"] for b in bills]
             assert sum(per[s]["read"]) == got["cache"][model]["total"][s]["read_tokens"]
-    assert json.loads(made.stdout) == {"run": str(BUG17), "out": str(out), "bytes": len(page.encode()), "contexts": 18,
+    assert json.loads(made.stdout) == {"run": str(BUG17), "out": str(out), "path": str(out.resolve()),
+                                       "bytes": len(page.encode()), "contexts": 18,
                                        "strategies": got["strategies"], "cache": list(got["cache"])}  # fmt: skip
 
 
 def test_viewer_texts_are_the_rendered_texts(bug17_report):
     data, _ = bug17_report
     contexts = [ctx for _, ctx in read_run(BUG17)]
-    assert list(data["viewer"]["turns"]) == list(DEFAULT_STRATEGIES)
-    for strategy in DEFAULT_STRATEGIES:
+    assert list(data["viewer"]["turns"]) == ["v7", *DEFAULT_STRATEGIES]  # bug17's own encoder first
+    for strategy in data["viewer"]["turns"]:
         decoded = texts(data, strategy)
         for ctx, text, entry in zip(contexts, decoded, data["viewer"]["turns"][strategy]):
             if strategy in BASELINES:
@@ -104,7 +105,7 @@ def test_served_part_is_shared_with_the_previous_turn(bug17_report):
     # Under the ideal model the cache serves the common token prefix: its characters start
     # the previous turn's text too, and stop within a few characters of where they differ.
     data, _ = bug17_report
-    for strategy in DEFAULT_STRATEGIES:
+    for strategy in data["viewer"]["turns"]:
         decoded = texts(data, strategy)
         for i, entry in enumerate(data["viewer"]["turns"][strategy]):
             read, written = entry["served"]["ideal"]
@@ -214,11 +215,13 @@ def test_report_of_an_imported_trajectory(tmp_path):
     page = out.read_text("utf-8")
     report = embedded(page, "ws-report")
     contexts = [ctx for _, ctx in read_run(run)]
-    assert embedded(page, "ws-compare")["strategies"] == list(DEFAULT_STRATEGIES)
+    assert embedded(page, "ws-compare")["strategies"] == list(
+        DEFAULT_STRATEGIES
+    )  # imported with the default
     assert texts(report, "full-transcript") == [
         BASELINES["full-transcript"](c.state, c.hypothesis) for c in contexts
     ]
-    assert texts(report, "v11") == [render(c.state, c.hypothesis, "v11").text for c in contexts]
+    assert texts(report, "v14") == [render(c.state, c.hypothesis, "v14").text for c in contexts]
 
 
 @settings(max_examples=300, deadline=None)
@@ -273,6 +276,25 @@ def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_e
     assert data["verdicts"]["anthropic"].endswith("; as recorded: " + recorded)
     assert list(data["verdicts"]) == list(data["compare"]["cache"])
     assert '<p id="verdict-line"' in page.split("<main>", 1)[0]  # in the header, above every chart
+
+
+def test_default_strategies_are_the_runs_own_encoder_the_default_and_every_baseline(tmp_path):
+    """Issue 33, item 1: a v14 run's report shows v14 (once) and every baseline; an older run's own encoder first."""
+    from workingset.compare.engine import DEFAULT_LABEL
+    from workingset.runs.layout import make_stored_context, write_run
+
+    assert DEFAULT_STRATEGIES == (DEFAULT_LABEL, *BASELINES)
+    assert default_strategies(read_run(BUG17)) == ["v7", DEFAULT_LABEL, *BASELINES]
+    ctx = read_run(BUG17)[0][1]
+    write_run(
+        tmp_path / "own",
+        [make_stored_context("own-r0001", DEFAULT_LABEL, ctx.hypothesis, ctx.state)],
+    )
+    data = report_data(str(tmp_path / "own"), cache=["ideal"])
+    assert (
+        data["compare"]["strategies"] == [DEFAULT_LABEL, *BASELINES]
+        and data["own"] == DEFAULT_LABEL
+    )
 
 
 def test_the_page_plots_each_strategys_bill_with_recalls_against_its_share_in_view(bug17_report):

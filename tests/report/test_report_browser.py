@@ -26,7 +26,7 @@ def test_report_in_headless_chromium(tmp_path):
     out = tmp_path / "report.html"
     assert invoke("report", str(BUG17), "--out", str(out)).exit_code == 0
     contexts = [ctx for _, ctx in read_run(BUG17)]
-    turn, strategy = 6, "v11"
+    turn, strategy = 6, "v14"  # the default encoder, shown by default
     with chromium() as driver:
         driver.get(out.as_uri())
         WebDriverWait(driver, 60).until(
@@ -84,6 +84,45 @@ def test_report_in_headless_chromium(tmp_path):
         errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert (tmp_path / "report.png").stat().st_size > 10_000
     assert errors == []
+
+
+def test_the_plots_share_one_scale_in_tokens_and_no_labels_overlap(tmp_path):
+    """Issue 33, item 13: every strategy panel on one scale, the largest context in tokens, no label over another."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    out = tmp_path / "report.html"
+    assert invoke("report", str(BUG17), "--out", str(out)).exit_code == 0
+    with chromium(window=(1400, 2400)) as driver:
+        driver.get(out.as_uri())
+        WebDriverWait(driver, 60).until(
+            lambda d: d.execute_script("return document.body.dataset.ready") == "true"
+        )
+        got = driver.execute_script("""const t = document.getElementById('chart-tokens').layout;
+            const l = document.getElementById('chart-largest');
+            const boxes = (id) => [...document.querySelectorAll(['.annotation-text', '.legendtext', '.modebar', '.xtick text']
+                .map((c) => '#' + id + ' ' + c).join(', '))]
+                .map((e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom, e.textContent || e.className.baseVal || e.className, r.width * r.height,
+                    e.matches('.xtick text')]; })
+                .filter((b) => b[5] > 0);
+            return {ranges: Object.keys(t).filter((k) => k.startsWith('yaxis')).map((k) => t[k].range),
+                    largest: l.layout.yaxis.title.text, bars: l.data[0].y,
+                    boxes: ['chart-tokens', 'chart-largest', 'chart-cost', 'chart-availability'].map(boxes)}""")
+        driver.save_screenshot(str(tmp_path / "plots.png"))
+    data = embedded(out.read_text("utf-8"), "ws-compare")
+    assert len(got["ranges"]) == len(data["strategies"]) and all(
+        r == got["ranges"][0] for r in got["ranges"]
+    )
+    assert got["largest"] == "tokens"
+    assert got["bars"] == [
+        max(c["sizes"][s]["tokens"] for c in data["contexts"]) for s in data["strategies"]
+    ]
+    for boxes in got["boxes"]:
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                if a[6] and b[6]:
+                    continue  # rotated tick labels: their upright boxes overlap, their text does not
+                apart = a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1]
+                assert apart, f"{a[4]!r} overlaps {b[4]!r}"
 
 
 def test_an_exported_run_in_headless_chromium(tmp_path):

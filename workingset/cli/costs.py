@@ -8,7 +8,14 @@ from typing import Annotated, Any
 import msgspec
 import typer
 
-from ..compare.engine import ALL_BASE, DEFAULT_BASE, DEFAULT_CACHED_PRICE, DEFAULT_CANDIDATE
+from ..compare.engine import (
+    ALL_BASE,
+    DEFAULT_BASE,
+    DEFAULT_CACHE,
+    DEFAULT_CACHED_PRICE,
+    DEFAULT_CANDIDATE,
+    DEFAULT_LABEL,
+)
 from ..tokens.count import DEFAULT_ENCODING
 from .boundary import emit_json
 from .options import (
@@ -34,16 +41,25 @@ def compare(
     base: Annotated[
         str | None,
         typer.Option(
-            help=f"Base encoder version; changes are relative to it (default {DEFAULT_BASE}, with --all {ALL_BASE})."
+            help=f"Base strategy, an encoder version or a baseline; changes are relative to it (default {DEFAULT_BASE}, with --all {ALL_BASE})."
         ),
     ] = None,
-    candidate: Annotated[str, typer.Option(help="Candidate encoder version.")] = DEFAULT_CANDIDATE,
+    candidate: Annotated[
+        str | None,
+        typer.Option(
+            help=f"Candidate strategy (default {DEFAULT_CANDIDATE}, the default encoder)."
+        ),
+    ] = None,
     all_versions: Annotated[
         bool, typer.Option("--all", help="Every version side by side, the base first.")
     ] = False,
     baselines: Annotated[
-        bool, typer.Option("--baselines", help="Add the baselines of workingset.compare.baselines.")
-    ] = False,
+        bool | None,
+        typer.Option(
+            "--baselines/--no-baselines",
+            help="Add the baselines of workingset.compare.baselines (default: on when no strategy option and no --cache is given).",
+        ),
+    ] = None,
     recall: Annotated[
         bool,
         typer.Option(
@@ -121,7 +137,7 @@ def compare(
     from ..compare.many import compare_runs_cli, is_run, merged
     from ..compare.many import to_text as many_text
     from ..compare.parallel import compare_parallel, default_jobs
-    from ..compare.tables import run_data, to_text
+    from ..compare.tables import run_data, summarize, to_text
     from ..compare.verdict import verdict
     from ..io.progress import progress
     from ..runs.layout import read_fixed_prompt, read_retries, read_run
@@ -130,6 +146,15 @@ def compare(
     check_prices(cached_price, write_price)
     get_encoding(encoding)  # fail before rendering anything
     jobs = default_jobs() if jobs is None else jobs  # the same numbers whatever it is
+    if (
+        base is None
+        and candidate is None
+        and baselines is None
+        and cache is None
+        and not all_versions
+    ):
+        baselines, cache = True, list(DEFAULT_CACHE)  # `compare RUN` alone: the README's headline
+    candidate = candidate or DEFAULT_CANDIDATE
     models = model_names(cache or ())
     cache_options = CacheOptions(
         ttl=ttl,
@@ -141,11 +166,13 @@ def compare(
     base = base or (ALL_BASE if all_versions else DEFAULT_BASE)
     if merge or shard is not None or len(runs) > 1 or not is_run(runs[0]):
         renderers = strategies(
-            base, candidate, all_versions, baselines
+            base, candidate, all_versions, bool(baselines)
         )  # the columns; each run's own below
 
         def per_run(run: str) -> dict:
-            return strategies(base, candidate, all_versions, baselines, read_fixed_prompt(run))
+            return strategies(
+                base, candidate, all_versions, bool(baselines), read_fixed_prompt(run)
+            )
 
         many = merged(runs) if merge else compare_runs_cli(runs, shard, renderers, jobs, per_run=per_run, summary=summary,
             token_cache=token_cache, recall=recall, encoding=encoding, cached_price=cached_price, cache=models,
@@ -154,7 +181,9 @@ def compare(
         return
     directory = runs[0]
     run = read_run(directory)
-    renderers = strategies(base, candidate, all_versions, baselines, read_fixed_prompt(directory))
+    renderers = strategies(
+        base, candidate, all_versions, bool(baselines), read_fixed_prompt(directory)
+    )
     contexts = [ctx for _, ctx in run]
     options: dict[str, Any] = dict(
         recall=recall,
@@ -178,7 +207,7 @@ def compare(
             directory, run, result, recall=recall, sections=sections, availability=availability
         )
         if summary:
-            del data["contexts"]
+            summarize(data)
         if used is not None:
             from ..compare.use_tables import use_data
 
@@ -207,8 +236,11 @@ def requests(
         ),
     ],
     strategy: Annotated[
-        str, typer.Option(help="An encoder version (v13) or a baseline compare knows.")
-    ] = "v13",
+        str,
+        typer.Option(
+            help="An encoder version (the default encoder if not given) or a baseline compare knows."
+        ),
+    ] = DEFAULT_LABEL,
     provider: Annotated[
         str,
         typer.Option(
@@ -248,17 +280,18 @@ def requests(
 
 
 def report(
-    directory: Annotated[
-        str,
+    runs: Annotated[
+        list[str],
         typer.Argument(
-            metavar="RUN", help="A run: a directory of stored-context files, or a run file."
+            metavar="RUN…",
+            help="A run (a directory of stored-context files, or a run file); several runs or folders of runs: the aggregate, then each run.",
         ),
     ],
     out: Annotated[str, typer.Option("--out", help="The HTML file to write.")],
     strategies: Annotated[
         list[str] | None,
         typer.Option(
-            help="Strategies, the base first (repeatable or a comma list; default v7,v10,v11,v12,v13,full-transcript,masking-10,last-5)."
+            help="Strategies, the base first (repeatable or a comma list; default: the run's own encoder, the default encoder and every baseline)."
         ),
     ] = None,
     cache: CacheOpt = None,
@@ -277,28 +310,42 @@ def report(
     cached_price: CachedPriceOpt = DEFAULT_CACHED_PRICE,
     as_json: JsonFlag = False,
 ) -> None:
-    """Write a self-contained HTML report of a run: cost per turn per strategy, and what each context showed."""
+    """Write a self-contained HTML report of a run (cost per turn per strategy, what each context showed) or of many."""
+    from pathlib import Path
+
     from ..compare.billing import CacheOptions
-    from ..report import DEFAULT_STRATEGIES, check_output, report_data, write_report
+    from ..compare.many import is_run
+    from ..report import check_output, report_data, write_report
 
     check_prices(cached_price, write_price)
     check_output(out)
-    names = [n.strip() for arg in strategies or () for n in arg.split(",") if n.strip()] or list(
-        DEFAULT_STRATEGIES
-    )
+    names = [n.strip() for arg in strategies or () for n in arg.split(",") if n.strip()] or None
     options = CacheOptions(
         ttl=ttl, cache_min=cache_min, cached_price=cached_price, write_price=write_price
     )
-    data = report_data(directory, names, cache=cache or (), cache_options=options, recall=recall, encoding=encoding,
-                       cached_price=cached_price)  # fmt: skip
-    size = write_report(out, data)
-    summary = {"run": directory, "out": out, "bytes": size, "contexts": len(data["compare"]["contexts"]),
-               "strategies": data["compare"]["strategies"], "cache": list(data["series"])}  # fmt: skip
+    where = str(Path(out).resolve())  # said in full: where to open it
+    if len(runs) > 1 or not is_run(runs[0]):
+        from ..compare.parallel import default_jobs
+        from ..report.aggregate import aggregate_data, render_aggregate
+
+        many = aggregate_data(runs, names, cache=cache or (), cache_options=options, recall=recall,
+                              encoding=encoding, cached_price=cached_price, jobs=default_jobs())  # fmt: skip
+        size, agg = write_report(out, many, render_aggregate(many)), many["aggregate"]
+        summary = {"runs": agg["runs"], "out": out, "path": where, "bytes": size, "contexts": agg["contexts"],
+                   "strategies": agg["options"]["strategies"], "cache": agg["options"]["cache"]}  # fmt: skip
+        text = f"{summary['runs']} runs, {summary['contexts']:,} contexts"
+    else:
+        data = report_data(runs[0], names, cache=cache or (), cache_options=options, recall=recall,
+                           encoding=encoding, cached_price=cached_price)  # fmt: skip
+        size = write_report(out, data)
+        summary = {"run": runs[0], "out": out, "path": where, "bytes": size, "contexts": len(data["compare"]["contexts"]),
+                   "strategies": data["compare"]["strategies"], "cache": list(data["series"])}  # fmt: skip
+        text = f"{summary['contexts']} contexts"
     if as_json:
         emit_json(summary)
     else:
         sys.stdout.write(
-            f"wrote {out} ({size:,} bytes): {summary['contexts']} contexts, {', '.join(summary['strategies'])}\n"
+            f"wrote {where} ({size:,} bytes): {text}, {', '.join(summary['strategies'])}\n"
         )
 
 

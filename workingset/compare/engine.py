@@ -28,6 +28,8 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from ..encoders import DEFAULT_ENCODER, LATEST
+from ..encoders import PREFIX as ENCODER_PREFIX
 from ..errors import UnknownEncoder, UsageError
 from ..model.hashing import hash_text
 from ..model.state import State, StoredContext
@@ -43,8 +45,12 @@ from ..tokens.count import (
 from .availability import Availability, availability
 from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 
-# What a user chooses between: the default encoder, and the cheapest cache-native version on bug17.
-DEFAULT_BASE, DEFAULT_CANDIDATE = "v10", "v14"
+# The default encoder (the registry's `DEFAULT_ENCODER`, the one source of truth) as compare names it.
+DEFAULT_LABEL = "v" + DEFAULT_ENCODER.removeprefix(ENCODER_PREFIX)
+# What `compare RUN` sets side by side: the plain transcript (what an agent sends without
+# workingset) against the default encoder, with every baseline beside them (issue 33).
+DEFAULT_BASE, DEFAULT_CANDIDATE = "full-transcript", DEFAULT_LABEL
+DEFAULT_CACHE = ("anthropic",)  # the provider model `compare RUN` alone bills under
 # `--all` keeps v7 first: the published every-version tables (README, RESULTS.md) read relative to it.
 ALL_BASE = "v7"
 DEFAULT_CACHED_PRICE = 0.1
@@ -374,16 +380,22 @@ def baseline_renderers(fixed: FixedPrompt | None = None) -> dict[str, Renderer]:
 def strategy_renderer(name: str, fixed: FixedPrompt | None = None) -> Renderer:
     """The renderer of one strategy `compare` knows: a baseline's name or an encoder version (`v13`)."""
     renderers = baseline_renderers(fixed)
-    if name in renderers:
-        return renderers[name]
-    try:
-        return version_renderer(version_label(name))
-    except UnknownEncoder:
-        from ..encoders import ENCODERS
+    return (
+        renderers[name] if name in renderers else version_renderer(strategy_label(name, renderers))
+    )
 
-        raise UsageError(f"no strategy {name[:100]!r}: an encoder version (v{min(ENCODERS)} to v{max(ENCODERS)}, from the registry) "
-                         f"or a baseline ({', '.join(renderers)})",
-                         code="unknown_encoder", details={"valid": list(renderers)}) from None  # fmt: skip
+
+def strategy_label(name: str, baselines: Mapping[str, Any]) -> str:
+    """A strategy's column name: a baseline's name as it is, an encoder version's label (`v13`)."""
+    if name in baselines:
+        return name
+    try:
+        return version_label(name)
+    except UnknownEncoder:
+        if ":" in name:  # a version's options are wrong: its own message says how
+            raise
+        raise UnknownEncoder(f"no strategy {name[:100]!r}: an encoder version (v1 to v{LATEST}, from the registry) "
+                             f"or a baseline ({', '.join(baselines)})", details={"valid": list(baselines)}) from None  # fmt: skip
 
 
 def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, model: str | None = None,
@@ -421,23 +433,24 @@ def request_bodies(contexts: Sequence[StoredContext], name: str, provider: str, 
 
 def strategies(base: str, candidate: str, all_versions: bool, baselines: bool,
                fixed: FixedPrompt | None = None) -> dict[str, Renderer]:  # fmt: skip
-    """Resolve the command line's choice of strategies to renderers, in column order (baselines send `fixed`)."""
+    """Resolve the command line's choice of strategies to renderers, in column order (baselines send `fixed`).
+
+    The base and the candidate are each an encoder version or a baseline; with `baselines`
+    every other baseline follows them.
+    """
     from ..encoders import ENCODERS
 
-    base_label = version_label(base)
+    pool = baseline_renderers(fixed)
+    base_label = strategy_label(base, pool)
     if all_versions:
-        labels = [f"v{n}" for n in sorted(ENCODERS)]
-        labels.remove(base_label)
-        labels.insert(0, base_label)
+        labels = [base_label] + [f"v{n}" for n in sorted(ENCODERS) if f"v{n}" != base_label]
     else:
-        labels = [base_label, version_label(candidate)]
+        labels = [base_label, strategy_label(candidate, pool)]
         if labels[0] == labels[1]:
             raise UsageError(f"base and candidate are both {labels[0]}")
-    out = {label: version_renderer(label) for label in labels}
     if baselines:
-        for name, fn in baseline_renderers(fixed).items():
-            out[name if name not in out else f"baseline:{name}"] = fn
-    return out
+        labels += [name for name in pool if name not in labels]
+    return {label: pool[label] if label in pool else version_renderer(label) for label in labels}
 
 
 def compare_contexts(

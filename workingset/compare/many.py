@@ -21,13 +21,13 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from ..errors import InvalidFile, UsageError
 from ..io.numbers import ascii_int
 from .engine import Comparison, Renderer
+from .verdict import PREFIX  # the cost model of `total.effective_cost`: the ideal prefix cache
 
-PREFIX = (
-    "prefix"  # the cost model of `total.effective_cost`: the ideal prefix cache at --cached-price
-)
 MANY_FORMAT = "workingset/compare-many@1"
 
 # What the forked workers read: set by `compare_runs` before the pool starts (see parallel.py).
@@ -110,7 +110,15 @@ def row(run: str, cmp: Comparison) -> dict[str, Any]:
         largest[s] = (
             None if at is None else {"tokens": sizes[at].tokens, "request_id": cmp.labels[at]}
         )
-    return {"run": run, "contexts": len(cmp.labels), "cost": costs, "largest": largest}
+    from .verdict import idle
+
+    return {
+        "run": run,
+        "contexts": len(cmp.labels),
+        "cost": costs,
+        "largest": largest,
+        "idle": idle(cmp),
+    }
 
 
 def _ratio(value: float, base: float) -> float | None:
@@ -161,11 +169,29 @@ def aggregate(rows: Sequence[Mapping[str, Any]], options: Mapping[str, Any]) -> 
     return out
 
 
+class _Count(msgspec.Struct):
+    contexts: list[msgspec.Raw]
+
+
+def count_contexts(run: str) -> int:
+    """How many contexts a run holds, for the progress line (0 where it cannot be read: its read fails later)."""
+    from ..runs.layout import FIXED_PROMPT_FILE, RUN_FILE
+
+    path = Path(run)
+    try:
+        if path.is_file() or (path / RUN_FILE).is_file():
+            data = (path if path.is_file() else path / RUN_FILE).read_bytes()
+            return len(msgspec.json.decode(data, type=_Count).contexts)
+        return sum(1 for p in path.iterdir() if p.suffix == ".json" and p.name != FIXED_PROMPT_FILE)
+    except (OSError, msgspec.MsgspecError):
+        return 0
+
+
 def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """Compare one run as `compare RUN --json` does; returns (its JSON object, its row)."""
     from ..runs.layout import read_retries, read_run
     from .parallel import compare_parallel
-    from .tables import run_data
+    from .tables import run_data, summarize
 
     work = _WORK
     contexts = read_run(run)
@@ -175,7 +201,7 @@ def _one(run: str) -> tuple[dict[str, Any], dict[str, Any]]:
                            retries=read_retries(run, stored), **work["options"])  # fmt: skip
     data = run_data(run, contexts, cmp, **work["report"])
     if work["summary"]:
-        del data["contexts"]
+        summarize(data)
     out = row(run, cmp)
     if work.get("use"):
         from ..runs.layout import read_fixed_prompt
@@ -199,7 +225,7 @@ def compare_runs(
     settings: Mapping[str, Any],
     summary: bool = False,
     token_cache: bool = True,
-    step: Callable[[int], None] | None = None,
+    step: Callable[[int, str], None] | None = None,
     per_run: Callable[[str], Mapping[str, Renderer]] | None = None,
     use: bool = False,
 ) -> dict[str, Any]:
@@ -220,15 +246,18 @@ def compare_runs(
         if jobs == 1 or len(runs) < 2:
             for run in runs:
                 results.append(_one(run))
-                if step is not None:
-                    step(1)
+                if step is not None:  # the run's contexts done
+                    step(results[-1][1]["contexts"], f"{len(results)}/{len(runs)} runs, {run}")
         else:
             context = multiprocessing.get_context("fork")
             with ProcessPoolExecutor(max_workers=min(jobs, len(runs)), mp_context=context) as pool:
                 for result in pool.map(_one, runs):  # in run order; a worker's error is raised here
                     results.append(result)
                     if step is not None:
-                        step(1)
+                        step(
+                            result[1]["contexts"],
+                            f"{len(results)}/{len(runs)} runs, {result[1]['run']}",
+                        )
     finally:
         _WORK.clear()
     return {
@@ -287,7 +316,8 @@ def compare_runs_cli(paths: Sequence[str], shard_spec: str | None, renderers: Ma
     whole = len(runs)
     if shard_spec is not None:
         runs = shard(runs, *parse_shard(shard_spec))
-    with progress("comparing runs", len(runs)) as step:
+    total = sum(count_contexts(run) for run in runs)
+    with progress("compare", total, unit="contexts", lines=True) as step:
         out = compare_runs(
             runs, renderers, jobs, summary=summary, token_cache=token_cache, step=step, per_run=per_run, use=use,
             options=dict(recall=recall, encoding=encoding, cached_price=cached_price, cache=cache, cache_options=cache_options),
@@ -326,12 +356,12 @@ def _x(value: float | None) -> str:
 
 def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
     """The aggregate's tables (one per cost model), then one summary line per run unless `summary`."""
-    from .tables import _table
+    from .tables import _table, _wrap
 
     agg = result["aggregate"]
     base, names = agg["base"], agg["options"]["strategies"]
-    parts = [f"{agg['runs']} runs, {agg['contexts']:,} contexts; tokens: {agg['options']['encoding']}; "
-             f"ratios relative to {base}; wins: runs where a strategy costs least (ties count for each)"]  # fmt: skip
+    parts = [_wrap(f"{agg['runs']} runs, {agg['contexts']:,} contexts; tokens: {agg['options']['encoding']}; "
+                   f"ratios relative to {base}; wins: runs where a strategy costs least (ties count for each)")]  # fmt: skip
     for model, per in agg["models"].items():
         title = (
             f"Cost model {PREFIX}: the longest common token prefix with the previous context is read at "
@@ -352,16 +382,24 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
         from .use_tables import aggregate_text
 
         parts.append(aggregate_text(agg).rstrip("\n"))
+    from .verdict import billed_by, many_verdict
+
+    model = billed_by(agg["options"])
+    totals = {s: agg["models"][model][s]["total"] for s in names}
     if not summary:
         rows = []
         for r in agg["rows"]:
-            costs = r["cost"][PREFIX]
-            cheapest = min(names, key=lambda s: costs[s])
-            rows.append([r["run"], f"{r['contexts']}", f"{costs[base]:,.1f}", cheapest,
-                         _x(_ratio(costs[cheapest], costs[base]))] + [_x(_ratio(costs[s], costs[base])) for s in names[1:]])  # fmt: skip
+            costs = r["cost"][model]
+            low = min(costs[s] for s in names)
+            idle = set(r.get("idle", ()))
+            # every strategy that ties, an idle baseline aside (it is the transcript again)
+            cheapest = ", ".join(s for s in names if costs[s] == low and s not in idle)
+            rows.append([r["run"], f"{r['contexts']}", f"{costs[base]:,.1f}", cheapest, _x(_ratio(low, costs[base]))]
+                        + ["idle" if s in idle else _x(_ratio(costs[s], costs[base])) for s in names[1:]])  # fmt: skip
         headers = ["run", "contexts", f"{base} cost", "cheapest", "its ratio"] + [
             f"{s}" for s in names[1:]
         ]
-        parts += ["", f"Each run (cost model {PREFIX}; ratio of each strategy's effective cost to {base}'s)",
-                  _table(headers, rows)]  # fmt: skip
+        parts += ["", _wrap(f"Each run (cost model {model}; ratio of each strategy's cost to {base}'s; idle: a baseline "
+                            f"that never fired on the run, the same as full-transcript)"), _table(headers, rows)]  # fmt: skip
+    parts += ["", many_verdict(agg, totals, model)]
     return "\n".join(parts) + "\n"

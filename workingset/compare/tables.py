@@ -165,9 +165,35 @@ def _p(value: float | None) -> str:
     return "n/a" if value is None else f"{value:+.1f}%"
 
 
+WIDTH = 120  # the widest a text table may be: wider ones are cut into column groups
+
+
 def _table(headers: list[str], rows: list, left: int = 1) -> str:
+    """A table whose first `left` columns are its keys; wider than `WIDTH`, one table per column group, keys in each."""
     align = ["left"] * left + ["right"] * (len(headers) - left)
-    return tabulate(rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True)
+    whole = tabulate(
+        rows, headers=headers, tablefmt="simple", colalign=align, disable_numparse=True
+    )
+    if max(map(len, whole.splitlines()), default=0) <= WIDTH or len(headers) <= left + 1:
+        return whole
+    cells = [r for r in rows if r is not SEPARATING_LINE]
+
+    def width(col: int) -> int:  # tabulate pads a header by 2, and sets columns 2 apart
+        return max([len(headers[col]) + 2, *(len(str(r[col])) for r in cells)]) + 2
+
+    keys = sum(width(c) for c in range(left))
+    groups: list[list[int]] = [[]]
+    for col in range(left, len(headers)):
+        if groups[-1] and keys + sum(width(c) for c in groups[-1]) + width(col) > WIDTH:
+            groups.append([])
+        groups[-1].append(col)
+    parts = []
+    for group in groups:
+        cols = [*range(left), *group]
+        part = [r if r is SEPARATING_LINE else [r[c] for c in cols] for r in rows]
+        parts.append(tabulate(part, headers=[headers[c] for c in cols], tablefmt="simple",
+                              colalign=[align[c] for c in cols], disable_numparse=True))  # fmt: skip
+    return "\n\n".join(parts)
 
 
 def _summary_rows(cmp: Comparison, field: str) -> list:
@@ -273,6 +299,13 @@ def _sections_table(cmp: Comparison, index: int | None) -> str:
     return _table(["section"] + list(cmp.strategies), rows)
 
 
+def _wrap(caption: str) -> str:
+    """A caption in lines of at most `WIDTH` characters."""
+    import textwrap
+
+    return textwrap.fill(caption, WIDTH, break_long_words=False, break_on_hyphens=False)
+
+
 def to_text(
     cmp: Comparison,
     *,
@@ -286,7 +319,7 @@ def to_text(
     n = len(cmp.labels)
     head = (f"{n} contexts; tokens: {cmp.encoding}; recall selections "
             f"{'kept' if recall else 'removed (--no-recall)'}; changes relative to {base}")  # fmt: skip
-    parts = [head, ""]
+    parts = [_wrap(head), ""]
     if summary:
         pass  # no per-context tables
     elif len(cmp.strategies) == 2:
@@ -309,9 +342,9 @@ def to_text(
         _overview(cmp),
     ]  # fmt: skip
     for model in cmp.caches:
-        parts += ["", _cache_caption(cmp, model), _cache_model_table(cmp, model)]
+        parts += ["", _wrap(_cache_caption(cmp, model)), _cache_model_table(cmp, model)]
     if availability and cmp.availability:
-        parts += ["", AVAILABILITY_CAPTION, _availability_table(cmp)]
+        parts += ["", _wrap(AVAILABILITY_CAPTION), _availability_table(cmp)]
     if sections and n:
         parts += ["", "Characters per section, whole run", _sections_table(cmp, None)]
         parts += ["", "Characters per section, last context", _sections_table(cmp, n - 1)]
@@ -358,7 +391,18 @@ def _availability_table(cmp: Comparison) -> str:
         "gone %",
         "lowest reachable %",
     ]
-    return _table(headers, rows, left=1)
+    table = _table(headers, rows, left=1)
+    if all(cmp.availability_total(s).total == 0 for s in cmp.availability):
+        table += "\n" + _wrap(EMPTY_AVAILABILITY)
+    return table
+
+
+# Why the availability measure can be empty, said under its table instead of a row of n/a.
+EMPTY_AVAILABILITY = (
+    "n/a: no identifier was harvested from this run's earlier evidence (the harvest takes paths, hashes, "
+    "error names and numbers with units; rows and prose without them give none, and a first context has no "
+    "earlier evidence), so there is nothing to keep in view and no share to report."
+)
 
 
 def run_data(
@@ -378,4 +422,13 @@ def run_data(
     }
     for (path, _), entry in zip(run, data["contexts"]):
         entry["file"] = path.name
+    return data
+
+
+def summarize(data: dict[str, Any]) -> dict[str, Any]:
+    """`--summary --json`: a run's object without anything per context (its sizes, billings and availability)."""
+    data.pop("contexts", None)
+    for per in (*data.get("cache", {}).values(), *data.get("availability", {}).values()):
+        if isinstance(per, dict):
+            per.pop("contexts", None)
     return data

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..compare.baselines import BASELINES
 from ..compare.billing import CacheOptions, model_names
 from ..compare.engine import (
     DEFAULT_CACHED_PRICE,
+    DEFAULT_LABEL,
     Renderer,
     baseline_renderers,
     compare_contexts,
@@ -30,7 +32,10 @@ from ..runs.layout import read_fixed_prompt, read_retries, read_run
 from ..tokens.count import DEFAULT_ENCODING, get_encoding
 from .tradeoff import tradeoff_figure
 
-DEFAULT_STRATEGIES = ("v7", "v10", "v11", "v12", "v13", "full-transcript", "masking-10", "last-5")
+DEFAULT_STRATEGIES = (
+    DEFAULT_LABEL,
+    *BASELINES,
+)  # and first the run's own encoder: `default_strategies`
 DEFAULT_CACHE = ("anthropic", "openai-auto", "ideal")  # the first is the one the page opens with
 
 
@@ -69,6 +74,13 @@ def resolve_strategies(
     return renderers, encoders
 
 
+def default_strategies(run: Sequence[tuple[Any, Any]]) -> list[str]:
+    """`report`'s strategies when none are named: the run's own encoder, the default encoder, every baseline."""
+    own = run[-1][1].encoder if run else None
+    label = version_label(own) if own else None
+    return [*([label] if label and label != DEFAULT_LABEL else []), *DEFAULT_STRATEGIES]
+
+
 def cache_series(data: dict[str, Any]) -> dict[str, dict[str, dict[str, list]]]:
     """Per cache model and strategy, the per-turn read, written and uncached tokens and effective cost.
 
@@ -103,7 +115,7 @@ def budgets(encoders: dict[str, str | None]) -> dict[str, int]:
 
 def report_data(
     directory: str,
-    strategies: Sequence[str] = DEFAULT_STRATEGIES,
+    strategies: Sequence[str] | None = None,
     *,
     cache: Sequence[str] = DEFAULT_CACHE,
     cache_options: CacheOptions | None = None,
@@ -113,7 +125,8 @@ def report_data(
 ) -> dict[str, Any]:
     """Everything the page shows: compare's data, the cache series, budgets and the viewer's texts.
 
-    `cache` names the cache models (`workingset.compare.billing`), `DEFAULT_CACHE` when empty.
+    `cache` names the cache models (`workingset.compare.billing`), `DEFAULT_CACHE` when empty;
+    `strategies` are `default_strategies` when None.
     """
     from ..compare.tables import run_data
     from .record import turn_records
@@ -123,6 +136,7 @@ def report_data(
     models = model_names(cache) or DEFAULT_CACHE
     options = cache_options or CacheOptions(cached_price=cached_price)
     run = read_run(directory)
+    strategies = default_strategies(run) if strategies is None else strategies
     renderers, encoders = resolve_strategies(strategies, read_fixed_prompt(directory))
     contexts = [ctx for _, ctx in run]
     sent: dict[str, list] = {name: [] for name in renderers}
@@ -190,11 +204,14 @@ def check_output(out: str) -> None:
         raise os_error(OSError(code, os.strerror(code), str(path.parent)), out, "write")
 
 
-def write_report(out: str, data: dict[str, Any]) -> int:
-    """Write the page for `report_data`'s data to `out` whole (through a temporary file); return its size in bytes."""
+def write_report(out: str, data: dict[str, Any], html: str | None = None) -> int:
+    """Write the page for `report_data`'s data (or `html`, a page made already) to `out` whole, through a temporary file.
+
+    Returns its size in bytes.
+    """
     from .page import render_page
 
-    page = render_page(data).encode("utf-8")
+    page = (render_page(data) if html is None else html).encode("utf-8")
     tmp = Path(f"{out}.tmp-{os.getpid()}")
     try:
         tmp.write_bytes(page)

@@ -302,11 +302,41 @@ def encode_at(
             raise ValueError(
                 f"cut {cut} outside {at}..{len(text)}: cuts must ascend within the text"
             )
-        tokens.extend(_encode(text[at:cut], encoding) if cut > at else ())
+        tokens.extend(_piece(text[at:cut], encoding) if cut > at else ())
         offsets.append(len(tokens))
         at = cut
-    tokens.extend(_encode(text[at:], encoding) if at < len(text) else ())
+    tokens.extend(_piece(text[at:], encoding) if at < len(text) else ())
     return tokens, tuple(offsets)
+
+
+# The tokens of each piece `encode_at` cut (a request body's block: a message, a section), by
+# encoding and text. A run's requests resend most of the last one's blocks, so most pieces recur;
+# kept apart from `_arrays` so that they never push out the whole texts the prefix comparison reads.
+_pieces: dict[tuple[str, str], array] = {}
+_piece_chars = 0
+_PIECE_CHARS_KEPT = 64_000_000  # characters; past it all are dropped
+
+
+def _piece(text: str, encoding: str) -> array:
+    """The tokens of one piece: `_encode`'s, block by block, kept by text (never changed after)."""
+    global _piece_chars
+    key = (encoding, text)
+    tokens = _pieces.get(key)
+    if tokens is None:
+        tokens = array("I")
+        for block in _blocks(text, encoding):
+            tokens.extend(_block_tokens(block, encoding))
+        if _piece_chars + len(text) > _PIECE_CHARS_KEPT:
+            _clear_pieces()
+        _pieces[key] = tokens
+        _piece_chars += len(text)
+    return tokens
+
+
+def _clear_pieces() -> None:
+    global _piece_chars
+    _pieces.clear()
+    _piece_chars = 0
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
@@ -410,5 +440,7 @@ def _clear_arrays() -> None:
 
 register("token arrays", holds="the tokens of the last texts encoded whole (the prefix comparison's), with their block starts",
          limit=_ARRAYS_KEPT, size=_arrays.__len__, clear=_clear_arrays)  # fmt: skip
+register("piece tokens", holds="the tokens of each piece of a request body (a block between two cuts), by encoding and text",
+         limit=_PIECE_CHARS_KEPT, unit="characters", size=lambda: _piece_chars, clear=_clear_pieces)  # fmt: skip
 register("block tokens", holds="the tokens of each text block and long line, by encoding and text",
          limit=_BLOCK_CHARS_KEPT, unit="characters", size=lambda: _block_chars, clear=_clear_blocks)  # fmt: skip

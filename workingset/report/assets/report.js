@@ -72,9 +72,11 @@
   function drawTokens() {
     const series = report.series[state.model];
     const traces = [], annotations = [], n = strategies.length;
+    // the tallest stacked bar of any strategy sets every panel's scale, so bars compare across panels
+    const top = Math.max(1, ...strategies.flatMap((s) => series[s].read.map((r, i) => r + series[s].written[i] + series[s].uncached[i])));
     const layout = { barmode: "stack", height: 90 + 150 * n, margin: { t: 40, l: 70, r: 10, b: 40 },
       grid: { rows: n, columns: 1, subplots: strategies.map((_, k) => ["xy" + (k ? k + 1 : "")]) },
-      legend: { orientation: "h", x: 1, xanchor: "right", y: 1, yanchor: "bottom" }, annotations };
+      legend: { orientation: "h", x: 0.5, xanchor: "center", y: 1, yanchor: "bottom" }, annotations };  // clear of the toolbar
     strategies.forEach((s, k) => {
       const yaxis = "y" + (k ? k + 1 : "");
       for (const part of ["read", "written", "uncached"]) {
@@ -82,7 +84,7 @@
           marker: { color: COLORS[part] }, legendgroup: part, showlegend: k === 0,
           hovertemplate: s + " %{customdata}<br>" + part + ": %{y:,}<extra></extra>" });
       }
-      layout["yaxis" + (k ? k + 1 : "")] = { title: { text: "tokens" }, rangemode: "tozero" };
+      layout["yaxis" + (k ? k + 1 : "")] = { title: { text: "tokens" }, range: [0, top * 1.05] };  // one scale for every panel
       annotations.push({ text: "<b>" + s + "</b>", xref: "paper", yref: yaxis + " domain", x: 0, y: 1, xanchor: "left", yanchor: "bottom", showarrow: false });
     });
     layout.xaxis = { title: { text: "turn" } };
@@ -96,20 +98,26 @@
       return { type: "scatter", mode: "lines", name: s, x: turns, y: series[s].cost.map((c) => (acc += c)), customdata: labels,
         line: { color: PALETTE[k % PALETTE.length] }, hovertemplate: s + " %{customdata}<br>cumulative cost: %{y:,.1f}<extra></extra>" };
     });
-    return Plotly.react("chart-cost", traces, { height: 360, margin: { t: 10, l: 70, r: 10, b: 50 },
+    return Plotly.react("chart-cost", traces, { height: 360, margin: { t: 40, l: 70, r: 10, b: 50 },
       xaxis: { title: { text: "turn" } }, yaxis: { title: { text: "full-price tokens" } } }, CONFIG);
   }
 
   function drawLargest() {
-    const shapes = [], annotations = [];
-    for (const [s, budget] of Object.entries(report.budgets)) {
-      shapes.push({ type: "line", xref: "paper", x0: 0, x1: 1, y0: budget, y1: budget, line: { color: "#cf222e", dash: "dash" } });
-      annotations.push({ xref: "paper", x: 1, y: budget, xanchor: "right", yanchor: "bottom", showarrow: false, text: s + " budget: " + fmt(budget) + " chars" });
-    }
-    const trace = { type: "bar", x: strategies, y: strategies.map(largestChars), marker: { color: strategies.map((_, k) => PALETTE[k % PALETTE.length]) },
-      customdata: strategies.map(largest), hovertemplate: "%{x}<br>%{y:,} chars, %{customdata:,} tokens<extra></extra>" };
-    return Plotly.react("chart-largest", [trace], { height: 360, margin: { t: 10, l: 70, r: 10, b: 80 }, shapes, annotations,
-      yaxis: { title: { text: "characters" }, rangemode: "tozero" } }, CONFIG);
+    // Tokens, as every other chart; a budget (characters) is drawn over its own bar only, in tokens at
+    // that strategy's own characters per token of its largest context, so no two labels share a line.
+    const shapes = [], ticks = strategies.slice();
+    strategies.forEach((s, k) => {
+      const budget = report.budgets[s];
+      if (budget == null) return;
+      const tokens = Math.round((budget * largest(s)) / Math.max(1, largestChars(s)));
+      shapes.push({ type: "line", xref: "x", x0: k - 0.45, x1: k + 0.45, y0: tokens, y1: tokens, line: { color: "#cf222e", dash: "dash" } });
+      ticks[k] = s + "<br>budget ≈ " + fmt(tokens);  // under its own bar: a label never covers another
+    });
+    const trace = { type: "bar", x: strategies, y: strategies.map(largest), marker: { color: strategies.map((_, k) => PALETTE[k % PALETTE.length]) },
+      customdata: strategies.map(largestChars), hovertemplate: "%{x}<br>%{y:,} tokens, %{customdata:,} chars<extra></extra>" };
+    return Plotly.react("chart-largest", [trace], { height: 380, margin: { t: 40, l: 70, r: 10, b: 110 }, shapes,
+      xaxis: { tickmode: "array", tickvals: strategies, ticktext: ticks, tickangle: -45 },
+      yaxis: { title: { text: "tokens" }, rangemode: "tozero" } }, CONFIG);
   }
 
   function reachable(a) {
@@ -128,7 +136,7 @@
       line: { color: PALETTE[strategies.indexOf(s) % PALETTE.length] },
       hovertemplate: s + " %{customdata}<br>visible or addressable: %{y:.1f}%<extra></extra>" }));
     return Plotly.react("chart-availability", traces, { height: 320, yaxis: { title: { text: "% visible or addressable" }, range: [0, 105] },
-      xaxis: { title: { text: "turn" } }, margin: { t: 10, l: 70, r: 10, b: 50 } }, CONFIG);
+      xaxis: { title: { text: "turn" } }, margin: { t: 40, l: 70, r: 10, b: 50 } }, CONFIG);
   }
 
   function drawTradeoff() {
