@@ -86,10 +86,13 @@ def test_default_is_the_default_encoder_against_the_transcript_and_every_baselin
         "anthropic"
     ]
     same = json.loads(invoke("compare", str(run_dir), "--base", "full-transcript", "--candidate", DEFAULT_LABEL,
-                             "--baselines", "--cache", "anthropic", "--json").stdout)  # fmt: skip
-    assert same == data
-    verdict = result.stdout.splitlines()[-1]
-    assert verdict.startswith("verdict: ") and "billed under the anthropic cache model" in verdict
+                             "--baselines", "--cache", "anthropic", "--use", "--json").stdout)  # fmt: skip
+    assert (
+        same == data and "use" in data and "with_recalls" in data
+    )  # what each step used, and its bill
+    verdict = next(line for line in result.stdout.splitlines() if line.startswith("verdict"))
+    assert verdict.startswith("verdict (with recalls): ")
+    assert "billed under the anthropic cache model, recall and re-run turns" in verdict
 
 
 def test_the_verdict_names_the_cache_model_and_a_base_that_is_cheapest(run_dir: Path):

@@ -194,7 +194,8 @@ def test_compare_use_json_has_a_use_object_per_strategy(tmp_path):
         "--summary",
     )
     assert (
-        "verdict (with recalls, billed under anthropic)" in text.stdout
+        "verdict (with recalls): " in text.stdout
+        and "billed under the anthropic cache model, recall and re-run turns" in text.stdout
         and "as recorded:" in text.stdout
     )
 

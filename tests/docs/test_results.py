@@ -26,6 +26,7 @@ import pytest
 from tests.helpers.common import BUG17, ROOT, invoke
 from tests.helpers.readme_cache import cache_claims
 from tests.helpers.real_corpus import CORPUS
+from workingset.compare.baselines import BASELINES
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.journal import v11
 from workingset.errors import WorkingsetError
@@ -238,7 +239,8 @@ def readme_claims() -> list[str]:
     share = {s: 100 * t["cached_tokens"] / t["tokens"] for s, t in total.items()}
     claims = [f"totals over the {len(data['contexts'])} contexts, R = {data['cached_price']:g}"]
     # The README's first command, `compare fixtures/bug17` with the default pair, ends with this line.
-    claims.append(f"`{invoke('compare', str(BUG17)).stdout.splitlines()[-1]}`")
+    first = invoke("compare", str(BUG17)).stdout.splitlines()
+    claims.append(f"`{next(line for line in first if line.startswith('verdict'))}`")
     for s in ("v7", "v8", "v9", "v10"):
         t, change = total[s], total[s].get("change_percent", {})  # the base (v7) has none
         cells = [
@@ -307,9 +309,44 @@ def docs_prose() -> str:
     return " \n ".join(_prose((ROOT / page).read_text(encoding="utf-8")) for page in DOC_PAGES)
 
 
+def _use_row(section: str, heading: str, strategy: str) -> list[str]:
+    """A strategy's cells in the table under `### heading` of a RESULTS.md section of benchmarks/use.py."""
+    table = section.split(f"### {heading}\n", 1)[1].strip().split("\n\n", 1)[0]
+    row = next(line for line in table.splitlines() if line.split("|")[1].strip() == strategy)
+    return [cell.strip() for cell in row.split("|")[2:-1]]
+
+
+def corpus_use_claims() -> list[str]:
+    """The README's statements on the 67 corpus runs, read from RESULTS.md's `use_all` section.
+
+    That section is what `benchmarks/use.py --root ../shared/corpus/all` prints (a soak test
+    reruns it with `--check`). Its columns: in view, recall steps, gone steps, then under
+    anthropic and openai-5.6 the bill as recorded, with recalls, with recalls without the
+    fixed prompt, each a ratio to the transcript's.
+    """
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
+    section = text.split("<!-- BEGIN use_all -->", 1)[1].split("<!-- END use_all -->", 1)[0]
+    corpus = "The corpus (67 runs)"
+    v14, mask = _use_row(section, corpus, "v14"), _use_row(section, corpus, "masking-10")
+    steps, share = v14[1].split(" ", 1)
+    # "No baseline is both cheaper and more in view over the corpus": check it, do not quote it.
+    for s in BASELINES:
+        other = _use_row(section, corpus, s)
+        assert not (
+            float(other[4]) < float(v14[4]) and float(other[0][:-1]) > float(v14[0][:-1])
+        ), s
+    return [
+        f"over the 67 recorded corpus runs it costs {v14[4]}× resending the transcript ({v14[7]}× as GPT-5.6 bills it)",
+        f"and {v14[0]} of the identifiers the next step used were in its view; {steps} steps {share} need a recall",
+        f"show more, {mask[0]} for masking-10, at {mask[4]}× the transcript",
+        f"on runs of fewer than 20 contexts, it costs {_use_row(section, 'contexts <20 (10 runs)', 'v14')[5]}× the transcript",
+        f"on the one GPT-4o run {_use_row(section, 'model gpt-4o (1 runs)', 'v14')[4]}×",
+    ]
+
+
 def test_readme_numbers_reproduce_from_the_command():
     prose = docs_prose()
-    claims = readme_claims() + cache_claims()
+    claims = readme_claims() + cache_claims() + corpus_use_claims()
     missing = [claim for claim in claims if claim not in prose]
     assert not missing, (
         f"{', '.join(DOC_PAGES)} no longer say what the command gives:\n" + "\n".join(missing)

@@ -271,7 +271,8 @@ def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_e
     first = min(bills, key=bills.get)
     assert data["verdicts"]["anthropic"].startswith(f"{first} is cheapest: ")
     assert (
-        "with recalls: recall and re-run turns and output tokens" in data["verdicts"]["anthropic"]
+        "with recalls: billed under the anthropic cache model, recall and re-run turns and output"
+        in data["verdicts"]["anthropic"]
     )
     assert data["verdicts"]["anthropic"].endswith("; as recorded: " + recorded)
     assert list(data["verdicts"]) == list(data["compare"]["cache"])

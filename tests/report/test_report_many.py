@@ -39,9 +39,13 @@ def test_a_folder_gives_the_aggregate_each_row_and_each_runs_section(folder: Pat
     page = out.read_text("utf-8")
     many = json.loads(page.split('id="ws-compare-many">', 1)[1].split("</script>", 1)[0])
     expected = json.loads(invoke("compare", str(folder), "--base", "full-transcript", "--baselines", "--cache",
-                                 "anthropic,openai-auto,ideal", "--summary", "--json").stdout)  # fmt: skip
+                                 "anthropic,openai-auto,ideal", "--use", "--summary", "--json").stdout)  # fmt: skip
     assert many == expected  # the page's numbers are compare's
-    assert f'<div id="{AGGREGATE_PICTURE_HOOK}">' in page  # where the picture of issue 31 goes
+    # The aggregate's bill with recalls against its share in view: a point and a label per strategy
+    picture = page.split(f'<div id="{AGGREGATE_PICTURE_HOOK}">', 1)[1].split("</div>", 1)[0]
+    assert picture.count("<circle ") == len(said["strategies"]) and "<polyline " in picture
+    for strategy in said["strategies"]:
+        assert f">{strategy}</text>" in picture
     for i, run in enumerate(sorted(str(p) for p in folder.iterdir()), start=1):
         assert (
             f'<a href="#run-{i}">{run}</a>' in page
@@ -57,7 +61,9 @@ def test_a_folder_gives_the_aggregate_each_row_and_each_runs_section(folder: Pat
     for r in losing:
         row = page.split(f">{r['run']}</a>", 1)[1].split("</tr>", 1)[0]
         assert re.search(r"<td>to [^<]+ \(\d+\.\d{3}x of its cost\)</td>", row)
-    assert page.split('<p id="verdict-line">', 1)[1].startswith("verdict over 2 runs: ")
+    assert page.split('<p id="verdict-line">', 1)[1].startswith(
+        "verdict over 2 runs (with recalls): "
+    )
 
 
 def test_the_text_output_says_where_it_wrote(tmp_path: Path):

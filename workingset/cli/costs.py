@@ -153,7 +153,8 @@ def compare(
         and cache is None
         and not all_versions
     ):
-        baselines, cache = True, list(DEFAULT_CACHE)  # `compare RUN` alone: the README's headline
+        # `compare RUN` alone: the README's headline, the bill a real agent pays beside what it could see
+        baselines, cache, use = True, list(DEFAULT_CACHE), True
     candidate = candidate or DEFAULT_CANDIDATE
     models = model_names(cache or ())
     cache_options = CacheOptions(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .engine import Comparison, change_percent
+from .engine import Comparison
 from .recalls import UseComparison
 from .use import Use
 
@@ -33,14 +33,14 @@ USE_CAPTION = (
 
 def use_text(uc: UseComparison, cmp: Comparison) -> str:
     """The use table, then per cache model each strategy's bill as recorded and with recalls."""
-    from .tables import _table
+    from .tables import _table, _wrap
 
     rows = []
     for s in uc.strategies:
         u = uc.use(s)
         rows.append([s, f"{u.used:,}", _share(u.share_in_view()), f"{u.recall_away:,}", f"{u.gone:,}",
                      f"{u.steps_needing_recall} of {u.steps}", f"{u.steps_with_gone} of {u.steps}"])  # fmt: skip
-    parts = [USE_CAPTION, _table(["strategy", "used", "in view", "recall away", "gone", "recall steps", "gone steps"],
+    parts = [_wrap(USE_CAPTION), _table(["strategy", "used", "in view", "recall away", "gone", "recall steps", "gone steps"],
                                  rows, left=1)]  # fmt: skip
     for m, per in uc.bills.items():
         rows = []
@@ -50,36 +50,17 @@ def use_text(uc: UseComparison, cmp: Comparison) -> str:
                          f"{b.output_tokens:,}", f"{b.recall_turns}", f"{b.rerun_turns}", f"{b.tool_prompt_tokens:,}"])  # fmt: skip
         price = "no output price" if per[uc.strategies[0]].output_price is None else \
             f"output at {per[uc.strategies[0]].output_price:g}x the input price"  # fmt: skip
-        parts += ["", f"Bill with recalls under {m} (full-price input tokens; the recorded requests, plus a recall "
-                      f"turn before each step with something one recall away and a re-run turn per output gone; {price})",
+        parts += ["", _wrap(f"Bill with recalls under {m} (full-price input tokens; the recorded requests, plus a recall "
+                            f"turn before each step with something one recall away and a re-run turn per output gone; {price})"),
                   _table(["strategy", "as recorded", "with recalls", "input", "output tokens", "recall turns",
                           "re-run turns", "tool-use prompt tokens"], rows, left=1)]  # fmt: skip
     return "\n".join(parts) + "\n"
 
 
-def cheapest_line(costs: Mapping[str, float], base: str, how: str) -> str:
-    """The cheapest strategy (every one that ties named) and its cost against the base."""
-    low = min(costs.values())
-    best = [s for s in costs if costs[s] == low]
-    if len(best) > 1:
-        return f"{' and '.join(best)} tie as cheapest at {low:,.1f} full-price tokens ({how})"
-    (top,) = best
-    if top == base:
-        rest = sorted((c, s) for s, c in costs.items() if s != base)
-        if not rest:
-            return f"{base} costs {low:,.1f} full-price tokens ({how})"
-        c, s = rest[0]
-        return f"{base} is cheapest: {s}, the next, costs {_by(low, c)} more ({c:,.1f} against {low:,.1f}, {how})"
-    return f"{top} is cheapest: {_by(costs[base], low)} less than {base} ({low:,.1f} against {costs[base]:,.1f}, {how})"
-
-
-def _by(base: float, value: float) -> str:
-    change = change_percent(base, value)
-    return "an unmeasurable share" if change is None else f"{abs(change):.1f}%"
-
-
 def use_verdict(uc: UseComparison, cmp: Comparison) -> str:
     """The verdict under the first cache model's with-recalls bill, and as recorded beside it; '' without a cache model."""
+    from .verdict import WITH_RECALLS, cheapest, decide, how_billed, idle
+
     if not uc.bills:
         return ""
     model = next(iter(uc.bills))
@@ -87,9 +68,14 @@ def use_verdict(uc: UseComparison, cmp: Comparison) -> str:
     with_recalls = {s: uc.bills[model][s].cost for s in uc.strategies}
     recorded = {s: cmp.cache_total(model, s).cost for s in uc.strategies}
     shares = ", ".join(f"{s} {_share(uc.use(s).share_in_view())}" for s in uc.strategies)
-    return (f"verdict (with recalls, billed under {model}): {cheapest_line(with_recalls, base, 'recall and re-run turns and output tokens included')}\n"
-            f"  as recorded: {cheapest_line(recorded, base, 'the recorded requests alone')}\n"
-            f"  used identifiers in view: {shares}\n")  # fmt: skip
+    import textwrap
+
+    from .tables import WIDTH
+
+    below = [f"as recorded: {cheapest(recorded, base, f'{how_billed(model)}, the recorded requests alone')}",
+             f"used identifiers in view: {shares}"]  # fmt: skip
+    return (f"verdict (with recalls): {decide(with_recalls, base, f'{how_billed(model)}, {WITH_RECALLS}', idle(cmp))}\n"
+            + "".join(textwrap.fill(line, WIDTH, initial_indent="  ", subsequent_indent="    ") + "\n" for line in below))  # fmt: skip
 
 
 def aggregate_use(rows: list[Mapping[str, Any]], names: list[str]) -> dict[str, Any]:
@@ -173,7 +159,6 @@ __all__ = [
     "aggregate_with_recalls",
     "USE_CAPTION",
     "aggregate_use",
-    "cheapest_line",
     "use_data",
     "use_text",
     "use_verdict",

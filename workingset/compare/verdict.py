@@ -15,6 +15,7 @@ from .engine import Comparison, change_percent
 
 PREFIX = "prefix"  # the many-run cost model of the effective cost: the ideal prefix cache at --cached-price
 
+WITH_RECALLS = "recall and re-run turns and output tokens included"  # what the bill with recalls adds, as verdicts say it
 TRANSCRIPT = "full-transcript"  # the baseline every other one starts from: an idle one repeats it
 
 
@@ -110,21 +111,34 @@ def billed_by(options: Mapping[str, Any]) -> str:
 
 
 def many_verdict(agg: Mapping[str, Any], totals: Mapping[str, float], model: str) -> str:
-    """The many-run verdict: who costs least over all runs (`verdict.decide`), and on how many runs the candidate loses."""
+    """The many-run verdict: who costs least over all runs (`verdict.decide`), and on how many runs the candidate loses.
+
+    With `--use` (the aggregate has `with_recalls` for `model`), the verdict is the bill with
+    recalls, and the recorded requests' verdict follows it.
+    """
     names, base = agg["options"]["strategies"], agg["base"]
     how = (
         how_billed(model)
         if model != PREFIX
         else f"effective cost, cached tokens at {agg['options']['cached_price']:g}x the price"
     )
-    line = f"verdict over {agg['runs']} runs: {decide(totals, base, how)}"
+    per_run = [r["cost"][model] for r in agg["rows"]]
+    recalled = (agg.get("with_recalls") or {}).get(model)
+    recorded = f"verdict over {agg['runs']} runs: {decide(totals, base, how)}"
+    if recalled is not None:
+        recorded = f"  as recorded: {cheapest(totals, base, how + ', the recorded requests alone')}"
+        totals = {s: recalled[s]["total"] for s in names}
+        per_run = [
+            {s: r["with_recalls"][model][s]["effective_cost"] for s in names} for r in agg["rows"]
+        ]
+        line = f"verdict over {agg['runs']} runs (with recalls): {decide(totals, base, f'{how}, {WITH_RECALLS}')}"
+    else:
+        line = recorded
     if len(names) > 1:
         candidate = names[1]
-        losses = sum(
-            r["cost"][model][candidate] > min(r["cost"][model].values()) for r in agg["rows"]
-        )
+        losses = sum(costs[candidate] > min(costs.values()) for costs in per_run)
         line += f"; {candidate} is not the cheapest on {losses} of {agg['runs']} runs"
-    return line
+    return line if recalled is None else f"{line}\n{recorded}"
 
 
 def _by(base: float, value: float) -> str:

@@ -176,16 +176,15 @@ def use_data_of(directory: str, contexts: Sequence[Any], renderers: dict[str, Re
 
 def verdict_of(data: dict[str, Any], model: str, used: dict[str, Any] | None = None) -> str:
     """The first screen's verdict under one cache model: with `used`, the bill with recalls, and as recorded beside it."""
-    from ..compare.use_tables import cheapest_line
-    from ..compare.verdict import cheapest
+    from ..compare.verdict import WITH_RECALLS, cheapest
 
     costs = {s: data["cache"][model]["total"][s]["effective_cost"] for s in data["strategies"]}
     recorded = cheapest(costs, data["base"], f"billed under the {model} cache model")
     if used is None:
         return recorded
     bills = {s: used["with_recalls"][model][s]["effective_cost"] for s in data["strategies"]}
-    how = f"with recalls: recall and re-run turns and output tokens billed under the {model} cache model"
-    return f"{cheapest_line(bills, data['base'], how)}; as recorded: {recorded}"
+    how = f"with recalls: billed under the {model} cache model, {WITH_RECALLS}"
+    return f"{cheapest(bills, data['base'], how)}; as recorded: {recorded}"
 
 
 def check_output(out: str) -> None:

@@ -5,8 +5,9 @@ and shown as tables: the aggregate under each cost model, then each run's row un
 (the model the verdict bills by), the rows where the default encoder is not the cheapest marked
 with who beats it, each linking to that run's section (`#run-N`: its totals and its verdict).
 
-The cost-against-what-is-in-view picture of the aggregate goes where `AGGREGATE_PICTURE_HOOK`
-is (`aggregate_picture`): it returns "" until the plot of issue 31 is written there.
+The aggregate's bill with recalls against its share of used identifiers in view is drawn
+where `AGGREGATE_PICTURE_HOOK` is (`aggregate_picture`), one point per strategy, the frontier
+drawn; the runs are compared with `--use` for it.
 """
 
 from __future__ import annotations
@@ -23,12 +24,19 @@ AGGREGATE_PICTURE_HOOK = "aggregate-picture"  # the element id the aggregate's p
 
 
 def aggregate_picture(many: Mapping[str, Any]) -> str:
-    """HTML of the aggregate's cost-against-what-is-in-view plot (issue 31); "" until that measure exists.
+    """The aggregate's bill with recalls against its share of used identifiers in view, one point per strategy.
 
-    The hook where the picture goes: `many` is `compare RUN… --json`'s object. Whatever this
-    returns is put inside `<div id="aggregate-picture">` above the tables.
+    A static SVG (`report.tradeoff.tradeoff_svg`) under the cost model the verdict bills by,
+    with the frontier drawn; "" when the runs were compared without `--use`.
     """
-    return ""
+    from .tradeoff import tradeoff_svg
+
+    agg = many["aggregate"]
+    model = billed_by(agg["options"])
+    if model not in (agg.get("with_recalls") or {}):
+        return ""
+    return (f"<h2>What it costs against what the model could see (over {agg['runs']} runs)</h2>"
+            + tradeoff_svg(agg, model))  # fmt: skip
 
 
 def _table(
@@ -125,7 +133,7 @@ def aggregate_data(paths: Sequence[str], names: Sequence[str] | None, *, cache: 
     return compare_runs_cli(paths, None, renderers, jobs, per_run=per_run, summary=True, token_cache=True,
                             recall=recall, encoding=encoding, cached_price=cached_price,
                             cache=model_names(cache) or DEFAULT_CACHE, cache_options=cache_options, sections=False,
-                            availability=False)  # fmt: skip
+                            availability=False, use=True)  # fmt: skip
 
 
 def render_aggregate(many: Mapping[str, Any]) -> str:
@@ -142,7 +150,7 @@ def render_aggregate(many: Mapping[str, Any]) -> str:
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f"<style>{css}</style></head><body>\n"
         f'<h1 id="top">{escape(title)}, {agg["contexts"]:,} contexts</h1>\n'
-        f'<p id="verdict-line">{escape(many_verdict(agg, totals, model))}</p>\n'
+        f'<p id="verdict-line">{"<br>".join(map(escape, many_verdict(agg, totals, model).splitlines()))}</p>\n'
         f'<div id="{AGGREGATE_PICTURE_HOOK}">{aggregate_picture(many)}</div>\n'
         f"<h2>The aggregate</h2>{_aggregate(agg)}\n"
         f"<h2>Each run (billed under {escape(model)}; a marked row: {DEFAULT_LABEL} is not the cheapest)</h2>"

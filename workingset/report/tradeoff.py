@@ -79,4 +79,53 @@ def tradeoff_figure(data: Mapping[str, Any], model: str) -> dict[str, Any]:
     return {"data": [line, scatter], "layout": layout, "frontier": [p.strategy for p in front]}
 
 
-__all__ = ["Point", "frontier", "tradeoff_figure", "tradeoff_points"]
+def tradeoff_svg(data: Mapping[str, Any], model: str) -> str:
+    """The same picture as a static SVG (no script: the many-run page), deterministic; "" with no point."""
+    from html import escape
+
+    points = tradeoff_points(data, model)
+    if not points:
+        return ""
+    front = frontier(points)
+    width, height, left, right, top, bottom = 720, 360, 80, 150, 20, 50
+    low, high = min(p.cost for p in points), max(p.cost for p in points)
+    span = (high - low) or high or 1.0
+    low, high = max(0.0, low - 0.05 * span), high + 0.05 * span
+
+    def x(cost: float) -> float:
+        return left + (cost - low) / (high - low) * (width - left - right)
+
+    def y(share: float) -> float:
+        return top + (100.0 - share) / 100.0 * (height - top - bottom)
+
+    on_front = {p.strategy for p in front}
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+             f'aria-label="bill with recalls against share in view">',
+             f'<line x1="{left}" y1="{y(0):.1f}" x2="{width - right}" y2="{y(0):.1f}" stroke="#57606a"/>',
+             f'<line x1="{left}" y1="{y(0):.1f}" x2="{left}" y2="{top}" stroke="#57606a"/>']  # fmt: skip
+    for share in (0, 25, 50, 75, 100):
+        parts.append(
+            f'<text x="{left - 8}" y="{y(share) + 4:.1f}" text-anchor="end" font-size="11">{share}%</text>'
+        )
+    for cost in (low, (low + high) / 2, high):
+        parts.append(
+            f'<text x="{x(cost):.1f}" y="{y(0) + 16:.1f}" text-anchor="middle" font-size="11">{cost:,.0f}</text>'
+        )
+    parts.append(f'<text x="{(left + width - right) / 2:.1f}" y="{height - 8}" text-anchor="middle" font-size="12">'
+                 f"bill with recalls under {escape(model)} (full-price input tokens)</text>")  # fmt: skip
+    parts.append(f'<text x="14" y="{(top + y(0)) / 2:.1f}" font-size="12" text-anchor="middle" '
+                 f'transform="rotate(-90 14 {(top + y(0)) / 2:.1f})">% of used identifiers in view</text>')  # fmt: skip
+    if len(front) > 1:
+        line = " ".join(f"{x(p.cost):.1f},{y(p.share):.1f}" for p in front)
+        parts.append(
+            f'<polyline points="{line}" fill="none" stroke="#cf222e" stroke-dasharray="4 3"/>'
+        )
+    for p in points:
+        colour = "#cf222e" if p.strategy in on_front else "#57606a"
+        parts.append(f'<circle cx="{x(p.cost):.1f}" cy="{y(p.share):.1f}" r="5" fill="{colour}">'
+                     f"<title>{escape(p.strategy)}: {p.cost:,.1f}, {p.share:.1f}% in view</title></circle>"
+                     f'<text x="{x(p.cost) + 8:.1f}" y="{y(p.share) - 6:.1f}" font-size="11">{escape(p.strategy)}</text>')  # fmt: skip
+    return "".join(parts) + "</svg>"
+
+
+__all__ = ["Point", "frontier", "tradeoff_figure", "tradeoff_points", "tradeoff_svg"]
