@@ -141,9 +141,11 @@ def test_an_exported_run_in_headless_chromium(tmp_path):
         assert (
             driver.find_element("id", "viewer").get_attribute("data-strategy") == "v10"
         )  # the run's own encoder
-        assert (
-            driver.find_element("id", "outcome-line").text
-            == "Outcome: completed (root_cause_found)"
+        # The outcome, its stage, the stop rule's sentence and the partial outcome's limitations (issue 34).
+        assert driver.find_element("id", "outcome-line").text == (
+            "Outcome: completed (root_cause_found) · stage completed · stopped: Hypothesis H1 was "
+            "concluded supported: the root cause was found. · partial outcome, limitations: "
+            "E000004 (not_retained)"
         )
         box = driver.find_element("id", "turn-record")
         seen = []
