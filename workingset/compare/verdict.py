@@ -79,7 +79,8 @@ def cheapest(costs: Mapping[str, float], base: str, how: str) -> str:
             f"({costs[best]:,.1f} against {costs[base]:,.1f} full-price tokens, {how})")  # fmt: skip
 
 
-def decide(costs: Mapping[str, float], base: str, how: str, idle: Collection[str] = ()) -> str:
+def decide(costs: Mapping[str, float], base: str, how: str, idle: Collection[str] = (),
+           where: str = "on this run") -> str:  # fmt: skip
     """The verdict sentence from each strategy's cost under one measure (the one place a verdict is decided).
 
     After who is cheapest: the best baseline other than the base and the cheapest (when
@@ -95,7 +96,7 @@ def decide(costs: Mapping[str, float], base: str, how: str, idle: Collection[str
         line += f"; the best other baseline, {best}, costs {costs[best]:,.1f}"
     if idle:
         verb = "fires" if len(idle) == 1 else "fire"
-        line += f"; {_names(sorted(idle))} never {verb} on this run (the same as {TRANSCRIPT})"
+        line += f"; {_names(sorted(idle))} never {verb} {where} (the same as {TRANSCRIPT})"
     return line
 
 
@@ -114,30 +115,32 @@ def many_verdict(agg: Mapping[str, Any], totals: Mapping[str, float], model: str
     """The many-run verdict: who costs least over all runs (`verdict.decide`), and on how many runs the candidate loses.
 
     With `--use` (the aggregate has `with_recalls` for `model`), the verdict is the bill with
-    recalls, and the recorded requests' verdict follows it.
+    recalls, and the recorded requests' verdict follows it. A baseline that never fired on any
+    run repeats the transcript everywhere, so it is named as such, never as the best other.
     """
-    names, base = agg["options"]["strategies"], agg["base"]
+    names, base, rows = agg["options"]["strategies"], agg["base"], agg["rows"]
     how = (
         how_billed(model)
         if model != PREFIX
         else f"effective cost, cached tokens at {agg['options']['cached_price']:g}x the price"
     )
-    per_run = [r["cost"][model] for r in agg["rows"]]
+    never = sorted(set.intersection(*(set(r.get("idle", ())) for r in rows))) if rows else []
+    per_run = [r["cost"][model] for r in rows]
     recalled = (agg.get("with_recalls") or {}).get(model)
-    recorded = f"verdict over {agg['runs']} runs: {decide(totals, base, how)}"
+    recorded = f"verdict over {agg['runs']} runs: {decide(totals, base, how, never, 'on any run')}"
     if recalled is not None:
         recorded = f"  as recorded: {cheapest(totals, base, how + ', the recorded requests alone')}"
         totals = {s: recalled[s]["total"] for s in names}
-        per_run = [
-            {s: r["with_recalls"][model][s]["effective_cost"] for s in names} for r in agg["rows"]
-        ]
-        line = f"verdict over {agg['runs']} runs (with recalls): {decide(totals, base, f'{how}, {WITH_RECALLS}')}"
+        per_run = [{s: r["with_recalls"][model][s]["effective_cost"] for s in names} for r in rows]
+        line = (f"verdict over {agg['runs']} runs (with recalls): "
+                f"{decide(totals, base, f'{how}, {WITH_RECALLS}', never, 'on any run')}")  # fmt: skip
     else:
         line = recorded
     if len(names) > 1:
         candidate = names[1]
         losses = sum(costs[candidate] > min(costs.values()) for costs in per_run)
-        line += f"; {candidate} is not the cheapest on {losses} of {agg['runs']} runs"
+        line += (f"; {candidate} is the cheapest on every run" if not losses
+                 else f"; {candidate} is not the cheapest on {losses} of {agg['runs']} runs")  # fmt: skip
     return line if recalled is None else f"{line}\n{recorded}"
 
 

@@ -120,11 +120,24 @@ def tradeoff_svg(data: Mapping[str, Any], model: str) -> str:
         parts.append(
             f'<polyline points="{line}" fill="none" stroke="#cf222e" stroke-dasharray="4 3"/>'
         )
+    # Points drawn at one spot share one label; labels are then pushed down until none overlaps another.
+    spots: dict[tuple[str, str], list[Point]] = {}
     for p in points:
-        colour = "#cf222e" if p.strategy in on_front else "#57606a"
-        parts.append(f'<circle cx="{x(p.cost):.1f}" cy="{y(p.share):.1f}" r="5" fill="{colour}">'
-                     f"<title>{escape(p.strategy)}: {p.cost:,.1f}, {p.share:.1f}% in view</title></circle>"
-                     f'<text x="{x(p.cost) + 8:.1f}" y="{y(p.share) - 6:.1f}" font-size="11">{escape(p.strategy)}</text>')  # fmt: skip
+        spots.setdefault((f"{x(p.cost):.1f}", f"{y(p.share):.1f}"), []).append(p)
+    placed: list[tuple[float, float, float]] = []  # (left, baseline, right) of each label drawn
+    for (cx, cy), group in sorted(spots.items(), key=lambda kv: (float(kv[0][1]), float(kv[0][0]))):
+        colour = "#cf222e" if any(p.strategy in on_front for p in group) else "#57606a"
+        names = ", ".join(p.strategy for p in group)
+        tip = "; ".join(f"{p.strategy}: {p.cost:,.1f}, {p.share:.1f}% in view" for p in group)
+        parts.append(
+            f'<circle cx="{cx}" cy="{cy}" r="5" fill="{colour}"><title>{escape(tip)}</title></circle>'
+        )
+        lx, ly = float(cx) + 8, float(cy) - 6
+        end = lx + 6.2 * len(names)  # about 6 pixels a character at 11 px
+        while any(a < end and lx < b and abs(ly - base) < 13 for a, base, b in placed):
+            ly += 13
+        placed.append((lx, ly, end))
+        parts.append(f'<text x="{lx:.1f}" y="{ly:.1f}" font-size="11">{escape(names)}</text>')
     return "".join(parts) + "</svg>"
 
 
