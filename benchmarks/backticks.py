@@ -30,10 +30,10 @@ sys.path.insert(1, str(ROOT / "benchmarks"))
 
 from _results import write_section  # noqa: E402
 
-from tests.helpers.factory import evidence, sample_state  # noqa: E402
+from tests.helpers.factory import with_output  # noqa: E402
 from workingset.encoders import get_encoder  # noqa: E402
 from workingset.io import caches  # noqa: E402
-from workingset.model.state import State, TextPayload, validate_state  # noqa: E402
+from workingset.model.state import State  # noqa: E402
 
 VERSIONS, SIZES, CALLS = ("v3", "v13", "v14"), (1_000_000, 8_000_000), 3
 
@@ -47,17 +47,6 @@ def texts(n: int, page: int) -> dict[str, str]:
         "many runs": ("```x" * (n // 4 + 1))[:n],
         "half-page runs": (half * (n // len(half) + 1))[:n],
     }
-
-
-def with_output(text: str) -> State:
-    state = sample_state()
-    state.evidence.append(
-        evidence(10, "H1", TextPayload(language=None, text=text), query="cat out")
-    )
-    state.hypotheses[0].control.previous_result = "E000010"
-    state.evidence[-1].budget.status = "unsettled"
-    validate_state(state)
-    return state
 
 
 def cpu(version: str, state: State) -> tuple[float, int]:

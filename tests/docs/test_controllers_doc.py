@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.helpers.provider_replies import anthropic_reply
-from tests.helpers.sdks import require
+from tests.helpers.sdks import mock_anthropic_in, require
 from tests.helpers.session_helpers import assess, conclude, decision, query
 from workingset import Investigation, read_run, replay_export, verify_context
 from workingset.testing import anthropic_cut_off
@@ -57,19 +57,8 @@ class Model:
 
 @pytest.mark.slow  # crash: the controller dies in its first query and runs again
 def test_the_run_example_runs_crashes_and_continues(tmp_path, monkeypatch):
-    anthropic = require("anthropic")
-    httpx2 = require("httpx2")
-    (tmp_path / "encodings").mkdir()
-    (tmp_path / "encodings" / "example-state.json").write_bytes(
-        (ROOT / "encodings" / "example-state.json").read_bytes()
-    )
-    monkeypatch.chdir(tmp_path)
     model = Model(tmp_path / "demo.sqlite3")
-    real = anthropic.Anthropic
-    client = httpx2.Client(transport=httpx2.MockTransport(model))
-    monkeypatch.setattr(
-        anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=client, max_retries=0)
-    )
+    mock_anthropic_in(tmp_path, monkeypatch, model)
     ran: list[str] = []
 
     def run_query(source: str, q: str) -> dict:

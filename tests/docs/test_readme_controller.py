@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.helpers.provider_replies import anthropic_reply
-from tests.helpers.sdks import require
+from tests.helpers.sdks import mock_anthropic_in, require
 from tests.helpers.session_helpers import assess, conclude, decision, query
 from workingset import Investigation, read_run, verify_context
 
@@ -62,19 +62,8 @@ class Model:
 
 
 def test_the_readme_per_turn_example_runs_and_restarts(tmp_path, monkeypatch):
-    anthropic = require("anthropic")
-    httpx2 = require("httpx2")
-    (tmp_path / "encodings").mkdir()
-    (tmp_path / "encodings" / "example-state.json").write_bytes(
-        (ROOT / "encodings" / "example-state.json").read_bytes()
-    )
-    monkeypatch.chdir(tmp_path)
     model = Model(tmp_path / "demo.sqlite3")
-    real = anthropic.Anthropic
-    client = httpx2.Client(transport=httpx2.MockTransport(model))
-    monkeypatch.setattr(
-        anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=client, max_retries=0)
-    )
+    mock_anthropic_in(tmp_path, monkeypatch, model)
     ran: list[tuple[str, str]] = []
 
     def run_query(source: str, q: str) -> dict:

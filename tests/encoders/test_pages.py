@@ -17,12 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import workingset.encoders._render as render_helpers
-from tests.helpers.factory import evidence, sample_state
+from tests.helpers.factory import with_output
 from workingset.encoders import get_encoder
 from workingset.encoders.journal import pages, v14
 from workingset.encoders.journal.pages import page_bounds
 from workingset.io import caches
-from workingset.model.state import State, TextPayload, validate_state
 
 _RUNS = re.compile(r"`{3,}")
 
@@ -107,17 +106,6 @@ def test_the_fence_is_the_released_one():
         assert render_helpers.fence(body) == reference_fence(body), body
 
 
-def _with_output(text: str) -> tuple[State, str]:
-    state = sample_state()
-    state.evidence.append(
-        evidence(10, "H1", TextPayload(language=None, text=text), query="cat out")
-    )
-    state.hypotheses[0].control.previous_result = "E000010"
-    state.evidence[-1].budget.status = "unsettled"
-    validate_state(state)
-    return state, "H1"
-
-
 # One version of each family's shapes: v1 (JSON sections), v3 (fenced text), v7, v10, v11–v14 (journal).
 VERSIONS = ("v1", "v3", "v7", "v10", "v11", "v12", "v13", "v14")
 
@@ -135,7 +123,7 @@ def _released(monkeypatch) -> None:
 def test_a_backtick_output_renders_as_released_in_every_family(monkeypatch):
     """Small enough for the released algorithms: every version's bytes with them and without."""
     text = "`" * 30_000 + "tail" + "```x" * 2_000
-    state, hid = _with_output(text)
+    state, hid = with_output(text), "H1"
     now = {v: get_encoder(v).render(state, hid).text for v in VERSIONS}
     _released(monkeypatch)
     try:
@@ -151,7 +139,7 @@ def test_a_multi_megabyte_backtick_output_renders_in_every_family(kind: str, mon
     """4 MB of backticks: v1–v13 give the released bytes; v14's pages are the released ones, page by sampled page."""
     n = 4_000_000
     text = "`" * n if kind == "one run" else "```x" * (n // 4)
-    state, hid = _with_output(text)
+    state, hid = with_output(text), "H1"
     enc = get_encoder("v14")
     size = enc.page_size  # type: ignore[attr-defined]
     out = enc.render(state, hid).text

@@ -114,3 +114,15 @@ def huge_state(chars: int = HUGE) -> State:
     )
     validate_state(state)
     return state
+
+
+def with_output(text: str) -> State:
+    """The sample state with one text output `text` (E000010, H1's) as the result to assess."""
+    state = sample_state()
+    state.evidence.append(
+        evidence(10, "H1", TextPayload(language=None, text=text), query="cat out")
+    )
+    state.hypotheses[0].control.previous_result = "E000010"
+    state.evidence[-1].budget.status = "unsettled"
+    validate_state(state)
+    return state

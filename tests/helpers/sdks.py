@@ -51,3 +51,25 @@ def request_validators() -> tuple[Any, Any]:
             require("openai.types.chat").completion_create_params.CompletionCreateParamsNonStreaming
         ),
     )
+
+
+def mock_anthropic_in(tmp_path: Any, monkeypatch: Any, handler: Any) -> None:
+    """Run a docs example in `tmp_path` (with encodings/example-state.json) against `handler` as Anthropic's endpoint.
+
+    `anthropic.Anthropic()` then returns a client whose requests go to `handler` (an
+    `httpx.MockTransport` handler): no network, no key, no retries.
+    """
+    from pathlib import Path
+
+    anthropic, httpx2 = require("anthropic"), require("httpx2")
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "encodings").mkdir()
+    (tmp_path / "encodings" / "example-state.json").write_bytes(
+        (root / "encodings" / "example-state.json").read_bytes()
+    )
+    monkeypatch.chdir(tmp_path)
+    real = anthropic.Anthropic
+    client = httpx2.Client(transport=httpx2.MockTransport(handler))
+    monkeypatch.setattr(
+        anthropic, "Anthropic", lambda: real(api_key="test-key", http_client=client, max_retries=0)
+    )
