@@ -53,11 +53,6 @@ def state(
     return json.dumps(raw).encode()
 
 
-@pytest.fixture
-def store(tmp_path):
-    return str(tmp_path / "store.sqlite3")
-
-
 def create(store: str, data: bytes, clock: Clock | None = None) -> Investigation:
     return Investigation.create(store, data, encoder="v8", clock=clock or Clock())
 
