@@ -350,13 +350,9 @@ def merged(files: Sequence[str]) -> dict[str, Any]:
     return merge(outputs, files)
 
 
-def _x(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}x"
-
-
 def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
     """The aggregate's tables (one per cost model), then one summary line per run unless `summary`."""
-    from .tables import _table, _wrap
+    from .tables import _table, _wrap, ratio_text
 
     agg = result["aggregate"]
     base, names = agg["base"], agg["options"]["strategies"]
@@ -373,8 +369,8 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
         for s in names:
             top = agg["largest"][s]
             largest = "" if top is None else f"{top['tokens']:,} ({top['run']} {top['request_id']})"
-            rows.append([s, f"{per[s]['total']:,.1f}", _x(per[s]["ratio"]), _x(per[s]["median_ratio"]),
-                         _x(per[s]["worst_ratio"]), f"{per[s]['wins']}", largest])  # fmt: skip
+            rows.append([s, f"{per[s]['total']:,.1f}", ratio_text(per[s]["ratio"]), ratio_text(per[s]["median_ratio"]),
+                         ratio_text(per[s]["worst_ratio"]), f"{per[s]['wins']}", largest])  # fmt: skip
         headers = ["strategy", "total effective cost", "ratio", "median run ratio", "worst run ratio", "wins",
                    "largest context (tokens)"]  # fmt: skip
         parts += ["", title, _table(headers, rows)]
@@ -394,8 +390,8 @@ def to_text(result: Mapping[str, Any], summary: bool = False) -> str:
             idle = set(r.get("idle", ()))
             # every strategy that ties, an idle baseline aside (it is the transcript again)
             cheapest = ", ".join(s for s in names if costs[s] == low and s not in idle)
-            rows.append([r["run"], f"{r['contexts']}", f"{costs[base]:,.1f}", cheapest, _x(_ratio(low, costs[base]))]
-                        + ["idle" if s in idle else _x(_ratio(costs[s], costs[base])) for s in names[1:]])  # fmt: skip
+            rows.append([r["run"], f"{r['contexts']}", f"{costs[base]:,.1f}", cheapest, ratio_text(_ratio(low, costs[base]))]
+                        + ["idle" if s in idle else ratio_text(_ratio(costs[s], costs[base])) for s in names[1:]])  # fmt: skip
         headers = ["run", "contexts", f"{base} cost", "cheapest", "its ratio"] + [
             f"{s}" for s in names[1:]
         ]

@@ -369,8 +369,14 @@ def availability_data(cmp: Comparison, strategy: str) -> dict[str, Any]:
             "min_reachable_share": min(shares) if shares else None}  # fmt: skip
 
 
-def _share(value: float | None) -> str:
+def share_text(value: float | None) -> str:
+    """A share (0..1) as a percentage with one decimal, or n/a."""
     return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def ratio_text(value: float | None) -> str:
+    """A ratio to the base as `0.709x`, or n/a."""
+    return "n/a" if value is None else f"{value:.3f}x"
 
 
 def _availability_table(cmp: Comparison) -> str:
@@ -379,8 +385,8 @@ def _availability_table(cmp: Comparison) -> str:
         if s not in cmp.availability:
             continue
         total, data = cmp.availability_total(s), availability_data(cmp, s)
-        rows.append([s, _n(total.visible), _n(total.addressable), _n(total.gone), _share(total.share("visible")),
-                     _share(total.share("addressable")), _share(total.share("gone")), _share(data["min_reachable_share"])])  # fmt: skip
+        rows.append([s, _n(total.visible), _n(total.addressable), _n(total.gone), share_text(total.share("visible")),
+                     share_text(total.share("addressable")), share_text(total.share("gone")), share_text(data["min_reachable_share"])])  # fmt: skip
     headers = [
         "strategy",
         "visible",

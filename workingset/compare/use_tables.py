@@ -7,6 +7,7 @@ from typing import Any
 
 from .engine import Comparison
 from .recalls import UseComparison
+from .tables import ratio_text, share_text
 from .use import Use
 
 
@@ -19,10 +20,6 @@ def use_data(uc: UseComparison, cmp: Comparison) -> dict[str, Any]:
             for m, per in uc.bills.items()
         }  # fmt: skip
     return out
-
-
-def _share(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f}%"
 
 
 USE_CAPTION = (
@@ -38,7 +35,7 @@ def use_text(uc: UseComparison, cmp: Comparison) -> str:
     rows = []
     for s in uc.strategies:
         u = uc.use(s)
-        rows.append([s, f"{u.used:,}", _share(u.share_in_view()), f"{u.recall_away:,}", f"{u.gone:,}",
+        rows.append([s, f"{u.used:,}", share_text(u.share_in_view()), f"{u.recall_away:,}", f"{u.gone:,}",
                      f"{u.steps_needing_recall} of {u.steps}", f"{u.steps_with_gone} of {u.steps}"])  # fmt: skip
     parts = [_wrap(USE_CAPTION), _table(["strategy", "used", "in view", "recall away", "gone", "recall steps", "gone steps"],
                                  rows, left=1)]  # fmt: skip
@@ -67,7 +64,7 @@ def use_verdict(uc: UseComparison, cmp: Comparison) -> str:
     base = cmp.strategies[0]
     with_recalls = {s: uc.bills[model][s].cost for s in uc.strategies}
     recorded = {s: cmp.cache_total(model, s).cost for s in uc.strategies}
-    shares = ", ".join(f"{s} {_share(uc.use(s).share_in_view())}" for s in uc.strategies)
+    shares = ", ".join(f"{s} {share_text(uc.use(s).share_in_view())}" for s in uc.strategies)
     import textwrap
 
     from .tables import WIDTH
@@ -121,10 +118,6 @@ def aggregate_with_recalls(
     return out
 
 
-def _x(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}x"
-
-
 def aggregate_text(agg: Mapping[str, Any]) -> str:
     """The many-run tables of `--use`: what each strategy showed, then each model's with-recalls bill ('' without --use)."""
     from .tables import _table
@@ -138,14 +131,14 @@ def aggregate_text(agg: Mapping[str, Any]) -> str:
         worst = (
             "n/a"
             if u["worst_run"] is None
-            else f"{_share(u['worst_share_in_view'])} ({u['worst_run']})"
+            else f"{share_text(u['worst_share_in_view'])} ({u['worst_run']})"
         )
-        rows.append([s, f"{u['used']:,}", _share(u["share_in_view"]), _share(u["median_share_in_view"]), worst,
+        rows.append([s, f"{u['used']:,}", share_text(u["share_in_view"]), share_text(u["median_share_in_view"]), worst,
                      f"{u['steps_needing_recall']:,} of {u['steps']:,}", f"{u['steps_with_gone']:,} of {u['steps']:,}"])  # fmt: skip
     parts = ["", USE_CAPTION + "; over the runs",
              _table(["strategy", "used", "in view", "median run", "worst run", "recall steps", "gone steps"], rows, left=1)]  # fmt: skip
     for m, per in agg.get("with_recalls", {}).items():
-        rows = [[s, f"{per[s]['total']:,.1f}", _x(per[s]["ratio"]), _x(per[s]["median_ratio"]), _x(per[s]["worst_ratio"]),
+        rows = [[s, f"{per[s]['total']:,.1f}", ratio_text(per[s]["ratio"]), ratio_text(per[s]["median_ratio"]), ratio_text(per[s]["worst_ratio"]),
                  f"{per[s]['wins']}", f"{per[s]['as_recorded']:,.1f}"] for s in names]  # fmt: skip
         parts += ["", f"Bill with recalls under {m} (recall and re-run turns and output tokens included; ratios to {base}; "
                       "wins: runs where a strategy costs least with recalls, ties count for each)",

@@ -17,6 +17,7 @@ from html import escape
 from typing import Any
 
 from ..compare.engine import DEFAULT_LABEL
+from ..compare.tables import ratio_text
 from ..compare.verdict import billed_by, decide, how_billed, many_verdict
 from .page import _ASSETS, _json
 
@@ -50,15 +51,11 @@ def _table(
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _x(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}x"
-
-
 def _aggregate(agg: Mapping[str, Any]) -> str:
     names, parts = agg["options"]["strategies"], []
     for model, per in agg["models"].items():
-        rows = [[escape(s), f"{per[s]['total']:,.1f}", _x(per[s]["ratio"]), _x(per[s]["median_ratio"]),
-                 _x(per[s]["worst_ratio"]), str(per[s]["wins"])] for s in names]  # fmt: skip
+        rows = [[escape(s), f"{per[s]['total']:,.1f}", ratio_text(per[s]["ratio"]), ratio_text(per[s]["median_ratio"]),
+                 ratio_text(per[s]["worst_ratio"]), str(per[s]["wins"])] for s in names]  # fmt: skip
         parts.append(f"<h3>cost model {escape(model)}</h3>" + _table(
             ["strategy", "total cost (full-price tokens)", "ratio", "median run ratio", "worst run ratio", "wins"], rows))  # fmt: skip
     return "".join(parts)
@@ -74,11 +71,11 @@ def _rows(many: Mapping[str, Any], model: str) -> str:
         cheapest = [s for s in names if costs[s] == low and s not in idle]
         loses = ""
         if DEFAULT_LABEL in costs and costs[DEFAULT_LABEL] > low:
-            loses = f"to {', '.join(cheapest)} ({_x(costs[DEFAULT_LABEL] / low if low else None)} of its cost)"
+            loses = f"to {', '.join(cheapest)} ({ratio_text(costs[DEFAULT_LABEL] / low if low else None)} of its cost)"
         cells = [f'<a href="#run-{i + 1}">{escape(r["run"])}</a>', str(r["contexts"]), f"{costs[base]:,.1f}",
                  escape(", ".join(cheapest)), escape(loses)]  # fmt: skip
         cells += [
-            "idle" if s in idle else _x(costs[s] / costs[base] if costs[base] else None)
+            "idle" if s in idle else ratio_text(costs[s] / costs[base] if costs[base] else None)
             for s in names[1:]
         ]
         rows.append(cells)
