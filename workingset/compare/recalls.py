@@ -33,14 +33,21 @@ from typing import Any
 import msgspec
 from msgspec.structs import replace
 
-from ..decisions import Decision, PagedRecall, PagedRecallDecision, Query, Recall, RecallDecision
+from ..decisions import (
+    MAX_RECALL,
+    Decision,
+    PagedRecall,
+    PagedRecallDecision,
+    Query,
+    Recall,
+    RecallDecision,
+)
 from ..model.state import Evidence, EvidenceBudget, State, StoredContext
 from ..runs.fixed_prompt import FixedPrompt
 from ..tokens.count import DEFAULT_ENCODING, count_tokens
 from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 from .use import Need, StepUse, Use, in_view, step_needs
 
-MAX_RECALL = 4  # items one recall decision names (decisions.MAX_RECALL)
 # Output price as a multiple of the input price, per cache model (docs/billing.md, "Output and tool-use tokens").
 OUTPUT_PRICE: dict[str, float | None] = {
     "anthropic": 5.0,
@@ -301,11 +308,10 @@ class Turn:
 
 @dataclass(frozen=True)
 class Step:
-    """The end of one context's turns: how the strategy showed its needs, and the added turns' answers."""
+    """The end of one context's turns: how the strategy showed its needs."""
 
     index: int
     use: StepUse
-    added: tuple[str, ...]
 
 
 def turns(name: str, renderer: Renderer, contexts: Sequence[StoredContext], needs: Sequence[Sequence[Need]],
@@ -335,22 +341,20 @@ def turns(name: str, renderer: Renderer, contexts: Sequence[StoredContext], need
         away: list[Need] = []
         can_recall = version is not None and version[1]
         gone: list[Need] = [] if can_recall else list(hidden)
-        added: list[str] = []  # the added turns' answers
         current = state
         if version is not None and can_recall and hidden:
             for refs, pages, group in plan_recalls(hidden, state, version):
                 after = recall_state(current, hid, refs, pages, version[2])
                 again = renderer(after, hid)
-                added.append(recall_json(refs, pages))
-                yield Turn("recall", ctx.request_id, time, again, answer=added[-1])
+                yield Turn("recall", ctx.request_id, time, again, answer=recall_json(refs, pages))
                 seen, missed = in_view(group, again.text, after)
                 away += seen
                 gone += missed
         for holder in dict.fromkeys(n.holders[-1] for n in gone):
             current = rerun_state(current, hid, holder)
-            added.append(rerun_json(next(e for e in state.evidence if e.id == holder)))
-            yield Turn("rerun", ctx.request_id, time, renderer(current, hid), answer=added[-1])
-        yield Step(k, StepUse(tuple(shown), tuple(away), tuple(gone)), tuple(added))
+            answer = rerun_json(next(e for e in state.evidence if e.id == holder))
+            yield Turn("rerun", ctx.request_id, time, renderer(current, hid), answer=answer)
+        yield Step(k, StepUse(tuple(shown), tuple(away), tuple(gone)))
 
 
 def request_lines(contexts: Sequence[StoredContext], name: str, provider: str, model: str | None = None,
@@ -393,7 +397,7 @@ def _walk(name: str, renderer: Renderer, contexts: Sequence[StoredContext], need
           answer_tokens: Sequence[int], models: Sequence[str], options: CacheOptions, encoding: str, recall: bool,
           retries: Mapping[str, Sequence[tuple[bytes, Any]]] | None) -> tuple[tuple[StepUse, ...], dict[str, Bill]]:  # fmt: skip
     """One strategy over the run: each step's use, and per model its bill with the added turns."""
-    from .engine import sent_prompts
+    from .engine import _plus, sent_prompts
 
     meters = {m: Meter(m, options) for m in models}
     recorded = {m: Meter(m, options) for m in models}
@@ -416,16 +420,18 @@ def _walk(name: str, renderer: Renderer, contexts: Sequence[StoredContext], need
 
     per: list[StepUse] = []
     for item in turns(name, renderer, contexts, needs, recall, retries):
-        if isinstance(item, Turn):
-            send(item)
+        if isinstance(item, Step):  # the recorded answer closes the step
+            for m in models:
+                bill[m].output_tokens += answer_tokens[item.index]
+            per.append(item.use)
             continue
-        recalls = sum(text.startswith('{"next":{"kind":"recall"') for text in item.added)
-        out_tokens = answer_tokens[item.index] + sum(count_tokens(t, encoding) for t in item.added)
-        for m in models:
-            bill[m].output_tokens += out_tokens
-            bill[m].recall_turns += recalls
-            bill[m].rerun_turns += len(item.added) - recalls
-        per.append(item.use)
+        send(item)
+        if item.answer is not None:  # an added turn: its decision is output too
+            tokens = count_tokens(item.answer, encoding)
+            for m in models:
+                bill[m].output_tokens += tokens
+                bill[m].recall_turns += item.kind == "recall"
+                bill[m].rerun_turns += item.kind == "rerun"
     return tuple(per), bill
 
 
@@ -443,11 +449,6 @@ def _lead(prompt: Prompt, n: int) -> Prompt:
     return Prompt(tokens=tokens, breakpoints=tuple(b + n for b in prompt.breakpoints), time=prompt.time,
                   blocks=tuple(b + n for b in prompt.blocks),
                   implicit=None if prompt.implicit is None else prompt.implicit + n)  # fmt: skip
-
-
-def _plus(a: Billing, b: Billing) -> Billing:
-    return Billing(tokens=a.tokens + b.tokens, uncached=a.uncached + b.uncached, written=a.written + b.written,
-                   read=a.read + b.read, cost=a.cost + b.cost)  # fmt: skip
 
 
 __all__ = ["MAX_RECALL", "OUTPUT_PRICE", "TOOL_PROMPT", "Bill", "UseComparison", "compare_use", "plan_recalls",
