@@ -24,7 +24,6 @@ from typing import Any
 import msgspec
 
 from ..errors import InvalidFile, UsageError
-from ..io.numbers import ascii_int
 from .engine import Comparison, Renderer
 from .verdict import PREFIX  # the cost model of `total.effective_cost`: the ideal prefix cache
 
@@ -68,12 +67,14 @@ def expand(paths: Sequence[str]) -> list[str]:
 
 
 def parse_shard(spec: str) -> tuple[int, int]:
-    """`I/N` as (I, N), 1 <= I <= N."""
-    index, _, count = (ascii_int(part) for part in spec.partition("/"))
-    if index is None or count is None or not 1 <= index <= count:
+    """`I/N` as (I, N), 1 <= I <= N (`shards.shard_of`); anything else is `usage_error`."""
+    from .shards import shard_of
+
+    got = shard_of(spec)
+    if got is None:
         raise UsageError(f"--shard must be I/N with 1 <= I <= N (e.g. 2/4), not {spec[:100]!r}",
                          details={"shard": spec[:100]})  # fmt: skip
-    return index, count
+    return got
 
 
 def shard(runs: Sequence[str], index: int, count: int) -> list[str]:

@@ -145,13 +145,21 @@ def check_one(
     return None if agg.shard is None else _shard(name, agg.shard)
 
 
-def _shard(name: str, spec: str) -> tuple[int, int]:
+def shard_of(spec: str) -> tuple[int, int] | None:
+    """`I/N` as (I, N) with 1 <= I <= N, each 1 to 18 ASCII digits; None for anything else."""
     index, _, count = (ascii_int(part) for part in spec.partition("/"))
     if index is None or count is None or not 1 <= index <= count:
+        return None
+    return index, count
+
+
+def _shard(name: str, spec: str) -> tuple[int, int]:
+    got = shard_of(spec)
+    if got is None:
         raise _bad(
             name, f"its shard {spec[:40]!r} is not I/N with 1 <= I <= N", "$.aggregate.shard"
         )
-    return index, count
+    return got
 
 
 def check_set(
