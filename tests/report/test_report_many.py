@@ -67,6 +67,8 @@ def test_a_folder_gives_the_aggregate_each_row_and_each_runs_section(folder: Pat
     assert page.split('<p id="verdict-line">', 1)[1].startswith(
         "verdict over 2 runs (with recalls): "
     )
+    # each run's section gives its verdict on the same bill
+    assert page.count('<p class="verdict">verdict (with recalls): ') == len(rows)
 
 
 def test_the_text_output_says_where_it_wrote(tmp_path: Path):

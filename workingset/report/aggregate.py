@@ -18,7 +18,7 @@ from typing import Any
 
 from ..compare.engine import DEFAULT_LABEL
 from ..compare.tables import ratio_text
-from ..compare.verdict import billed_by, decide, how_billed, many_verdict
+from ..compare.verdict import WITH_RECALLS, billed_by, decide, how_billed, many_verdict
 from .page import _ASSETS, _json
 
 AGGREGATE_PICTURE_HOOK = "aggregate-picture"  # the element id the aggregate's picture fills
@@ -101,9 +101,15 @@ def _run_section(i: int, data: Mapping[str, Any], row: Mapping[str, Any], model:
         parts.append(f"<h4>billed under {escape(m)}</h4>" + _table(
             ["strategy", "cost (full-price tokens)", "read", "written", "uncached"], rows))  # fmt: skip
     how = how_billed(model) if model in data.get("cache", {}) else "effective cost"
-    parts.append(
-        f'<p class="verdict">verdict: {escape(decide(row["cost"][model], data["base"], how, idle))}</p>'
-    )
+    recalled = (row.get("with_recalls") or {}).get(model)
+    if recalled is not None:  # the bill with recalls, as the page's verdict (compare --use)
+        costs = {s: recalled[s]["effective_cost"] for s in names}
+        said = (
+            f"verdict (with recalls): {decide(costs, data['base'], f'{how}, {WITH_RECALLS}', idle)}"
+        )
+    else:
+        said = f"verdict: {decide(row['cost'][model], data['base'], how, idle)}"
+    parts.append(f'<p class="verdict">{escape(said)}</p>')
     return "".join(parts) + "</section>"
 
 
