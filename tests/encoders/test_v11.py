@@ -233,6 +233,6 @@ def test_an_import_writes_contexts_that_verify_byte_exact(tmp_path, version):
     verdicts = json.loads(invoke("verify", str(out), "--json").stdout)
     assert verdicts["ok"] and all(v["status"] == "ok" for v in verdicts["contexts"])
     bad = invoke(
-        "import", "mini-swe-agent", str(source), "--out", str(tmp_path / "x"), "--encoder", "v15"
+        "import", "mini-swe-agent", str(source), "--out", str(tmp_path / "x"), "--encoder", "v99"
     )
     assert bad.exit_code == 2 and "unknown_encoder" in bad.stderr and not (tmp_path / "x").exists()

@@ -18,31 +18,29 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.common import ROOT
-from tests.helpers.factory import HUGE, evidence, huge_state, sample_state
+from tests.helpers.factory import HUGE, huge_state, sample_state
 from tests.helpers.journal_checks import DECISION_HEAD, NOTE_HEAD, _word
 from tests.helpers.recover import _spans, read_outline, v12_evidence
 from tests.helpers.recover14 import paged_blocks, read_index, read_tail, sections
-from tests.helpers.strategies import states
+from tests.helpers.strategies import bound_states, growing
 from tests.helpers.v13_checks import check_index_row
 from workingset.compare.availability import availability
 from workingset.decisions import PagedRecall, check_recall_pages, parse_decision
 from workingset.encoders import get_encoder
 from workingset.errors import DecisionRejected, InvalidFile
 from workingset.model.state import (
-    HistoryEntry,
     RecallSelection,
     State,
-    TextPayload,
     copy_state,
     load_state,
     validate_state,
 )
-from workingset.runs.layout import read_run
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from synthetic import make_state  # noqa: E402
 
-BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
+from tests.helpers.strategies import BUG17  # noqa: E402
+
 BUDGETS = ["v14", "v14:budget=20000"]
 
 
@@ -413,33 +411,6 @@ def test_every_bug17_context_reads_back_and_every_archived_entry_is_reachable(na
     check_reachable(last.state, last.hypothesis, name, sample)
 
 
-@st.composite
-def bound_states(draw):
-    """Random states (test_render_properties) with more and larger entries: long outputs, queries, notes, decisions."""
-    state = draw(states())
-    n = len(state.evidence)
-    for k in range(draw(st.integers(0, 40))):
-        size = draw(st.sampled_from([10, 900, 3_000, 25_000, 120_000]))
-        text = draw(st.sampled_from(["x", "`", "```\n", "é\u2028", "line 12 ms\n"])) * size
-        query = draw(st.sampled_from([None, "q", "select " + "c, " * 2_000]))
-        state.evidence.append(
-            evidence(
-                n + k + 1,
-                "H2",
-                TextPayload(language="log", text=text),
-                query=query,
-                status="unsettled",
-            )
-        )
-        state.evidence[-1].captured_at = "2026-06-10T21:00:00Z"
-    for h in state.hypotheses:
-        for _j in range(draw(st.integers(0, 30))):
-            h.history.append(HistoryEntry(iteration=9, kind="assessment", evidence_refs=[state.evidence[0].id],
-                                                verdict="neutral", confidence=0.5, text="y" * draw(st.sampled_from([1, 500, 9_000]))))  # fmt: skip
-    validate_state(state)
-    return state
-
-
 @pytest.mark.slow  # fuzz: generated states with up to 40 outputs of up to 120,000 characters
 @settings(
     max_examples=40,
@@ -664,21 +635,6 @@ def test_the_output_schema_outline_reads_back_to_the_decision_schema():
     assert schema == {
         k: v for k, v in encoder.decision_schema.items() if k not in ("$schema", "title")
     }
-
-
-def growing(full: State, steps: int):
-    """One state object that grows, turn by turn, into `full`: each turn appends the entries of its iterations."""
-    state = copy_state(full)
-    sources = [(state.evidence, list(state.evidence)), (state.notes, list(state.notes)),
-               *((h.history, list(h.history)) for h in state.hypotheses)]  # fmt: skip
-    for target, _ in sources:
-        target.clear()
-    last = max(x.iteration for _, whole in sources for x in whole)
-    for turn in range(1, steps + 1):
-        upto = last * turn // steps
-        for target, whole in sources:
-            target.extend(x for x in whole[len(target) :] if x.iteration <= upto)
-        yield state
 
 
 def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():

@@ -52,6 +52,10 @@ def evidence_payloads(text: str) -> dict[str, object]:
         return {eid: entry["payload"] for eid, entry in v13_evidence(text).items()}
     if "\nencoder: investigation_project_v14" in head:
         return v14_evidence_payloads(text)
+    if "\nencoder: investigation_project_v15" in head:
+        from tests.helpers.recover15 import v15_evidence_payloads
+
+        return v15_evidence_payloads(text)
     lines = text.split("\n")
     spans = _spans(text)
     inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}

@@ -4,8 +4,18 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from tests.helpers.common import ROOT
 from tests.helpers.factory import evidence, sample_state
-from workingset.model.state import RecallSelection, RowsPayload, TextPayload, validate_state
+from workingset.model.state import (
+    HistoryEntry,
+    RecallSelection,
+    RowsPayload,
+    State,
+    TextPayload,
+    copy_state,
+    validate_state,
+)
+from workingset.runs.layout import read_run
 
 # Text that stresses fences: backtick runs, newlines of every kind, fence-like lines, unicode.
 pieces = [
@@ -76,3 +86,48 @@ def states(draw):
     state.hypotheses[0].control.previous_result = draw(st.sampled_from(ids))
     validate_state(state)
     return state
+
+
+@st.composite
+def bound_states(draw):
+    """Random states (test_render_properties) with more and larger entries: long outputs, queries, notes, decisions."""
+    state = draw(states())
+    n = len(state.evidence)
+    for k in range(draw(st.integers(0, 40))):
+        size = draw(st.sampled_from([10, 900, 3_000, 25_000, 120_000]))
+        text = draw(st.sampled_from(["x", "`", "```\n", "é\u2028", "line 12 ms\n"])) * size
+        query = draw(st.sampled_from([None, "q", "select " + "c, " * 2_000]))
+        state.evidence.append(
+            evidence(
+                n + k + 1,
+                "H2",
+                TextPayload(language="log", text=text),
+                query=query,
+                status="unsettled",
+            )
+        )
+        state.evidence[-1].captured_at = "2026-06-10T21:00:00Z"
+    for h in state.hypotheses:
+        for _j in range(draw(st.integers(0, 30))):
+            h.history.append(HistoryEntry(iteration=9, kind="assessment", evidence_refs=[state.evidence[0].id],
+                                                verdict="neutral", confidence=0.5, text="y" * draw(st.sampled_from([1, 500, 9_000]))))  # fmt: skip
+    validate_state(state)
+    return state
+
+
+def growing(full: State, steps: int):
+    """One state object that grows, turn by turn, into `full`: each turn appends the entries of its iterations."""
+    state = copy_state(full)
+    sources = [(state.evidence, list(state.evidence)), (state.notes, list(state.notes)),
+               *((h.history, list(h.history)) for h in state.hypotheses)]  # fmt: skip
+    for target, _ in sources:
+        target.clear()
+    last = max(x.iteration for _, whole in sources for x in whole)
+    for turn in range(1, steps + 1):
+        upto = last * turn // steps
+        for target, whole in sources:
+            target.extend(x for x in whole[len(target) :] if x.iteration <= upto)
+        yield state
+
+
+BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]

@@ -16,6 +16,7 @@ from .journal.v11 import V11
 from .journal.v12 import V12
 from .journal.v13 import V13
 from .journal.v14 import V14
+from .journal.v15 import V15
 from .v01 import V1
 from .v02 import V2
 from .v03 import V3
@@ -42,6 +43,7 @@ ENCODERS: dict[int, Encoder] = {
     12: V12(),
     13: V13(),
     14: V14(),
+    15: V15(),
 }
 PREFIX = "investigation_project_v"
 LATEST = max(ENCODERS)

@@ -215,6 +215,10 @@ class V14(V13):
     def full_case_text(self, state: State) -> str:
         return super().case_text(state)
 
+    def case_whole(self, state: State, case_text: str) -> bool:
+        """Whether the context shows the whole case (`case_text`: its case section)."""
+        return case_text == self.full_case_text(state)
+
     def case_text(self, state: State) -> str:
         """v13's case; past its room (an eighth of the budget), its first page and its length (recall `case`)."""
         text = self.full_case_text(state)
@@ -282,7 +286,7 @@ class V14(V13):
             number = ascii_int(written) or 0  # more digits than any page count: no such page
             in_view = ref in plan.whole_refs or (ref in plan.shown_refs and number == 1)
             if ref == "case":
-                in_view = case_text == self.full_case_text(state) or number == 1
+                in_view = self.case_whole(state, case_text) or number == 1
             if in_view:
                 continue
             text = self.entry_text(state, ref, plan.same_as)

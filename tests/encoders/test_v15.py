@@ -1,0 +1,235 @@
+"""v15: a working set. What the analysis used stays in view; entries are whole up to a page; lean heads.
+
+Every context is within its budget; every evidence ID is shown or named by the index; what
+the journal shows whole reads back field by field with the documented conventions alone
+(tests/helpers/recover15.py: the case's `evidence defaults:` line and each head's differing
+fields); a paged entry's pages join back to it; a kept walk gives the fresh walk's bytes.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import msgspec.structs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.helpers.factory import HUGE, evidence, huge_state, sample_state
+from tests.helpers.recover14 import read_tail, sections
+from tests.helpers.recover15 import defaults, v15_evidence
+from tests.helpers.strategies import BUG17, bound_states, growing
+from workingset.encoders import get_encoder
+from workingset.encoders.journal.v15 import PAGE_SHARE
+from workingset.encoders.journal.walk15 import walk15
+from workingset.model.state import HistoryEntry, RecallSelection, State, TextPayload, copy_state
+
+BUDGETS = ["v15", "v15:budget=20000"]
+
+
+def check(state: State, hid: str, name: str):
+    """Render, and check the bound, the shown/indexed split and every whole entry against the state."""
+    enc = get_encoder(name)
+    out = enc.render(state, hid)
+    assert out.chars == len(out.text) <= enc.budget
+    assert sorted(out.shown + out.indexed) == sorted(ev.id for ev in state.evidence)
+    by_id = {ev.id: ev for ev in state.evidence}
+    read = v15_evidence(out.text)
+    for eid, entry in read.items():
+        ev = by_id[eid]
+        capture = {
+            k: v
+            for k, v in msgspec.to_builtins(ev.capture).items()
+            if k != "query" and v is not None
+        }
+        fields = dict(entry["fields"])
+        got = {k: fields.pop(k) for k in list(fields) if k in msgspec.structs.asdict(ev.capture)}
+        assert (entry["collector"], entry["iteration"], entry["scope"], entry["captured_at"]) == (
+            ev.collector, ev.iteration, ev.scope, ev.captured_at), eid  # fmt: skip
+        assert got == capture and entry["query"] == ev.capture.query, eid
+        assert (
+            fields.get("action") == ev.budget.action and fields.get("cost", 0) == ev.budget.cost
+        ), eid
+        if "same_as" not in fields:
+            assert entry["payload"] == msgspec.to_builtins(ev.payload), eid
+    return out, read
+
+
+@pytest.mark.parametrize("name", BUDGETS)
+def test_sample_and_bug17_contexts_are_bounded_and_read_back(name):
+    for h in sample_state().hypotheses:
+        check(sample_state(), h.id, name)
+    for ctx in BUG17:
+        check(ctx.state, ctx.hypothesis, name)
+
+
+@pytest.mark.slow  # fuzz: generated states with up to 40 outputs of up to 120,000 characters
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(state=bound_states(), hid=st.sampled_from(["H1", "H2", "H3"]), name=st.sampled_from(BUDGETS))
+def test_random_states_are_within_the_budget_and_read_back(state, hid, name):
+    before = msgspec.json.encode(state)
+    out, _ = check(state, hid, name)
+    assert get_encoder(name).render(copy_state(state), hid) == out
+    assert msgspec.json.encode(state) == before
+
+
+@pytest.mark.parametrize("name", BUDGETS)
+def test_every_context_of_the_kept_167_step_run_is_bounded_and_reads_back(long_run, name):
+    for state in long_run[::6] + [long_run[-1]]:
+        check(state, state.hypotheses[0].id, name)
+
+
+def test_an_output_larger_than_the_budget_is_paged_and_its_pages_join_back():
+    state = huge_state()
+    big = state.evidence[-2].id
+    enc = get_encoder("v15:budget=20000")
+    full = enc.entry_text(state, big)
+    assert len(full) > HUGE
+    pages = []
+    for page in range(1, enc.page_count(state, big) + 1):
+        s = copy_state(state)
+        s.recall["H1"] = RecallSelection(evidence_refs=[big], pages=[f"{big}:{page}"], iteration=9)
+        text = enc.render(s, "H1").text
+        assert len(text) <= enc.budget
+        if page == 1:
+            continue
+        _t, tail_pages, _w = read_tail(sections(text)[2])
+        pages.append(tail_pages[big][3])
+        if page > 3:
+            break
+    assert all(p in full for p in pages)
+
+
+def test_an_entry_is_whole_up_to_a_page_of_a_tenth_of_the_budget():
+    state = sample_state()
+    n = len(state.evidence)
+    for k, size in enumerate((4_500, 9_000, 12_000), start=1):
+        state.evidence.append(
+            evidence(n + k, "H1", TextPayload(language="log", text="y" * size), status="unsettled")
+        )
+        state.evidence[-1].iteration = 9
+    v14, v15 = get_encoder("v14").render(state, "H1"), get_encoder("v15").render(state, "H1")
+    assert get_encoder("v15").page_size == 100_000 // PAGE_SHARE == 10_000
+    ids = [ev.id for ev in state.evidence[-3:]]
+    assert all(f"{eid} paged:" in v14.text for eid in ids)  # v14 pages each at 4,000
+    assert f"{ids[0]} paged:" not in v15.text and f"{ids[1]} paged:" not in v15.text
+    assert f"{ids[2]} paged:" in v15.text
+
+
+def _used_state(name_in_query: bool) -> State:
+    """Outputs of 3,000 characters, one naming `pool_wait_ms` early; every second query names it, or none does."""
+    state = sample_state()
+    state.evidence.clear()
+    state.hypotheses[0].history.clear()
+    state.recall.clear()
+    for i in range(1, 41):
+        text = ("pool_wait_ms rose to 900\n" if i == 2 else "") + f"line {i}\n" * 400
+        query = "grep pool_wait_ms app.log" if (i % 2 == 0 and name_in_query) else f"select {i}"
+        state.evidence.append(
+            evidence(i, "H1", TextPayload(language="log", text=text), query=query)
+        )
+        state.evidence[-1].iteration = i
+    state.iteration = 40
+    return state
+
+
+def test_a_compaction_keeps_what_a_later_query_used_and_archives_by_last_use():
+    enc = get_encoder("v15:budget=40000")
+    room = enc.journal_limit(enc.case_text(_used_state(True)))
+    used = walk15(
+        _used_state(True),
+        room,
+        enc.page_size,
+        enc.format_of(_used_state(True)),
+        enc.case_text(_used_state(True)),
+    )
+    unused = walk15(
+        _used_state(False),
+        room,
+        enc.page_size,
+        enc.format_of(_used_state(False)),
+        enc.case_text(_used_state(False)),
+    )
+    assert used.compactions and unused.compactions
+    assert (
+        "E000002" in used.shown_refs and "E000002" not in unused.shown_refs
+    )  # kept by its use at iteration 40
+    assert used.last_use["E000002"] == 40  # the last query naming it
+    v14 = get_encoder("v14:budget=40000").render(_used_state(True), "H1")
+    assert "E000002" in v14.indexed  # v14 archives by age
+
+
+def test_a_recalled_item_is_written_again_at_the_journals_end_and_stays_in_view():
+    state = _used_state(False)
+    enc = get_encoder("v15:budget=40000")
+    assert "E000002" in enc.render(state, "H1").indexed
+    state.hypotheses[0].history.append(
+        HistoryEntry(iteration=41, kind="recall", evidence_refs=["E000002"])
+    )
+    state.iteration = 41
+    out = enc.render(state, "H1")
+    assert "E000002" in out.shown and "pool_wait_ms rose to 900" in sections(out.text)[1]
+    assert sections(out.text)[1].rstrip().endswith("```")  # the copy closes the journal
+    assert "E000002" in sections(out.text)[0]  # its index row stays: the index only grows
+
+
+def test_lean_heads_and_rows():
+    state = _used_state(True)
+    state.hypotheses[0].history.append(
+        HistoryEntry(iteration=40, kind="query", evidence_refs=["E000040"])
+    )
+    text = get_encoder("v15").render(state, "H1").text
+    assert defaults(text) == {
+        "collector": "H1",
+        "scope": "query_result",
+        "origin": "postgres:orders",
+        "language": "log",
+    }
+    assert "\nE000040 #40 " in text and "origin=" not in sections(text)[1]
+    assert "H1 #40 query" not in text  # a query row without text is not written
+    assert (
+        get_encoder("v15").entry_text(state, "H1/1") == "H1 #40 query E000040"
+    )  # and still recalled
+
+
+def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():
+    from benchmarks.synthetic import make_state
+
+    full = make_state(2_000)
+    for name in BUDGETS:
+        enc = get_encoder(name)
+        journal = enc.new_journal(full)
+        walks = set()
+        for state in growing(full, 30):
+            assert enc.render(state, "H1", journal=journal) == enc.render(
+                copy_state(state), "H1"
+            ), name
+            walks.add(id(journal.w))
+        assert len(walks) <= 2, (
+            "the turns resumed the walk (a new one only when the evidence defaults appear)"
+        )
+
+
+def test_between_two_compactions_the_journal_only_grows(long_run):
+    enc = get_encoder("v15")
+    before = None
+    rewrites = 0
+    for state in long_run:
+        journal = sections(enc.render(state, state.hypotheses[0].id).text)[:2]
+        if before is not None and not (
+            journal[0] == before[0] and journal[1].startswith(before[1])
+        ):
+            rewrites += 1
+        before = journal
+    assert 0 < rewrites < len(long_run) // 4
+
+
+def test_every_parameter_follows_its_stated_rule():
+    for budget in (20_000, 100_000, 1_000_000):
+        enc = get_encoder(f"v15:budget={budget}")
+        assert enc.page_size == budget // 10
+        assert enc.tail_reserve == max(6_000, budget // 4) and enc.case_room == budget // 8
+    assert get_encoder("v15").budget == get_encoder("v14").budget == 100_000

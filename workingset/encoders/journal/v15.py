@@ -1,0 +1,232 @@
+"""v15: a working set. What the analysis uses stays in view; cheaper than the transcript with every recall billed.
+
+v14 chose what to show by age and paged every entry over 4,000 characters. v15 keeps v14's
+layout, its bound, its index and its recall, and changes what the journal holds and how
+lean it writes it (issue 32):
+
+- **use decides what stays** (`walk15`): a compaction keeps the entries used last (cited by
+  a decision, named by a later query, note or decision text, or recalled) within a third
+  of the journal's room, and archives the rest by last use; a recalled evidence item is
+  written again at the journal's end and stays while it is used;
+- **pages only for what does not fit**: an entry is written whole up to a page of a tenth
+  of the budget (10,000 characters at the default budget; v14: 4,000): four recalled pages
+  take two fifths of it, with the tail's reserve (a quarter), the case (at most an eighth)
+  and the preamble within the rest;
+- **lean entries**: an evidence head line writes only what differs from the analysis's
+  first evidence item (`evidence defaults:` in the case, said once), a query decision row
+  without text is not written (its result's head names the hypothesis and iteration, and
+  the row is still `H<n>/<k>` for recall), and the case's statement is fenced raw text.
+
+Every parameter is a rule of the budget or of v14's rules (see `encodings/v15.md`); none was
+chosen by measuring runs.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from ...model.records import RowsPayload, TextPayload
+from ...model.state import Evidence, HistoryEntry, State
+from .._render import compact, fence, heading, rows_caption, table
+from .base import ENTITY_COLUMNS, HYPOTHESIS_COLUMNS
+from .v12 import _query_lines, _value
+from .v13 import V13Format
+from .v14 import V14, View14
+from .walk import Journal, payload_lines
+from .walk14 import page_bounds, paged_text, same_as_targets
+from .walk15 import Journal15, Plan15, walk15
+
+# The fields an evidence head writes when they differ from the defaults (the first item's).
+DEFAULT_FIELDS = ("collector", "scope", "predicate", "origin", "snapshot", "coverage", "truncated",
+                  "page", "next_cursor", "eof", "item_count", "language")  # fmt: skip
+PAGE_SHARE = 10  # a page is a tenth of the budget
+
+
+def evidence_fields(ev: Evidence) -> dict[str, Any]:
+    """The head fields a default can stand for, with their values (language: a text payload's)."""
+    c = ev.capture
+    language = ev.payload.language if isinstance(ev.payload, TextPayload) else None
+    return {"collector": ev.collector, "scope": ev.scope, "predicate": c.predicate, "origin": c.origin,
+            "snapshot": c.snapshot, "coverage": c.coverage, "truncated": c.truncated, "page": c.page,
+            "next_cursor": c.next_cursor, "eof": c.eof, "item_count": c.item_count, "language": language}  # fmt: skip
+
+
+def defaults_of(state: State) -> tuple[tuple[str, Any], ...]:
+    """The evidence defaults: the head fields of the analysis's first evidence item (none before it exists)."""
+    if not state.evidence:
+        return ()
+    return tuple(evidence_fields(state.evidence[0]).items())
+
+
+class V15Format(V13Format):
+    """v15's entries: v13's, with lean evidence heads (what differs from the defaults) and no text-less query rows."""
+
+    def __init__(self, defaults: tuple[tuple[str, Any], ...] = ()):
+        self.defaults = dict(defaults)
+        self.key = ("v15", defaults)  # type: ignore[assignment]  # texts are cached per format and defaults
+
+    def evidence(self, ev: Evidence, same_as: str | None) -> str:
+        parts = [ev.id, f"#{ev.iteration}", ev.captured_at]
+        for k, v in evidence_fields(ev).items():
+            if k == "language" and not isinstance(ev.payload, TextPayload):
+                continue
+            if v != self.defaults.get(k):
+                parts.append(f"{k}={_value(v)}")
+        payload = ev.payload
+        if payload is None:
+            parts.append("payload=unknown")
+        elif isinstance(payload, RowsPayload):
+            parts.append(f"rows={len(payload.rows)}")
+        if ev.budget.action is not None:
+            parts.append(f"action={_value(ev.budget.action)}")
+        if ev.budget.cost:
+            parts.append(f"cost={compact(ev.budget.cost)}")
+        if same_as is not None:
+            parts.append(f"same_as={same_as}")
+        lines = [" ".join(parts)]
+        if ev.capture.query is not None:
+            lines.append(_query_lines(ev.capture.query))
+        return "\n".join(lines + payload_lines(ev, same_as))
+
+    @staticmethod
+    def writes_row(row: HistoryEntry) -> bool:
+        """A query row with no text is not written: its result's head says the hypothesis and iteration."""
+        return not (row.kind == "query" and row.text is None)
+
+
+PROTOCOL = """\
+You investigate a production problem by testing hypotheses with queries. Answer for the selected hypothesis with one JSON object matching the output schema, nothing else.
+
+Journal, oldest first; an entry is written once and never changes:
+- Evidence: `ID #iteration captured_at`, then key=value for each field that differs from the case's `evidence defaults` (null: unset), action=, cost= (unset: none, 0), rows= (count), payload=unknown (not retained, not an empty result), same_as= (an earlier item with the same payload); quoted values are JSON. Then `query:` (inline or fenced) and the payload: text fenced, rows as jsonl, column names first.
+- Note or question: `ID hypothesis #iteration kind`, text fenced.
+- Decision `H<n>/<k>` (hypothesis H<n>'s k-th decision): `hypothesis #iteration kind`, evidence IDs, verdict=, confidence=, text fenced. A query without text is not written: its result's collector and iteration say it.
+An entry longer than a page is `REF paged: N chars, K pages; page 1:` and page 1 fenced; the pages joined are the entry.
+The journal keeps what the analysis used last: entries cited, recalled, or holding a name a later query, note or decision wrote. Past the budget the rest is archived into evidence_index: an evidence row is its full head (ID collector #iteration scope captured_at, every set field) with payload=archived or unknown, ids= and pages= if paged, then `query:` on one line (over 200 characters: its first 160, `query~N:`, N its length); a note row `ID hypothesis #iteration kind archived`; a decision row `H<n>/<k> #iteration kind archived`; `A..B` names every ID of that kind from A to B. A row proves nothing: recall up to 4 references (evidence_refs; entries: N…, H<n>/<k>, case; pages: ["REF:page"]). Recalled evidence is written again at the journal's end and stays while used; other recalled entries and pages are shown this turn.
+
+"This turn": iteration/limit, cost used/limit (no /limit: no cost limit; no cost: nothing spent, no limit); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled if any; plan, next checks; budget statuses of the evidence shown, other than settled (action set), none (no action) or unsettled for the result to assess; note statuses of the notes shown; archived or paged entries shown this turn, each whole or `REF page P/K, N chars:` and that page fenced; the result to assess. Lines with nothing to list are left out.
+
+Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown in this context (whole or a page). A decision breaking a rule is rejected and changes nothing: answer again."""
+
+
+class V15(V14):
+    """v15: v14's layout and bound, a journal kept by use (`walk15`), whole entries up to a tenth of the budget, lean heads."""
+
+    version = 15
+    protocol = PROTOCOL
+
+    @property
+    def page_size(self) -> int:
+        """A tenth of the budget: four recalled pages, the tail's reserve, the case and the preamble fit the budget."""
+        return self.budget // PAGE_SHARE
+
+    @cached_property
+    def preamble(self) -> str:
+        return super().preamble
+
+    def format_of(self, state: State) -> V15Format:
+        return _format(defaults_of(state))
+
+    # -- the case --------------------------------------------------------------------------
+
+    def full_case_text(self, state: State) -> str:
+        """The case: title and opening time, the statement fenced raw, entities, hypotheses, budget, evidence defaults."""
+        case = state.case
+        entities = [[e.id, e.kind, e.name, e.source] for e in case.entities]
+        hypotheses = [[h.id, h.title, h.mechanism] for h in state.hypotheses]
+        lines = [heading(2, "Case"), f"analysis: {state.analysis_id}", f"title: {compact(case.title)}",
+                 f"opened_at: {case.opened_at}", "statement:", fence(case.statement),
+                 rows_caption(len(entities), "entities"), table(ENTITY_COLUMNS, entities),
+                 rows_caption(len(hypotheses), "hypotheses"), table(HYPOTHESIS_COLUMNS, hypotheses),
+                 f"context budget: {self.budget} characters"]  # fmt: skip
+        return "\n".join(lines)
+
+    def case_whole(self, state: State, case_text: str) -> bool:
+        return len(self.full_case_text(state)) <= self.case_room
+
+    def case_text(self, state: State) -> str:
+        """The case (its first page past its room, an eighth of the budget), then the evidence defaults, never paged."""
+        text = self.full_case_text(state)
+        if len(text) > self.case_room:
+            paged, _count = paged_text("case", text, self.page_size)
+            text = "\n".join([heading(2, "Case"), f"analysis: {state.analysis_id}",
+                              f"context budget: {self.budget} characters", paged])  # fmt: skip
+        defaults = defaults_of(state)
+        if not defaults:
+            return text
+        return (
+            text
+            + "\nevidence defaults: "
+            + " ".join(f"{k}={_value(v)}" for k, v in defaults if v is not None)
+        )
+
+    # -- entries -----------------------------------------------------------------------------
+
+    def entry_text(
+        self, state: State, ref: str, same_as: dict[str, str] | None = None
+    ) -> str | None:
+        if ref == "case":
+            return self.full_case_text(state)
+        fmt = self.format_of(state)
+        if ref[0] == "E":
+            ev = next((e for e in state.evidence if e.id == ref), None)
+            targets = same_as_targets(state) if same_as is None else same_as
+            return None if ev is None else fmt.entry_text("evidence", ev, None, targets.get(ref))
+        return super().entry_text(state, ref, same_as)
+
+    def page_count(self, state: State, ref: str) -> int:
+        text = self.entry_text(state, ref)
+        if text is None:
+            return 0
+        return 1 if len(text) <= self.page_size else len(page_bounds(text, self.page_size))
+
+    # -- the journal ---------------------------------------------------------------------------
+
+    def new_journal(self, state: State) -> Journal15:  # type: ignore[override]
+        case_text = self.case_text(state)
+        return Journal15(
+            self.journal_limit(case_text), self.page_size, self.format_of(state), case_text
+        )
+
+    def select(
+        self, state: State, selected: Any, journal: Journal | None = None, limit: int | None = None
+    ) -> View14:
+        roles = self.roles(state, selected)
+        case_text = self.case_text(state)
+        room = self.journal_limit(case_text) if limit is None else limit
+        fmt = self.format_of(state)
+        plan: Plan15
+        if (isinstance(journal, Journal15) and journal.limit == room and journal.page_size == self.page_size
+                and journal.fmt is fmt and journal.case == case_text):  # fmt: skip
+            plan = journal.plan(state)
+        else:
+            plan = walk15(state, room, self.page_size, fmt, case_text)
+        tail = self.tail_entries(state, selected, plan, case_text)
+        tail_refs = frozenset(ref for ref, _ in tail)
+        tail_items = sorted((state.evidence[plan.positions[r]] for r in tail_refs if r in plan.positions),
+                            key=lambda ev: plan.positions[ev.id])  # fmt: skip
+        in_journal = {ev.id for ev in plan.shown}
+        extra = [ev for ev in tail_items if ev.id not in in_journal]
+        return View14(
+            state=state, selected=selected, shown=plan.shown + extra,
+            indexed=[ev for ev in plan.archived if ev.id not in tail_refs] if extra else plan.archived, roles=roles,
+            journal=None, tail_items=tail_items, case_text=case_text,
+            plan14=plan, tail_entries=tail, tail_refs=tail_refs,
+        )  # fmt: skip
+
+
+_FORMATS: dict[tuple[tuple[str, Any], ...], V15Format] = {}
+
+
+def _format(defaults: tuple[tuple[str, Any], ...]) -> V15Format:
+    """One format object per defaults (a kept journal checks it by identity); a few per process."""
+    fmt = _FORMATS.get(defaults)
+    if fmt is None:
+        if len(_FORMATS) > 1024:
+            _FORMATS.clear()
+        fmt = _FORMATS[defaults] = V15Format(defaults)
+    return fmt
+
+
+__all__ = ["PROTOCOL", "V15", "V15Format", "defaults_of"]

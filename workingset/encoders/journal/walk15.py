@@ -1,0 +1,377 @@
+"""The journal of v15: a working set. What the analysis used stays in view; the rest is archived by last use.
+
+v14 archives by age: a compaction keeps the newest third of the journal's room. v15 keeps
+what was *used* (Denning's working set): every entry has a last use, derived from the state
+by one rule (`Walk15.use`), and a compaction keeps the entries used last, newest first, until
+the journal is at most a third of its room; it never archives an entry of the newest
+iteration. An entry is used at iteration i when
+
+- a decision row of iteration i cites it (an assessment, a recall, a conclusion, a query's
+  own result), or
+- a query, note or decision text of iteration i names an identifier (`model.used.harvest_used`:
+  paths, dotted, underscored and camel-case names, `line N`, hashes) that the case does not
+  state and the entry's text holds (the newest entry in view that holds it).
+
+An evidence item a recall names (a `recall` row) is written again at the end of the journal
+(`copy`), whole or as its first page, and from then on is used like any other entry: a
+recalled item joins the working set and stays while it is used.
+
+Pages: an entry longer than a page (`V15.page_size`, a rule of the budget) is written as its
+first page; every shorter entry is written whole. Between two compactions the journal only
+grows, so a cache's prefix of the last turn stays a prefix; a compaction rewrites it (as
+v14's do) and is the only place where the choice by use costs anything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any
+
+from ...model.harvest import payload_text
+from ...model.state import Evidence, State
+from ...model.used import harvest_used
+from .pages import paged_text
+from .walk import Journal, _cached, entries
+from .walk14 import Plan14, Spans, _status_only, add_targets, decision_refs
+
+OVERHEAD = 120  # the index caption and its line breaks, more than they ever take
+
+
+@dataclass
+class Plan15(Plan14):
+    """v14's plan, with each shown entry's last use (for tests and benchmarks)."""
+
+    last_use: dict[str, int] = field(default_factory=dict)
+
+
+class Walk15:
+    """One walk of a v15 journal, kept between renders of a growing state to resume where it stopped."""
+
+    def __init__(self, limit: int, page_size: int, fmt: Any, case_text: str):
+        self.limit, self.page_size, self.fmt, self.case = limit, page_size, fmt, case_text
+        self.kinds: list[
+            str
+        ] = []  # "evidence", "note", "history" or "copy" (a recalled item written again)
+        self.items: list[Any] = []
+        self.refs: list[str] = []
+        self.texts: list[str] = []  # each entry as the journal writes it ("" when not written)
+        self.rows: list[
+            str
+        ] = []  # each entry's index row ("" for a copy or an entry never written)
+        self.bodies: list[
+            str
+        ] = []  # what a name is looked up in: a payload's text, a note's or decision's text
+        self.iterations: list[int] = []
+        self.last: list[int] = []  # each entry's last use (an iteration)
+        self.shown: list[int] = []  # the entries in the journal, in order
+        self.archived: list[int] = []  # the entries archived, in the order they were
+        self.archived_set: set[str] = set()
+        self.archived_ev: list[Evidence] = []
+        self.pages: dict[str, int] = {}
+        self.spans: Spans | None = None
+        self.span_count = 0  # archived[:span_count] are written as ranges
+        self.size = 0  # the shown entries' characters, separators included
+        self.rows_size = 0  # the index rows not in ranges, line breaks included
+        self.threshold, self.compactions = limit, 0
+        self.first: dict[str, Evidence] = {}
+        self.same_as: dict[str, str] = {}
+        self.positions: dict[str, int] = {}
+        self.where: dict[
+            str, int
+        ] = {}  # reference -> the entry of it in the journal now (a copy's, once recalled)
+        self.top = 0  # the newest iteration walked
+
+    # -- texts ---------------------------------------------------------------------------
+
+    def targets(self, evidence: list[Evidence]) -> None:
+        self.positions.update(zip([ev.id for ev in evidence], count(len(self.positions))))
+        add_targets(evidence, self.first, self.same_as)
+
+    def written(self, ref: str, text: str) -> str:
+        """`text` as the journal writes it: whole up to a page, else its first page (its page count kept)."""
+        if len(text) <= self.page_size:
+            return text
+        paged: tuple[str, int] = _cached(("v15-paged", ref, self.page_size, text), paged_text, ref, text, self.page_size)  # type: ignore[assignment]  # fmt: skip
+        self.pages[ref] = paged[1]
+        return paged[0]
+
+    def entry(self, kind: str, item: Any, hypothesis: str | None, ref: str) -> tuple[str, str]:
+        """The entry's journal text ("" when the format writes none) and its index row."""
+        fmt = self.fmt
+        if kind == "evidence":
+            text, row = fmt.evidence_texts(item, self.same_as.get(ref))
+            written = self.written(ref, text)
+            if ref in self.pages:  # the page count ends the row's head line
+                head, newline, query = row.partition("\n")
+                row = f"{head} pages={self.pages[ref]}{newline}{query}"
+            return written, row
+        if kind == "note":
+            who = "null" if item.hypothesis is None else item.hypothesis
+            row = f"{ref} {who} #{item.iteration} {item.kind} archived"
+            return self.written(ref, fmt.entry_text(kind, item, hypothesis)), row
+        if not fmt.writes_row(item):
+            return "", ""
+        row = f"{ref} #{item.iteration} {item.kind} archived"
+        return self.written(ref, fmt.entry_text(kind, item, hypothesis)), row
+
+    # -- use -----------------------------------------------------------------------------
+
+    def use(self, kind: str, item: Any, at: int) -> None:
+        """Mark what the entry (of iteration `at`) uses: the evidence it cites, the entries holding the names it writes."""
+        refs: list[str] = []
+        texts: list[str] = []
+        if kind == "history":
+            refs = list(item.evidence_refs)
+            if item.text is not None:
+                texts.append(item.text)
+        elif kind == "note":
+            texts.append(item.text)
+        elif kind == "evidence" and item.capture.query:
+            texts.append(item.capture.query)
+        for ref in refs:
+            i = self.where.get(ref)
+            if i is not None:
+                self.last[i] = at
+        if not texts:
+            return
+        shown, bodies, case = self.shown, self.bodies, self.case
+        for value in harvest_used("\n".join(texts)):
+            if value in case:
+                continue
+            for i in reversed(shown):
+                if value in bodies[i]:
+                    self.last[i] = at
+                    break
+
+    # -- the walk --------------------------------------------------------------------------
+
+    def append(self, kind: str, item: Any, hypothesis: str | None, ref: str) -> None:
+        text, row = self.entry(kind, item, hypothesis, ref)
+        self.add(kind, item, ref, text, row)
+
+    def add(self, kind: str, item: Any, ref: str, text: str, row: str) -> None:
+        i = len(self.refs)
+        self.kinds.append(kind)
+        self.items.append(item)
+        self.refs.append(ref)
+        self.texts.append(text)
+        self.rows.append(row)
+        self.bodies.append(_body(kind, item))
+        self.iterations.append(item.iteration)
+        self.last.append(item.iteration)
+        self.top = max(self.top, item.iteration)
+        if text:
+            self.shown.append(i)
+            self.where[ref] = i
+            self.size += len(text) + 2
+
+    def copy(self, ref: str, at: int) -> None:
+        """Write the recalled evidence item `ref` again at the journal's end, unless the journal shows it whole."""
+        i = self.where.get(ref)
+        if i is not None and self.texts[i] and ref not in self.pages:
+            self.last[i] = at
+            return
+        j = next((k for k in range(len(self.refs) - 1, -1, -1) if self.refs[k] == ref and self.kinds[k] == "evidence"), None)  # fmt: skip
+        if j is None:
+            return
+        ev = self.items[j]
+        text, _ = self.fmt.evidence_texts(ev, self.same_as.get(ref))
+        written = self.written(ref, text)
+        self.kinds.append("copy")
+        self.items.append(ev)
+        self.refs.append(ref)
+        self.texts.append(written)
+        self.rows.append("")
+        self.bodies.append(_body("evidence", ev))
+        self.iterations.append(at)
+        self.last.append(at)
+        k = len(self.refs) - 1
+        self.shown.append(k)
+        self.where[ref] = k
+        self.size += len(written) + 2
+
+    def index_size(self) -> int:
+        if not self.archived:
+            return 0
+        return OVERHEAD + (self.spans.size if self.spans else 0) + self.rows_size
+
+    def feed(self, state: State, ents: Any, decision: dict[int, str]) -> None:
+        """Walk `ents`, the entries of `state` after those already walked, compacting past the threshold."""
+        if self.spans is None:
+            self.spans = Spans(state)
+        self.spans.state = state
+        for kind, item, hypothesis in zip(ents.kinds, ents.items, ents.hypotheses):
+            ref = item.id if kind != "history" else decision[id(item)]
+            at = item.iteration
+            self.use(kind, item, at)
+            self.append(kind, item, hypothesis, ref)
+            if kind == "history" and item.kind == "recall":
+                for eid in item.evidence_refs:
+                    self.copy(eid, at)
+            if self.size + self.index_size() > self.threshold:
+                self.compact()
+
+    def compact(self) -> None:
+        """Keep the entries used last (newest first) within a third of the room, and every entry of the newest iteration."""
+        self.compactions += 1
+        limit, low = self.limit, self.limit * 2 // 3
+        last, iterations, texts, top = self.last, self.iterations, self.texts, self.top
+        order = sorted(self.shown, key=lambda i: (last[i], i), reverse=True)
+        newest = max(self.shown)
+        index = self.index_size()
+        keep, size = self.choose(order, lambda i: iterations[i] == top or i == newest, low - index)
+        # Past the room (a newest iteration larger than the room), only the newest entry is exempt.
+        rows = sum(len(self.rows[i]) + 1 for i in self.shown if i not in keep)
+        if size + index + rows > limit:
+            keep, size = self.choose(order, lambda i: i == newest, low - index)
+        gone = [i for i in self.shown if i not in keep]
+        self.shown = [i for i in self.shown if i in keep]
+        self.size = size
+        for i in gone:
+            ref = self.refs[i]
+            if self.where.get(ref) == i:
+                del self.where[ref]
+            texts[i] = ""
+            if self.kinds[i] == "copy" or ref in self.archived_set:
+                continue  # its row is in the index already
+            self.archived.append(i)
+            self.archived_set.add(ref)
+            self.rows_size += len(self.rows[i]) + 1
+            if self.kinds[i] == "evidence":
+                self.archived_ev.append(self.items[i])
+        self.ranges()
+        self.threshold = max(limit, self.size + self.index_size() + limit // 2)
+
+    def choose(self, order: list[int], exempt: Any, room: int) -> tuple[set[int], int]:
+        """The entries kept: in `order` (last used first) while they fit `room`, and every `exempt` one."""
+        keep: set[int] = set()
+        size = 0
+        for i in order:
+            cost = len(self.texts[i]) + 2
+            if exempt(i) or size + cost <= room:
+                keep.add(i)
+                size += cost
+        return keep, size
+
+    def ranges(self) -> None:
+        """When the index rows pass a quarter of the room, the oldest archived become ranges until the rows take an eighth."""
+        assert self.spans is not None
+        if self.rows_size <= self.limit // 4:
+            return
+        start = self.span_count
+        while self.rows_size > self.limit // 8 and self.span_count < len(self.archived) - 1:
+            self.rows_size -= len(self.rows[self.archived[self.span_count]]) + 1
+            self.span_count += 1
+        self.spans.extend([self.refs[i] for i in self.archived[start : self.span_count]])
+
+    def result(self) -> Plan15:
+        refs, kinds, items, texts = self.refs, self.kinds, self.items, self.texts
+        groups: list[list[str]] = []
+        last = None
+        for i in self.shown:
+            if not groups or self.iterations[i] != last:
+                groups.append([])
+                last = self.iterations[i]
+            groups[-1].append(texts[i])
+        blocks = ["\n\n".join(group) for group in groups]
+        index_text = ""
+        if self.archived:
+            n = len(self.archived)
+            lines = [f"evidence_index (archived entries): {n} {'entry' if n == 1 else 'entries'}"]
+            lines += (self.spans.lines() if self.spans else []) + [
+                self.rows[i] for i in self.archived[self.span_count :]
+            ]
+            index_text = "\n".join(lines)
+        shown_refs = frozenset(refs[i] for i in self.shown)
+        seen: set[str] = set()
+        shown_ev = []
+        for i in self.shown:
+            if kinds[i] in ("evidence", "copy") and refs[i] not in seen:
+                seen.add(refs[i])
+                shown_ev.append(items[i])
+        # Archived evidence that a copy shows again counts as shown, not indexed.
+        archived = [ev for ev in self.archived_ev if ev.id not in seen]
+        archived_refs: AbstractSet[str] = (
+            self.archived_set - seen if seen & self.archived_set else self.archived_set
+        )
+        return Plan15(
+            index_text=index_text, body="\n\n".join(blocks), blocks=blocks, shown=shown_ev, archived=archived,
+            shown_refs=shown_refs, whole_refs=frozenset(r for r in shown_refs if r not in self.pages),
+            archived_refs=archived_refs, pages=dict(self.pages), same_as=self.same_as,
+            positions=self.positions, compactions=self.compactions,
+            last_use={refs[i]: self.last[i] for i in self.shown},
+        )  # fmt: skip
+
+
+def _body(kind: str, item: Any) -> str:
+    """The text an entry holds names in: an evidence payload's (not its query), a note's, a decision's."""
+    if kind in ("evidence", "copy"):
+        return "" if item.payload is None else payload_text(item.payload)
+    return item.text or ""
+
+
+def walk15(state: State, limit: int, page_size: int, fmt: Any, case_text: str) -> Plan15:
+    """The v15 journal of `state` within `limit` characters (index included), from the first entry."""
+    w = Walk15(limit, page_size, fmt, case_text)
+    w.targets(state.evidence)
+    w.feed(state, entries(state), decision_refs(state))
+    return w.result()
+
+
+class Journal15(Journal):
+    """A v15 walk kept between renders of one analysis (the same bytes as a fresh walk; a test checks it).
+
+    It resumes as v14's `Journal14` does: when the state only appended entries after the last
+    one walked, or replaced an evidence item by a copy differing only in its budget status.
+    """
+
+    def __init__(self, limit: int, page_size: int, fmt: Any, case_text: str):
+        super().__init__(limit, fmt)
+        self.page_size, self.case = page_size, case_text
+        self.w = Walk15(limit, page_size, fmt, case_text)
+        self.top_ids = ("", "")
+
+    def _kept(self, now: list[Any], then: list[Any]) -> bool:
+        if super()._kept(now, then):
+            return True
+        if len(now) < len(then) or not then or not isinstance(then[0], Evidence):
+            return False
+        changed = [(old, new) for old, new in zip(then, now) if old is not new]
+        if not all(_status_only(old, new) for old, new in changed):
+            return False
+        for _, new in changed:
+            for k in range(len(self.w.refs) - 1, -1, -1):
+                if self.w.refs[k] == new.id and self.w.kinds[k] in ("evidence", "copy"):
+                    self.w.items[k] = new
+            self.w.archived_ev = [new if ev.id == new.id else ev for ev in self.w.archived_ev]
+        return True
+
+    def plan(self, state: State) -> Plan15:  # type: ignore[override]
+        new = self._new_entries(state)
+        old = self.sources
+        if new is not None:
+            ev_ids = [ev.id for ev in state.evidence[len(old[0]) :]]
+            note_ids = [n.id for n in state.notes[len(old[1]) :]]
+            if (ev_ids and min(ev_ids) <= self.top_ids[0]) or (
+                note_ids and min(note_ids) <= self.top_ids[1]
+            ):
+                new = None
+        if new is None:
+            self.w = Walk15(self.limit, self.page_size, self.fmt, self.case)
+            old = tuple([] for _ in self._sources(state))
+            new = entries(state)
+        w = self.w
+        w.targets(state.evidence[len(old[0]) :])
+        decision = {id(row): f"{h.id}/{k}" for h, then in zip(state.hypotheses, old[2:] or [[]] * len(state.hypotheses))
+                    for k, row in enumerate(h.history[len(then) :], len(then) + 1)}  # fmt: skip
+        w.feed(state, new, decision)
+        self.top_ids = (max([self.top_ids[0], *(ev.id for ev in state.evidence[len(old[0]) :])]),
+                        max([self.top_ids[1], *(n.id for n in state.notes[len(old[1]) :])]))  # fmt: skip
+        self.sources = tuple(list(source) for source in self._sources(state))
+        if new.orders:
+            self.last = new.orders[-1]
+        plan = w.result()
+        self.plan_ = plan  # type: ignore[assignment]
+        return plan
