@@ -5,12 +5,12 @@ Run: .venv/bin/python benchmarks/use.py [--root DIR] [--manifest FILE] [--sectio
 Measured: bug17 and every entry of the corpus manifest (`benchmarks/corpus.json`) present
 under the corpus root (`--root`, default `$WORKINGSET_CORPUS` or `../shared/corpus/raw`),
 each imported with the project's importer. Per run, `compare --use`'s measure
-(`workingset.compare.recalls.compare_use`) of v14 and every baseline `compare` knows, under
+(`workingset.compare.recalls.compare_use`) of v14, v15 and every baseline `compare` knows, under
 `anthropic` and `openai-5.6` (5-minute TTL, 1,024-token minimum, reads 0.1×; the whole
 request): each strategy's share of used identifiers in view, the steps that need a recall,
 the steps with something gone, and its bill as recorded and with recalls. The baselines are
-billed twice: sending the agent's fixed prompt (as the agent did) and without it; v14 sends
-none either way. The used identifiers are the same in both (the fixed prompt's text is never
+billed twice: sending the agent's fixed prompt (as the agent did) and without it; v14 and v15
+send none either way. The used identifiers are the same in both (the fixed prompt's text is never
 counted as used).
 
 Tables: the whole corpus; per stratum (contexts <20, 20–39, 40–149, ≥150; agent; model;
@@ -39,7 +39,7 @@ from corpus import MANIFEST, corpus_root, load_manifest, resolve  # noqa: E402
 from trajectories import detect  # noqa: E402
 
 MODELS = ("anthropic", "openai-5.6")
-CANDIDATE, TRANSCRIPT = "v14", "full-transcript"
+CANDIDATES, TRANSCRIPT = ("v14", "v15"), "full-transcript"
 SIZES = ((0, 20, "<20"), (20, 40, "20–39"), (40, 150, "40–149"), (150, 10**9, "≥150"))
 
 
@@ -65,7 +65,7 @@ def measure(job: tuple[str, str, str]) -> dict[str, Any]:
         cache_options=CacheOptions(),
         retries=read_retries(path, contexts),
     )
-    with_fixed = {CANDIDATE: version_renderer(CANDIDATE), **baseline_renderers(fixed)}
+    with_fixed = {**{c: version_renderer(c) for c in CANDIDATES}, **baseline_renderers(fixed)}
     uc = compare_use(contexts, with_fixed, **options)  # type: ignore[arg-type]
     bare = compare_use(contexts, baseline_renderers(None), **options) if fixed is not None else uc  # type: ignore[arg-type]
     row: dict[str, Any] = {
