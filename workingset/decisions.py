@@ -128,6 +128,33 @@ class PagedRecallDecision(_Answer, frozen=True, kw_only=True):
     next: Query | PagedRecall | Conclude
 
 
+class Quote(_Strict, frozen=True):
+    """A short quote from a payload, as the model copies it; the library binds it to a span (`bind_quotes`)."""
+
+    evidence_ref: EvidenceId
+    quote: Annotated[str, Meta(min_length=1)]
+
+
+class QuotingConclude(Conclude, frozen=True, tag="conclude"):
+    """v15's conclusion: it may quote the evidence it rests on (`quotes`), at most `MAX_SPANS` quotes."""
+
+    quotes: Annotated[list[Quote], Meta(max_length=MAX_SPANS)] = []
+
+
+class QuotingDecision(_Answer, frozen=True, kw_only=True):
+    """A decision of a version with paged recall and quoting conclusions (v15), as the model writes it."""
+
+    next: Query | PagedRecall | QuotingConclude
+
+
+class NullableQuotingDecision(_Strict, frozen=True, kw_only=True):
+    """v15's decision as its stable strict OpenAI form sends it: `"assessment": null` is no assessment."""
+
+    assessment: Assessment | None | UnsetType = UNSET
+    notes: Annotated[list[NewNote], Meta(max_length=MAX_NOTES)] = []
+    next: Query | PagedRecall | QuotingConclude
+
+
 class NullablePagedDecision(_Strict, frozen=True, kw_only=True):
     """v14's decision as its stable strict OpenAI form sends it: `"assessment": null` is no assessment."""
 
@@ -143,7 +170,13 @@ class StoredRecallDecision(_Answer, frozen=True, kw_only=True):
 
 
 AnyDecision = (
-    Decision | RecallDecision | CitingDecision | CitingRecallDecision | PagedRecallDecision
+    Decision
+    | RecallDecision
+    | CitingDecision
+    | CitingRecallDecision
+    | PagedRecallDecision
+    | QuotingDecision
+    | StoredRecallDecision
 )
 # The widest schema: the event log stores every version's decisions in it (`spans`, `entries` and
 # `pages` default to []).
@@ -161,6 +194,8 @@ _DECODERS: dict[tuple[bool, bool], msgspec.json.Decoder[AnyDecision]] = {
 }
 _PAGED_DECODER = msgspec.json.Decoder(PagedRecallDecision)
 _NULLABLE_DECODER = msgspec.json.Decoder(NullablePagedDecision)
+_QUOTING_DECODER = msgspec.json.Decoder(QuotingDecision)
+_NULLABLE_QUOTING_DECODER = msgspec.json.Decoder(NullableQuotingDecision)
 
 
 def _reject(code: str, message: str, **details: Any) -> DecisionRejected:
@@ -206,6 +241,7 @@ def parse_decision(
     limits: Limits | None = None,
     supports_pages: bool = False,
     null_assessment: bool = False,
+    supports_quotes: bool = False,
 ) -> AnyDecision:
     """Decode a decision for one version's schema; raise `DecisionRejected` with its stable code.
 
@@ -213,7 +249,8 @@ def parse_decision(
     so what the model wrote never reaches a decoder unbounded, and a key given twice is
     refused whichever key it is. `null_assessment` (a paged version whose strict OpenAI
     schema is the stable one, v14) reads `"assessment": null` as no assessment; every other
-    version refuses it (`schema_violation`), as before.
+    version refuses it (`schema_violation`), as before. `supports_quotes` (v15, with
+    `supports_pages`) lets a conclusion carry `quotes`, which `bind_quotes` turns into spans.
     """
     received, data = data, unfence(data)
     check_json(data, "decision", "<decision>", limits)
@@ -242,19 +279,33 @@ def parse_decision(
             path="$.next.kind",
         )
     nullable = supports_pages and null_assessment
+    quoting = supports_pages and supports_quotes
     decision_type: type[msgspec.Struct] = (
-        (NullablePagedDecision if nullable else PagedRecallDecision)
+        (
+            (NullableQuotingDecision if nullable else QuotingDecision)
+            if quoting
+            else (NullablePagedDecision if nullable else PagedRecallDecision)
+        )
         if supports_pages
         else DECISION_TYPES[supports_recall, supports_spans]
     )
     decision: AnyDecision
     try:
-        if nullable:  # null and left out are the same decision: its canonical form leaves it out
+        if nullable and quoting:
+            quoted = _NULLABLE_QUOTING_DECODER.decode(data)
+            decision = QuotingDecision(
+                assessment=UNSET if quoted.assessment is None else quoted.assessment,
+                notes=quoted.notes,
+                next=quoted.next,
+            )
+        elif nullable:  # null and left out are the same decision: its canonical form leaves it out
             loose = _NULLABLE_DECODER.decode(data)
             assessment = UNSET if loose.assessment is None else loose.assessment
             decision = PagedRecallDecision(
                 assessment=assessment, notes=loose.notes, next=loose.next
             )
+        elif quoting:
+            decision = _QUOTING_DECODER.decode(data)
         elif supports_pages:
             decision = _PAGED_DECODER.decode(data)
         else:
@@ -425,6 +476,46 @@ def check_recall_retained(decision: AnyDecision, state: State) -> None:
             path="$.next.evidence_refs",
             ids=ids,
         )
+
+
+def bind_quotes(decision: AnyDecision, state: State) -> AnyDecision:
+    """Bind a v15 conclusion's quotes to spans: each quote's first occurrence in its payload's canonical text.
+
+    The result is the decision in its stored form: the conclusion with `spans` (start, end,
+    SHA-256 of the bytes) in place of `quotes`, which `check_spans` then checks against the
+    request and a replay re-checks. A quote its payload does not hold, byte for byte, is
+    `quote_not_found`; a quote of an item that is not evidence of the analysis, `unknown_evidence`.
+    Any other decision comes back as the plain paged decision it is.
+    """
+    if not isinstance(decision, QuotingDecision):
+        return decision
+    nxt = decision.next
+    if not isinstance(nxt, QuotingConclude):
+        return PagedRecallDecision(assessment=decision.assessment, notes=decision.notes, next=nxt)
+    payloads = {ev.id: ev.payload for ev in state.evidence}
+    spans: list[Span] = []
+    for i, q in enumerate(nxt.quotes):
+        path, eid = f"$.next.quotes[{i}]", q.evidence_ref
+        if eid not in payloads:
+            raise _reject("unknown_evidence", f"quote {i} cites {eid}, which is not evidence of analysis "
+                          f"{state.analysis_id}", path=f"{path}.evidence_ref", ids=[eid])  # fmt: skip
+        payload = payloads[eid]
+        data = b"" if payload is None else canonical_text(payload)
+        needle = q.quote.encode("utf-8")
+        at = data.find(needle)
+        if at < 0:
+            why = (
+                "its payload was not retained"
+                if payload is None
+                else "its payload does not hold it, character for character"
+            )
+            raise _reject("quote_not_found", f"quote {i} is not in {eid}: {why}; quote the exact text the context shows "
+                          "(a rows payload: a row as its jsonl line shows it)", path=f"{path}.quote", evidence_ref=eid)  # fmt: skip
+        spans.append(Span(evidence_ref=eid, start=at, end=at + len(needle),
+                          sha256=hashlib.sha256(needle).hexdigest()))  # fmt: skip
+    bound = CitingConclude(disposition=nxt.disposition, diagnosis=nxt.diagnosis,
+                           evidence_refs=nxt.evidence_refs, spans=spans)  # fmt: skip
+    return StoredRecallDecision(assessment=decision.assessment, notes=decision.notes, next=bound)
 
 
 def check_spans(

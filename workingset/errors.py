@@ -30,6 +30,7 @@ class Code(StrEnum):
     SPAN_NOT_SHOWN = "span_not_shown"
     SPAN_OUT_OF_RANGE = "span_out_of_range"
     SPAN_MISMATCH = "span_mismatch"
+    QUOTE_NOT_FOUND = "quote_not_found"
     STALE_REQUEST = "stale_request"
     ANALYSIS_CLOSED = "analysis_closed"
     # A turn or a provider reply that yields no answer.

@@ -21,7 +21,7 @@ from typing import Any
 
 import msgspec
 
-from ..decisions import DECISION_TYPES, MAX_RECALL, PagedRecallDecision
+from ..decisions import DECISION_TYPES, MAX_RECALL, PagedRecallDecision, QuotingDecision
 from ..encoders import DEFAULT_ENCODER, get_encoder
 from ..errors import UsageError
 from ..eventlog.log import ResultInput
@@ -48,8 +48,11 @@ def json_schema(kind: str, encoder: str | None = None) -> dict[str, Any]:
         return {"$schema": DRAFT, **msgspec.json.schema(TYPES[kind])}
     enc = get_encoder(encoder or DEFAULT_ENCODER)
     paged = getattr(enc, "supports_pages", False)
+    quoting = getattr(enc, "supports_quotes", False)
     schema = msgspec.json.schema(
-        PagedRecallDecision if paged else DECISION_TYPES[enc.supports_recall, enc.supports_spans]
+        (QuotingDecision if quoting else PagedRecallDecision)
+        if paged
+        else DECISION_TYPES[enc.supports_recall, enc.supports_spans]
     )
     recall = schema["$defs"].get("Recall")
     if recall is not None:

@@ -17,6 +17,7 @@ from ..decisions import (
     Query,
     Recall,
     StoredDecision,
+    bind_quotes,
     check_decision,
     check_recall_pages,
     check_spans,
@@ -199,15 +200,19 @@ class Turns(_Mixin):
             limits=self.limits,
             supports_pages=supports_pages,
             null_assessment=getattr(enc, "stable_strict_schema", False),
+            supports_quotes=getattr(enc, "supports_quotes", False),
         )
         view = call.sync()
         if isinstance(parsed.next, Recall) or (
-            enc.supports_spans and getattr(parsed.next, "spans", None)
+            enc.supports_spans
+            and (getattr(parsed.next, "spans", None) or getattr(parsed.next, "quotes", None))
         ):
             view = (
                 call.complete()
-            )  # what a recall or a span is checked against includes the payloads
+            )  # what a recall, a span or a quote is checked against includes the payloads
         state = view.state
+        # A v15 conclusion's quotes become spans (its stored form), checked below as spans are.
+        parsed = bind_quotes(parsed, state)
         # Rule G checks against exactly the IDs this request showed (its manifest, resolved).
         shown = self._resolved(req, evidence_ids(state)).shown
         check_decision(parsed, state, hypothesis_id=req.hypothesis, request_id=request_id,

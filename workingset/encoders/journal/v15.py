@@ -27,12 +27,13 @@ from functools import cached_property
 from typing import Any
 
 from ...model.records import RowsPayload, TextPayload
+from ...model.spans import MAX_SPANS
 from ...model.state import Evidence, HistoryEntry, State
-from .._render import compact, fence, heading, rows_caption, table
+from .._render import _CONCLUDE, _EID, _QUERY, compact, fence, heading, rows_caption, table
 from .base import ENTITY_COLUMNS, HYPOTHESIS_COLUMNS
 from .v12 import _query_lines, _value
 from .v13 import V13Format
-from .v14 import V14, View14
+from .v14 import _RECALL14, V14, View14
 from .walk import Journal, payload_lines
 from .walk14 import page_bounds, paged_text, same_as_targets
 from .walk15 import Journal15, Plan15, walk15
@@ -107,7 +108,23 @@ The journal keeps what the analysis used last: entries cited, recalled, or holdi
 
 "This turn": iteration/limit, cost used/limit (no /limit: no cost limit; no cost: nothing spent, no limit); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled if any; plan, next checks; budget statuses of the evidence shown, other than settled (action set), none (no action) or unsettled for the result to assess; note statuses of the notes shown; archived or paged entries shown this turn, each whole or `REF page P/K, N chars:` and that page fenced; the result to assess. Lines with nothing to list are left out.
 
-Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown in this context (whole or a page). A decision breaking a rule is rejected and changes nothing: answer again."""
+Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown in this context (whole or a page). A conclusion may quote what it rests on: "quotes", each an evidence ID and text copied exactly from that payload as shown (a rows payload: one of its jsonl lines); each quote is recorded with its bytes, and one not found in its payload rejects the decision. A decision breaking a rule is rejected and changes nothing: answer again."""
+
+
+# A conclusion may quote the evidence it rests on: each quote is bound to its exact bytes (a span) on submit.
+_QUOTE = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["evidence_ref", "quote"],
+    "properties": {"evidence_ref": _EID, "quote": {"type": "string", "pattern": "^[\\s\\S]+$"}},
+}
+_CONCLUDE15 = {
+    **_CONCLUDE,
+    "properties": {
+        **_CONCLUDE["properties"],
+        "quotes": {"type": "array", "maxItems": MAX_SPANS, "items": _QUOTE},
+    },
+}
 
 
 class V15(V14):
@@ -115,6 +132,18 @@ class V15(V14):
 
     version = 15
     protocol = PROTOCOL
+    # A conclusion's quotes become spans (`decisions.bind_quotes`), checked and replayed as spans are.
+    supports_spans = True
+    supports_quotes = True
+
+    @cached_property
+    def decision_schema(self) -> dict[str, Any]:
+        schema = dict(super().decision_schema)
+        schema["properties"] = {
+            **schema["properties"],
+            "next": {"oneOf": [_QUERY, _RECALL14, _CONCLUDE15]},
+        }
+        return schema
 
     @property
     def page_size(self) -> int:

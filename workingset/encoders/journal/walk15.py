@@ -26,9 +26,11 @@ from __future__ import annotations
 
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import count
 from typing import Any
 
+from ...io.caches import register_lru
 from ...model.harvest import payload_text
 from ...model.state import Evidence, State
 from ...model.used import harvest_used
@@ -137,7 +139,7 @@ class Walk15:
         if not texts:
             return
         shown, bodies, case = self.shown, self.bodies, self.case
-        for value in harvest_used("\n".join(texts)):
+        for value in _names("\n".join(texts)):
             if value in case:
                 continue
             for i in reversed(shown):
@@ -303,6 +305,20 @@ class Walk15:
             positions=self.positions, compactions=self.compactions,
             last_use={refs[i]: self.last[i] for i in self.shown},
         )  # fmt: skip
+
+
+@lru_cache(
+    maxsize=65_536
+)  # a text is harvested once per process: every render of a run walks its entries again
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(harvest_used(text))
+
+
+register_lru(
+    "v15 names",
+    _names,
+    holds="the identifiers of each query, note and decision text v15's walk read",
+)
 
 
 def _body(kind: str, item: Any) -> str:
