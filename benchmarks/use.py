@@ -138,6 +138,101 @@ def per_run(measured: list[tuple[str, dict[str, Any], dict[str, Any]]], names: l
     return tabulate(table, headers=headers, tablefmt="github", disable_numparse=True)
 
 
+def _runs(missing: list[str]) -> str:
+    return (
+        "none"
+        if not missing
+        else f"{len(missing)}: " + ", ".join(missing[:6]) + (" …" if len(missing) > 6 else "")
+    )
+
+
+def targets(
+    measured: list[tuple[str, dict[str, Any], dict[str, Any]]], candidate: str = "v15"
+) -> str:
+    """Issue 32's targets for `candidate`, each with its figure and the runs that miss it, under both models.
+
+    Read from the same rows as the tables: in view and recall steps over the corpus (and its
+    main and holdout splits); per run of 20+ contexts the bill with recalls at most the
+    transcript's (with its fixed prompt), of 40+ also without it; on shorter runs at most 1.1x
+    or at most the preamble's tokens as billed above it (written once at 1.25x, then read at
+    0.1x by each later context); over the corpus at most 0.6x; on 40+ contexts no baseline both
+    cheaper and more in view, and cheaper than every baseline.
+    """
+    from workingset.encoders import get_encoder
+    from workingset.tokens.count import count_tokens
+
+    preamble = count_tokens(get_encoder(candidate).preamble, "cl100k_base")
+    corpus = [m for m in measured if m[0] != "fixtures/bug17"]
+    rows = []
+
+    def share(sel: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> tuple[float, float]:
+        u = [r["use"][candidate] for _, _, r in sel]
+        used, in_view = sum(x["used"] for x in u), sum(x["in_view"] for x in u)
+        steps, recall = sum(x["steps"] for x in u), sum(x["steps_needing_recall"] for x in u)
+        return (in_view / used if used else 1.0), (recall / steps if steps else 0.0)
+
+    splits = [
+        ("all", corpus),
+        *((v, [m for m in corpus if m[1]["split"] == v]) for v in ("main", "holdout")),
+    ]
+    views = {k: share(v) for k, v in splits if v}
+    rows.append(["used identifiers in view ≥ 97%", ", ".join(f"{k} {100 * v[0]:.1f}%" for k, v in views.items()),
+                 "met" if all(v[0] >= 0.97 for v in views.values()) else "missed", ""])  # fmt: skip
+    rows.append(["steps needing a recall ≤ 3%", ", ".join(f"{k} {100 * v[1]:.1f}%" for k, v in views.items()),
+                 "met" if all(v[1] <= 0.03 for v in views.values()) else "missed", ""])  # fmt: skip
+
+    def frac(u: dict[str, int]) -> float:
+        return u["in_view"] / u["used"] if u["used"] else 1.0
+
+    long = [m for m in corpus if m[2]["contexts"] >= 40]
+    below = [n for n, _, r in long if frac(r["use"][candidate]) < frac(r["use"]["masking-10"])]
+    rows.append(["in view ≥ masking-10's on every run of 40+ contexts", f"{len(long) - len(below)} of {len(long)} runs",
+                 "met" if not below else "missed", _runs(below)])  # fmt: skip
+    for m in MODELS:
+
+        def ratio(r: dict[str, Any], s: str = candidate, bare: bool = False, m: str = m) -> float:
+            if bare:
+                return r["bare"][m][s] / r["bare"][m][TRANSCRIPT]
+            return r["bill"][m][s]["with_recalls"] / r["bill"][m][TRANSCRIPT]["with_recalls"]
+
+        over20 = [n for n, _, r in corpus if r["contexts"] >= 20 and ratio(r) > 1.0]
+        n20 = sum(1 for _, _, r in corpus if r["contexts"] >= 20)
+        rows.append([f"{m}: ≤ 1.0x the transcript on every run of 20+ contexts", f"{n20 - len(over20)} of {n20} runs",
+                     "met" if not over20 else "missed", _runs(over20)])  # fmt: skip
+        bare40 = [n for n, _, r in long if ratio(r, bare=True) > 1.0]
+        rows.append([f"{m}: ≤ 1.0x the transcript without its fixed prompt on every run of 40+", f"{len(long) - len(bare40)} of {len(long)} runs",
+                     "met" if not bare40 else "missed", _runs(bare40)])  # fmt: skip
+        short = [(n, r) for n, _, r in corpus if r["contexts"] < 20]
+        allowed = [n for n, r in short if ratio(r) > 1.1 and r["bill"][m][candidate]["with_recalls"]
+                   - r["bill"][m][TRANSCRIPT]["with_recalls"] > preamble * (1.25 + 0.1 * (r["contexts"] - 1))]  # fmt: skip
+        rows.append([f"{m}: shorter runs ≤ 1.1x, or at most the preamble ({preamble:,} tokens) as billed above it",
+                     f"{len(short) - len(allowed)} of {len(short)} runs", "met" if not allowed else "missed", _runs(allowed)])  # fmt: skip
+        total = math.fsum(r["bill"][m][candidate]["with_recalls"] for _, _, r in corpus)
+        base = math.fsum(r["bill"][m][TRANSCRIPT]["with_recalls"] for _, _, r in corpus)
+        rows.append(
+            [
+                f"{m}: ≤ 0.6x the transcript over the corpus",
+                _x(total, base),
+                "met" if total <= 0.6 * base else "missed",
+                "",
+            ]
+        )
+        dominated, pricier = [], []
+        for n, _, r in long:
+            cost, view = ratio(r), frac(r["use"][candidate])
+            others = [s for s in r["use"] if s not in (candidate, "v14", TRANSCRIPT)] + [TRANSCRIPT]
+            if any(ratio(r, s) < cost and frac(r["use"][s]) > view for s in others):
+                dominated.append(n)
+            if any(ratio(r, s) <= cost for s in others):
+                pricier.append(n)
+        rows.append([f"{m}: on the frontier on every run of 40+ (no baseline cheaper and more in view)",
+                     f"{len(long) - len(dominated)} of {len(long)} runs", "met" if not dominated else "missed", _runs(dominated)])  # fmt: skip
+        rows.append([f"{m}: cheaper than every baseline on every run of 40+", f"{len(long) - len(pricier)} of {len(long)} runs",
+                     "met" if not pricier else "missed", _runs(pricier)])  # fmt: skip
+    return tabulate(rows, headers=["target (issue 32)", candidate, "verdict", "runs that miss"], tablefmt="github",
+                    disable_numparse=True)  # fmt: skip
+
+
 def check_transcript(measured: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
     """The full transcript shows every output: every used identifier in view on every run, by construction."""
     for name, _, row in measured:
@@ -225,6 +320,8 @@ def main() -> None:
             parts += ["", f"### {title} ({len(picked)} runs)", "", summary(picked, names)]
     bug17 = [r for n, _, r in measured if n == "fixtures/bug17"]
     parts += ["", "### bug17", "", summary(bug17, names)]
+    parts += ["", "### v15's targets", "", "Issue 32's targets for v15 over these runs (bug17 aside), with recalls billed; "
+              "the baselines are the transcript strategies above (v14 is not one).", "", targets(measured)]  # fmt: skip
     parts += ["", "### Each run", "", "<details><summary>Per run and strategy (bills over the same run's full "
               "transcript)</summary>", "", per_run(measured, names), "", "</details>"]  # fmt: skip
     write_section(

@@ -316,7 +316,7 @@ def test_strategies_all_puts_base_first_and_validates_names():
     with pytest.raises(UsageError):
         bench.strategies("v7", "v7", False, False)
     with pytest.raises(bench.UnknownEncoder):
-        bench.strategies("v15", "v8", False, False)
+        bench.strategies("v99", "v8", False, False)
     assert list(bench.strategies("v10", "v11:budget=60000", False, False)) == [
         "v10",
         "v11:budget=60000",

@@ -182,7 +182,7 @@ def test_cached_price_changes_only_the_cost(run_dir: Path):
     ("args", "code"),
     [
         (["--encoding", "o200k_base"], "tokenizer_unavailable"),
-        (["--base", "v15"], "unknown_encoder"),
+        (["--base", "v99"], "unknown_encoder"),
         (["--base", "v14"], "usage_error"),
         (["--cache", "ideal,gemini"], "usage_error"),
         (["--cache", "anthropic", "--ttl", "10m"], "usage_error"),

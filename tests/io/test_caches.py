@@ -22,7 +22,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 EXPECTED = {
     "rendered blocks", "journal texts", "fence lengths", "page bounds", "budgeted encoders", "text hashes",
     "token counts", "token arrays", "block tokens", "tokenizers", "identifier counts", "kept views",
-    "piece tokens",
+    "piece tokens", "v15 names",
 }  # fmt: skip
 
 
@@ -36,6 +36,7 @@ def fill(tmp_path: Path) -> Investigation:
     hid = state.hypotheses[0].id
     get_encoder("v7").render(state, hid)  # rendered blocks
     get_encoder("v13").render(state, hid)  # journal texts
+    get_encoder("v15").render(state, hid)  # v15 names
     get_encoder("v13:budget=50000")  # budgeted encoders
     render_helpers.fence("a ``` b")  # fence lengths
     journal14.page_bounds("x" * 10_000, 2_000)  # page bounds

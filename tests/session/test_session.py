@@ -490,7 +490,7 @@ def test_fail_is_terminal_and_distinct_from_inconclusive(store):
 def test_create_and_open_errors(store, tmp_path):
     make(store).close()
     assert code_of(make, store).code == "analysis_exists"
-    assert code_of(make, store, "v15", analysis="other").code == "unknown_encoder"
+    assert code_of(make, store, "v99", analysis="other").code == "unknown_encoder"
     assert code_of(Investigation.create, store, b'{"analysis_id": "x"}').code == "invalid_file"
     assert code_of(Investigation.open, store, "nope").code == "unknown_analysis"
     missing = str(tmp_path / "missing.sqlite3")

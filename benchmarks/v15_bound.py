@@ -1,0 +1,96 @@
+"""v15's bound: the largest context of every run beside v14's, at the default budget and at 20,000.
+
+Run: .venv/bin/python benchmarks/v15_bound.py [--corpus DIR] [--check]
+
+bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
+repository, or `$WORKINGSET_CORPUS`), the 167-step run, the state of issue 22's worst output
+(one 868,167-character diff) and a 100,000-item synthetic state, rendered under v15 and v14
+at the default budget (100,000 characters) and at 20,000: per run and budget the largest
+context of each, v15's journal rewrites between consecutive contexts and the contexts that
+needed the shrinking rerun of the walk. Writes the `v15_bound` section of RESULTS.md
+(deterministic).
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+from tabulate import tabulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "helpers"))
+
+from _data import cost_runs  # noqa: E402
+from _results import write_section  # noqa: E402
+from synthetic import make_state  # noqa: E402
+from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
+
+from workingset.encoders import get_encoder  # noqa: E402
+from workingset.runs.layout import read_run  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+BUDGETS = ("", ":budget=20000")
+
+
+def bound_cells(contexts: list[tuple]) -> list[str]:
+    """[contexts, then per budget: v15's largest, v14's largest, v15's journal rewrites, v15's reruns]."""
+    cells = [str(len(contexts))]
+    for budget in BUDGETS:
+        v15, v14 = get_encoder("v15" + budget), get_encoder("v14" + budget)
+        largest15 = largest14 = rewrites = reruns = 0
+        previous = None
+        for state, hypothesis in contexts:
+            out = v15.render_view(v15.select(state, v15.selected(state, hypothesis)))
+            if out.chars > v15.budget:  # what `render` then does: shrink the room and walk again
+                reruns += 1
+                out = v15.render(state, hypothesis)
+            assert out.chars <= v15.budget
+            largest15 = max(largest15, out.chars)
+            largest14 = max(largest14, v14.render(state, hypothesis).chars)
+            journal = out.text.split("\n## Journal\n", 1)[1].split("\n## This turn\n", 1)[0]
+            if previous is not None and not journal.startswith(previous):
+                rewrites += 1
+            previous = journal
+        cells += [f"{largest15:,}", f"{largest14:,}", str(rewrites), str(reruns)]
+    return cells
+
+
+def bound() -> None:
+    from factory import huge_state  # the worst output (tests/helpers), built for the tests and here
+
+    _corpus, entries = corpus_entries(__doc__.splitlines()[0])
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, directory in cost_runs(entries, Path(tmp)):
+            rows.append(
+                [name, *bound_cells([(c.state, c.hypothesis) for _, c in read_run(directory)])]
+            )
+    rows.append(["one 868,167-character output", *bound_cells([(huge_state(), "H1")])])
+    rows.append(["synthetic, 100,000 items", *bound_cells([(make_state(100_000), "H1")])])
+    headers = ["run", "contexts"]
+    for budget in ("100,000", "20,000"):
+        headers += [
+            f"v15 largest ({budget})",
+            f"v14 largest ({budget})",
+            "v15 rewrites",
+            "v15 reruns",
+        ]
+    table = tabulate(rows, headers=headers, tablefmt="github", colalign=["left"] + ["right"] * (len(headers) - 1),
+                     disable_numparse=True)  # fmt: skip
+    body = (
+        f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories), the 167-step "
+        "run, issue 22's worst output and a 100,000-item synthetic state, rendered at the default budget (100,000 "
+        "characters) and at `:budget=20000`. Largest: the longest context of the run, in characters (each at most its "
+        "budget: the script asserts it for v15). Rewrites: consecutive contexts whose journal is not an extension of "
+        "the previous one (a compaction fell between them). Reruns: contexts whose walk, within the room its rules "
+        "give, still passed the budget, so the room shrank and the walk ran again.\n\n"
+        + table
+        + "\n"
+    )
+    write_section("v15_bound", "v15's bound: the largest context of every run", body)
+
+
+if __name__ == "__main__":
+    bound()
