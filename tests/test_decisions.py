@@ -85,7 +85,15 @@ def test_recall_under_a_version_without_it_is_recall_unsupported(version):
 
 
 def test_versions_with_recall_are_exactly_v8_v9_and_v11_to_v15():
-    assert sorted(v for v, enc in ENCODERS.items() if enc.supports_recall) == [8, 9, 11, 12, 13, 14, 15]
+    assert sorted(v for v, enc in ENCODERS.items() if enc.supports_recall) == [
+        8,
+        9,
+        11,
+        12,
+        13,
+        14,
+        15,
+    ]
 
 
 @pytest.mark.parametrize("n", [0, 5, 6])

@@ -79,6 +79,15 @@ def test_every_shown_payload_is_recoverable(encoder):
 
 def test_output_schema_is_the_versions_decision_schema(encoder):
     out = encoder.render(sample_state(), "H1")
+    if (
+        encoder.version >= 15
+    ):  # the request carries the schema (its tool, its response format); the text no outline
+        from workingset.session.replies import Request
+
+        assert "## Output schema" not in out.text
+        body = Request.of(out, "r1", sample_state()).messages("anthropic")
+        assert [t["input_schema"] for t in body["tools"]] == [encoder.decision_schema]
+        return
     schema_line = out.text.split("\n").index("## Output schema")
     if (
         encoder.version >= 13

@@ -80,6 +80,11 @@ def test_document_holds_the_rendered_schema(version):
     encoder = get_encoder(f"v{version}")
     assert json.loads(schemas[0]) == encoder.decision_schema
     if (
+        version >= 15
+    ):  # no outline in the text: the request carries the schema, the document gives it compact
+        assert schemas[0] == compact(encoder.decision_schema)
+        assert "## Output schema" not in encoder.preamble
+    elif (
         version >= 13
     ):  # the text holds an outline of the schema; the document gives the schema compact, and the outline
         assert schemas[0] == compact(encoder.decision_schema)

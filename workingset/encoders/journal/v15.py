@@ -97,18 +97,18 @@ class V15Format(V13Format):
 
 
 PROTOCOL = """\
-You investigate a production problem by testing hypotheses with queries. Answer for the selected hypothesis with one JSON object matching the output schema, nothing else.
+You investigate a production problem by testing hypotheses with queries. Answer for the selected hypothesis with one JSON object matching the decision schema this request carries (its tool or response format), nothing else.
 
-Journal, oldest first; an entry is written once and never changes:
-- Evidence: `ID #iteration captured_at`, then key=value for each field that differs from the case's `evidence defaults` (null: unset), action=, cost= (unset: none, 0), rows= (count), payload=unknown (not retained, not an empty result), same_as= (an earlier item with the same payload); quoted values are JSON. Then `query:` (inline or fenced) and the payload: text fenced, rows as jsonl, column names first.
-- Note or question: `ID hypothesis #iteration kind`, text fenced.
-- Decision `H<n>/<k>` (hypothesis H<n>'s k-th decision): `hypothesis #iteration kind`, evidence IDs, verdict=, confidence=, text fenced. A query without text is not written: its result's collector and iteration say it.
-An entry longer than a page is `REF paged: N chars, K pages; page 1:` and page 1 fenced; the pages joined are the entry.
-The journal keeps what the analysis used last: entries cited, recalled, or holding a name a later query, note or decision wrote. Past the budget the rest is archived into evidence_index: an evidence row is its full head (ID collector #iteration scope captured_at, every set field) with payload=archived or unknown, ids= and pages= if paged, then `query:` on one line (over 200 characters: its first 160, `query~N:`, N its length); a note row `ID hypothesis #iteration kind archived`; a decision row `H<n>/<k> #iteration kind archived`; `A..B` names every ID of that kind from A to B. A row proves nothing: recall up to 4 references (evidence_refs; entries: N…, H<n>/<k>, case; pages: ["REF:page"]). Recalled evidence is written again at the journal's end and stays while used; other recalled entries and pages are shown this turn.
+Journal: entries oldest first, each written once.
+- Evidence `ID #iteration captured_at`, then key=value for each head field that differs from the case's `evidence defaults` (null: unset), rows= (count), payload=unknown (not retained; not an empty result), action=, cost= (absent: none, 0), same_as= (an earlier item with the same payload); quoted values are JSON. Then `query:` (inline or fenced) and the payload: text fenced, rows as jsonl, column names first.
+- Note `ID hypothesis #iteration kind`, text fenced.
+- Decision `hypothesis #iteration kind`, evidence IDs, verdict=, confidence=, text fenced; its reference is H<n>/<k>, H<n>'s k-th decision. A query without text is not written: its result's head says it.
+- An entry longer than a page: `REF paged: N chars, K pages; page 1:` and page 1 fenced; the pages joined are the entry.
+The journal keeps what was used last: cited, recalled, or holding a name a later query, note or decision wrote. Past the budget the rest goes to evidence_index: an evidence row is the full head (ID collector #iteration scope captured_at, every set field) with payload=archived or unknown, ids=, pages= if paged, then `query:` on one line (over 200 characters: `query~N:` and its first 160); a note row `ID hypothesis #iteration kind archived`; a decision row `H<n>/<k> #iteration kind archived`; `A..B` names every ID of a kind from A to B. A row proves nothing: recall up to 4 references (evidence_refs; entries: N…, H<n>/<k>, case; pages: ["REF:page"]). Recalled evidence is written again at the journal's end and stays while used; other recalls show this turn only.
 
-"This turn": iteration/limit, cost used/limit (no /limit: no cost limit; no cost: nothing spent, no limit); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled if any; plan, next checks; budget statuses of the evidence shown, other than settled (action set), none (no action) or unsettled for the result to assess; note statuses of the notes shown; archived or paged entries shown this turn, each whole or `REF page P/K, N chars:` and that page fenced; the result to assess. Lines with nothing to list are left out.
+"This turn": iteration/limit, cost used/limit (no /limit: no limit; no cost: nothing spent, no limit); per hypothesis (* selected): ID, confidence, disposition, iterations used/limit, previous result (- none), recalled; plan, next checks; budget statuses of the evidence shown, other than settled (action set), none (no action) or unsettled for the result to assess; note statuses of the notes shown; archived or paged entries shown this turn, whole or `REF page P/K, N chars:` and the page fenced; the result to assess. Lines with nothing to list are left out.
 
-Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown in this context (whole or a page). A conclusion may quote what it rests on: "quotes", each an evidence ID and text copied exactly from that payload as shown (a rows payload: one of its jsonl lines); each quote is recorded with its bytes, and one not found in its payload rejects the decision. A decision breaking a rule is rejected and changes nothing: answer again."""
+Rules: "assessment" exactly when "assess:" names a result, for it; its confidence becomes the hypothesis's. Cite only evidence shown here (whole or a page). A conclusion may quote what it rests on: "quotes", each an evidence ID and text copied exactly from its payload (a rows payload: one jsonl line); each quote is recorded with its bytes, and one not in its payload is rejected. A rejected decision changes nothing: answer again."""
 
 
 # A conclusion may quote the evidence it rests on: each quote is bound to its exact bytes (a span) on submit.
@@ -152,7 +152,9 @@ class V15(V14):
 
     @cached_property
     def preamble(self) -> str:
-        return super().preamble
+        """The encoder line and the protocol. The answer's shape is the decision schema the request carries
+        (Anthropic's tool, OpenAI's response format), said there once: v15 writes no outline of it."""
+        return f"# Investigation context\nencoder: investigation_project_v{self.version}\n\n{self.protocol}"
 
     def format_of(self, state: State) -> V15Format:
         return _format(defaults_of(state))
