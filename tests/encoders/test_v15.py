@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.factory import HUGE, evidence, huge_state, sample_state
-from tests.helpers.recover14 import read_tail, sections
+from tests.helpers.recover14 import read_index, read_tail, sections
 from tests.helpers.recover15 import defaults, v15_evidence
 from tests.helpers.strategies import BUG17, bound_states, growing
 from workingset.encoders import get_encoder
@@ -51,7 +51,27 @@ def check(state: State, hid: str, name: str):
         ), eid
         if "same_as" not in fields:
             assert entry["payload"] == msgspec.to_builtins(ev.payload), eid
+    check_addressable(state, out.text, enc)
     return out, read
+
+
+def check_addressable(state: State, text: str, enc) -> None:
+    """Every note and decision row is in view (whole or paged), named by the index (a row or a range) once, or a query row without text."""
+    index_text, body, tail = sections(text)
+    ids = {"E": sorted(ev.id for ev in state.evidence), "N": sorted(n.id for n in state.notes)}
+    ids.update({h.id: [f"{h.id}/{k}" for k in range(1, len(h.history) + 1)] for h in state.hypotheses})
+    index = read_index(index_text, ids) if index_text else {"count": 0, "ranged": [], "evidence": {}, "notes": {}, "decisions": {}}
+    named = [*index["ranged"], *index["evidence"], *index["notes"], *index["decisions"]]
+    assert len(named) == len(set(named)) == index["count"]
+    shown = body + "\n" + tail
+    for note in state.notes:
+        assert note.id in named or f"\n{note.id} " in "\n" + shown, note.id
+    for h in state.hypotheses:
+        for k, row in enumerate(h.history, 1):
+            ref = f"{h.id}/{k}"
+            if ref in named or (row.kind == "query" and row.text is None):
+                continue
+            assert enc.entry_text(state, ref) in shown or f"{ref} paged: " in shown, ref
 
 
 @pytest.mark.parametrize("name", BUDGETS)
