@@ -35,29 +35,32 @@ from workingset.runs.layout import read_run  # noqa: E402
 BUDGETS = ("", ":budget=20000")
 
 
-def measure(contexts: list[tuple], with_v13: bool = True) -> list[str]:
-    """[contexts, then per budget: v14's largest, v13's largest, v14's journal rewrites, v14's reruns]."""
+def measure(
+    contexts: list[tuple], with_v13: bool = True, new: str = "v14", old: str = "v13"
+) -> list[str]:
+    """[contexts, then per budget: `new`'s largest, `old`'s largest, `new`'s journal rewrites, `new`'s reruns]."""
     cells = [str(len(contexts))]
     for budget in BUDGETS:
-        v14, v13 = get_encoder("v14" + budget), get_encoder("v13" + budget)
-        largest14 = largest13 = rewrites = reruns = 0
+        enc, other = get_encoder(new + budget), get_encoder(old + budget)
+        largest_new = largest_old = rewrites = reruns = 0
         previous = None
         for state, hypothesis in contexts:
-            out = v14.render_view(
-                v14.select(state, v14.selected(state, hypothesis))
+            out = enc.render_view(
+                enc.select(state, enc.selected(state, hypothesis))
             )  # the walk within its room
-            if out.chars > v14.budget:  # what `render` then does: shrink the room and walk again
+            if out.chars > enc.budget:  # what `render` then does: shrink the room and walk again
                 reruns += 1
-                out = v14.render(state, hypothesis)
-            largest14 = max(largest14, out.chars)
-            largest13 = max(largest13, v13.render(state, hypothesis).chars) if with_v13 else 0
+                out = enc.render(state, hypothesis)
+            assert out.chars <= enc.budget
+            largest_new = max(largest_new, out.chars)
+            largest_old = max(largest_old, other.render(state, hypothesis).chars) if with_v13 else 0
             journal = out.text.split("\n## Journal\n", 1)[1].split("\n## This turn\n", 1)[0]
             if previous is not None and not journal.startswith(previous):
                 rewrites += 1
             previous = journal
         cells += [
-            f"{largest14:,}",
-            f"{largest13:,}" if with_v13 else "not rendered",
+            f"{largest_new:,}",
+            f"{largest_old:,}" if with_v13 else "not rendered",
             str(rewrites),
             str(reruns),
         ]

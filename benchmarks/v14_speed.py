@@ -52,8 +52,9 @@ def medians(state, hypothesis: str, encoder: str, calls: int) -> tuple[float, fl
     return statistics.median(render) * 1000, statistics.median(encode) * 1000, out.chars
 
 
-def main() -> None:
-    """Time fresh renders and a 10,000-item session turn; write the `v14_speed` section."""
+def renders(versions: tuple[str, str]) -> tuple[str, list[str]]:
+    """Fresh renders of bug17-r0018 and 1,000- and 10,000-item states under both versions: the table, and the
+    second version's verdict per state against `RENDER_TARGET`."""
     ctx = load_stored_context((ROOT / "fixtures" / "bug17" / "bug17-r0018.json").read_bytes())
     cases = [("bug17-r0018 (28 items)", ctx.state, ctx.hypothesis, 200)]
     cases += [
@@ -62,18 +63,24 @@ def main() -> None:
     ]
     rows, verdicts = [], []
     for label, state, hypothesis, calls in cases:
-        for encoder in ("v13", "v14"):
+        for encoder in versions:
             render, encode, chars = medians(state, hypothesis, encoder, calls)
             ratio = render / encode
             rows.append(
                 [label, encoder, f"{chars:,}", f"{render:.3f}", f"{encode:.3f}", f"{ratio:.2f}x"]
             )
-            if encoder == "v14":
+            if encoder == versions[1]:
                 verdicts.append(
                     f"{label}: {ratio:.2f}x ({'met' if ratio <= RENDER_TARGET else 'missed'})"
                 )
     table = tabulate(rows, headers=["state", "version", "chars", "render CPU ms", "msgspec encode CPU ms", "ratio"],
                      tablefmt="github", disable_numparse=True, colalign=["left", "left"] + ["right"] * 4)  # fmt: skip
+    return table, verdicts
+
+
+def main() -> None:
+    """Time fresh renders and a 10,000-item session turn; write the `v14_speed` section."""
+    table, verdicts = renders(("v13", "v14"))
     turns = run_turns(make_state(TURN_ITEMS), 9, encoder="v14")
     turn_ms = statistics.median(turns.submit_next) * 1000
     render_ms = statistics.median(turns.render) * 1000

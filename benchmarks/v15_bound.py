@@ -26,35 +26,11 @@ from _data import cost_runs  # noqa: E402
 from _results import write_section  # noqa: E402
 from synthetic import make_state  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries  # noqa: E402
+from v14_bound import measure  # noqa: E402
 
-from workingset.encoders import get_encoder  # noqa: E402
 from workingset.runs.layout import read_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-BUDGETS = ("", ":budget=20000")
-
-
-def bound_cells(contexts: list[tuple]) -> list[str]:
-    """[contexts, then per budget: v15's largest, v14's largest, v15's journal rewrites, v15's reruns]."""
-    cells = [str(len(contexts))]
-    for budget in BUDGETS:
-        v15, v14 = get_encoder("v15" + budget), get_encoder("v14" + budget)
-        largest15 = largest14 = rewrites = reruns = 0
-        previous = None
-        for state, hypothesis in contexts:
-            out = v15.render_view(v15.select(state, v15.selected(state, hypothesis)))
-            if out.chars > v15.budget:  # what `render` then does: shrink the room and walk again
-                reruns += 1
-                out = v15.render(state, hypothesis)
-            assert out.chars <= v15.budget
-            largest15 = max(largest15, out.chars)
-            largest14 = max(largest14, v14.render(state, hypothesis).chars)
-            journal = out.text.split("\n## Journal\n", 1)[1].split("\n## This turn\n", 1)[0]
-            if previous is not None and not journal.startswith(previous):
-                rewrites += 1
-            previous = journal
-        cells += [f"{largest15:,}", f"{largest14:,}", str(rewrites), str(reruns)]
-    return cells
 
 
 def bound() -> None:
@@ -65,10 +41,21 @@ def bound() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, directory in cost_runs(entries, Path(tmp)):
             rows.append(
-                [name, *bound_cells([(c.state, c.hypothesis) for _, c in read_run(directory)])]
+                [
+                    name,
+                    *measure(
+                        [(c.state, c.hypothesis) for _, c in read_run(directory)],
+                        new="v15",
+                        old="v14",
+                    ),
+                ]
             )
-    rows.append(["one 868,167-character output", *bound_cells([(huge_state(), "H1")])])
-    rows.append(["synthetic, 100,000 items", *bound_cells([(make_state(100_000), "H1")])])
+    rows.append(
+        ["one 868,167-character output", *measure([(huge_state(), "H1")], new="v15", old="v14")]
+    )
+    rows.append(
+        ["synthetic, 100,000 items", *measure([(make_state(100_000), "H1")], new="v15", old="v14")]
+    )
     headers = ["run", "contexts"]
     for budget in ("100,000", "20,000"):
         headers += [

@@ -22,34 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_section  # noqa: E402
 from synthetic import make_state  # noqa: E402
 from turns import run_turns  # noqa: E402
-from v14_speed import RENDER_TARGET, TURN_ITEMS, TURN_TARGET_MS, medians  # noqa: E402
-
-from workingset.model.state import load_stored_context  # noqa: E402
+from v14_speed import RENDER_TARGET, TURN_ITEMS, TURN_TARGET_MS, renders  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def speed() -> None:
-    ctx = load_stored_context((ROOT / "fixtures" / "bug17" / "bug17-r0018.json").read_bytes())
-    cases = [("bug17-r0018 (28 items)", ctx.state, ctx.hypothesis, 200)]
-    cases += [
-        (f"synthetic, {n:,} items", make_state(n), "H1", calls)
-        for n, calls in ((1_000, 25), (10_000, 7))
-    ]
-    rows, verdicts = [], []
-    for label, state, hypothesis, calls in cases:
-        for encoder in ("v14", "v15"):
-            render, encode, chars = medians(state, hypothesis, encoder, calls)
-            ratio = render / encode
-            rows.append(
-                [label, encoder, f"{chars:,}", f"{render:.3f}", f"{encode:.3f}", f"{ratio:.2f}x"]
-            )
-            if encoder == "v15":
-                verdicts.append(
-                    f"{label}: {ratio:.2f}x ({'met' if ratio <= RENDER_TARGET else 'missed'})"
-                )
-    table = tabulate(rows, headers=["state", "version", "chars", "render CPU ms", "msgspec encode CPU ms", "ratio"],
-                     tablefmt="github", disable_numparse=True, colalign=["left", "left"] + ["right"] * 4)  # fmt: skip
+    table, verdicts = renders(("v14", "v15"))
     turn_rows = []
     for encoder in ("v14", "v15"):
         turns = run_turns(make_state(TURN_ITEMS), 9, encoder=encoder)

@@ -59,8 +59,14 @@ def check_addressable(state: State, text: str, enc) -> None:
     """Every note and decision row is in view (whole or paged), named by the index (a row or a range) once, or a query row without text."""
     index_text, body, tail = sections(text)
     ids = {"E": sorted(ev.id for ev in state.evidence), "N": sorted(n.id for n in state.notes)}
-    ids.update({h.id: [f"{h.id}/{k}" for k in range(1, len(h.history) + 1)] for h in state.hypotheses})
-    index = read_index(index_text, ids) if index_text else {"count": 0, "ranged": [], "evidence": {}, "notes": {}, "decisions": {}}
+    ids.update(
+        {h.id: [f"{h.id}/{k}" for k in range(1, len(h.history) + 1)] for h in state.hypotheses}
+    )
+    index = (
+        read_index(index_text, ids)
+        if index_text
+        else {"count": 0, "ranged": [], "evidence": {}, "notes": {}, "decisions": {}}
+    )
     named = [*index["ranged"], *index["evidence"], *index["notes"], *index["decisions"]]
     assert len(named) == len(set(named)) == index["count"]
     shown = body + "\n" + tail

@@ -246,3 +246,12 @@ def answer_events(path: str) -> list[dict[str, Any]]:
 
 def state_json(inv: Any) -> bytes:
     return msgspec.json.encode(inv.show())
+
+
+def recalled(inv: Any, *ids: str) -> str:
+    """Recall `ids` for H1 and return the next request's ID, which shows them."""
+    req = inv.next_request("H1")
+    inv.submit(req.request_id, decision(recall(*ids)))
+    nxt = inv.next_request("H1")
+    assert set(ids) <= set(nxt.shown)
+    return nxt.request_id

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.helpers.session_helpers import conclude, decision, recall, state_bytes
+from tests.helpers.session_helpers import conclude, decision, recalled, state_bytes
 from workingset.decisions import QuotingConclude, bind_quotes, parse_decision
 from workingset.errors import DecisionRejected
 from workingset.model.spans import canonical_text
@@ -19,14 +19,6 @@ CLOCK = lambda: "2026-06-10T21:00:00Z"  # noqa: E731
 STATE = load_state(state_bytes())
 LOG = canonical_text(STATE.evidence[1].payload)
 ROWS = canonical_text(STATE.evidence[0].payload)
-
-
-def recalled(inv: Investigation, *ids: str) -> str:
-    req = inv.next_request("H1")
-    inv.submit(req.request_id, decision(recall(*ids)))
-    nxt = inv.next_request("H1")
-    assert set(ids) <= set(nxt.shown)
-    return nxt.request_id
 
 
 def quoting(*quotes: tuple[str, str], refs: tuple[str, ...] = ("E000002",)) -> dict:

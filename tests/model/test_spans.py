@@ -8,7 +8,7 @@ import json
 import msgspec
 import pytest
 
-from tests.helpers.session_helpers import conclude, decision, make_state, recall, state_bytes
+from tests.helpers.session_helpers import conclude, decision, make_state, recalled, state_bytes
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.v08 import V8
 from workingset.errors import DecisionRejected
@@ -67,14 +67,6 @@ def test_frozen_versions_have_no_spans_and_refuse_them():
     for enc in ENCODERS.values():
         assert "spans" not in json.dumps(enc.decision_schema)
         assert enc.supports_spans is (enc.version >= 15)
-
-
-def recalled(inv: Investigation, *ids: str) -> str:
-    req = inv.next_request("H1")
-    inv.submit(req.request_id, decision(recall(*ids)))
-    nxt = inv.next_request("H1")
-    assert set(ids) <= set(nxt.shown)
-    return nxt.request_id
 
 
 SPAN_REJECTIONS = [

@@ -240,15 +240,7 @@ class V14(V13):
         roles = self.roles(state, selected)
         case_text = self.case_text(state)
         room = self.journal_limit(case_text) if limit is None else limit
-        plan: Plan14
-        if (
-            isinstance(journal, Journal14)
-            and journal.limit == room
-            and journal.page_size == self.page_size
-        ):
-            plan = journal.plan(state)
-        else:
-            plan = walk(state, room, self.page_size, self.journal_format)
+        plan = self.plan(state, journal, room, case_text)
         tail = self.tail_entries(state, selected, plan, case_text)
         tail_refs = frozenset(ref for ref, _ in tail)
         # The tail's evidence, in evidence order (at most five: no pass over the whole state each turn).
@@ -262,6 +254,16 @@ class V14(V13):
             journal=None, tail_items=tail_items, case_text=case_text,
             plan14=plan, tail_entries=tail, tail_refs=tail_refs,
         )  # fmt: skip
+
+    def plan(self, state: State, journal: Journal | None, room: int, case_text: str) -> Plan14:
+        """The journal within `room`: the kept walk resumed when it walks this room, else a fresh walk."""
+        if (
+            isinstance(journal, Journal14)
+            and journal.limit == room
+            and journal.page_size == self.page_size
+        ):
+            return journal.plan(state)
+        return walk(state, room, self.page_size, self.journal_format)
 
     def tail_entries(
         self, state: State, selected: Any, plan: Plan14, case_text: str

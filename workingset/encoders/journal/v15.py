@@ -33,7 +33,7 @@ from .._render import _CONCLUDE, _EID, _QUERY, compact, fence, heading, rows_cap
 from .base import ENTITY_COLUMNS, HYPOTHESIS_COLUMNS
 from .v12 import _query_lines, _value
 from .v13 import V13Format
-from .v14 import _RECALL14, V14, View14
+from .v14 import _RECALL14, V14
 from .walk import Journal, payload_lines
 from .walk14 import page_bounds, paged_text, same_as_targets
 from .walk15 import Journal15, Plan15, walk15
@@ -214,37 +214,19 @@ class V15(V14):
 
     # -- the journal ---------------------------------------------------------------------------
 
-    def new_journal(self, state: State) -> Journal15:  # type: ignore[override]
+    def new_journal(self, state: State) -> Journal15:
         case_text = self.case_text(state)
         return Journal15(
             self.journal_limit(case_text), self.page_size, self.format_of(state), case_text
         )
 
-    def select(
-        self, state: State, selected: Any, journal: Journal | None = None, limit: int | None = None
-    ) -> View14:
-        roles = self.roles(state, selected)
-        case_text = self.case_text(state)
-        room = self.journal_limit(case_text) if limit is None else limit
+    def plan(self, state: State, journal: Journal | None, room: int, case_text: str) -> Plan15:
+        """The v15 journal within `room`: the kept walk resumed when it walks this room and case, else a fresh walk."""
         fmt = self.format_of(state)
-        plan: Plan15
         if (isinstance(journal, Journal15) and journal.limit == room and journal.page_size == self.page_size
                 and journal.fmt is fmt and journal.case == case_text):  # fmt: skip
-            plan = journal.plan(state)
-        else:
-            plan = walk15(state, room, self.page_size, fmt, case_text)
-        tail = self.tail_entries(state, selected, plan, case_text)
-        tail_refs = frozenset(ref for ref, _ in tail)
-        tail_items = sorted((state.evidence[plan.positions[r]] for r in tail_refs if r in plan.positions),
-                            key=lambda ev: plan.positions[ev.id])  # fmt: skip
-        in_journal = {ev.id for ev in plan.shown}
-        extra = [ev for ev in tail_items if ev.id not in in_journal]
-        return View14(
-            state=state, selected=selected, shown=plan.shown + extra,
-            indexed=[ev for ev in plan.archived if ev.id not in tail_refs] if extra else plan.archived, roles=roles,
-            journal=None, tail_items=tail_items, case_text=case_text,
-            plan14=plan, tail_entries=tail, tail_refs=tail_refs,
-        )  # fmt: skip
+            return journal.plan(state)
+        return walk15(state, room, self.page_size, fmt, case_text)
 
 
 _FORMATS: dict[tuple[tuple[str, Any], ...], V15Format] = {}

@@ -392,8 +392,12 @@ class Journal14(Journal):
     def __init__(self, limit: int, page_size: int, fmt: Any):
         super().__init__(limit, fmt)
         self.page_size = page_size
-        self.w = Walk14(limit, page_size, fmt)
+        self.w = self.new_walk()
         self.top = ("", "")  # the largest evidence and note IDs walked
+
+    def new_walk(self) -> Any:
+        """A walk from the first entry (a later version's journal makes its own walk)."""
+        return Walk14(self.limit, self.page_size, self.fmt)
 
     def _kept(self, now: list[Any], then: list[Any]) -> bool:
         if super()._kept(now, then):
@@ -430,7 +434,7 @@ class Journal14(Journal):
             ):
                 new = None
         if new is None:
-            self.w = Walk14(self.limit, self.page_size, self.fmt)
+            self.w = self.new_walk()
             old = tuple([] for _ in self._sources(state))
             new = entries(state)
         w = self.w
@@ -444,7 +448,7 @@ class Journal14(Journal):
         if new.orders:
             self.last = new.orders[-1]
         plan = w.result()
-        self.plan_ = plan  # type: ignore[assignment]
+        self.plan_ = plan
         return plan
 
 

@@ -35,8 +35,8 @@ from ...model.harvest import payload_text
 from ...model.state import Evidence, State
 from ...model.used import harvest_used
 from .pages import paged_text
-from .walk import Journal, _cached, entries
-from .walk14 import Plan14, Spans, _status_only, add_targets, decision_refs
+from .walk import _cached, entries
+from .walk14 import Journal14, Plan14, Spans, add_targets, decision_refs
 
 OVERHEAD = 120  # the index caption and its line breaks, more than they ever take
 # What a compaction keeps, as a share of the room: the smallest of a third, a half and two thirds whose share of
@@ -339,7 +339,7 @@ def walk15(state: State, limit: int, page_size: int, fmt: Any, case_text: str) -
     return w.result()
 
 
-class Journal15(Journal):
+class Journal15(Journal14):
     """A v15 walk kept between renders of one analysis (the same bytes as a fresh walk; a test checks it).
 
     It resumes as v14's `Journal14` does: when the state only appended entries after the last
@@ -347,50 +347,22 @@ class Journal15(Journal):
     """
 
     def __init__(self, limit: int, page_size: int, fmt: Any, case_text: str):
-        super().__init__(limit, fmt)
-        self.page_size, self.case = page_size, case_text
-        self.w = Walk15(limit, page_size, fmt, case_text)
-        self.top_ids = ("", "")
+        self.case = case_text
+        super().__init__(limit, page_size, fmt)
 
-    def _kept(self, now: list[Any], then: list[Any]) -> bool:
-        if super()._kept(now, then):
-            return True
-        if len(now) < len(then) or not then or not isinstance(then[0], Evidence):
-            return False
-        changed = [(old, new) for old, new in zip(then, now) if old is not new]
-        if not all(_status_only(old, new) for old, new in changed):
-            return False
-        for _, new in changed:
-            for k in range(len(self.w.refs) - 1, -1, -1):
-                if self.w.refs[k] == new.id and self.w.kinds[k] in ("evidence", "copy"):
-                    self.w.items[k] = new
-            self.w.archived_ev = [new if ev.id == new.id else ev for ev in self.w.archived_ev]
-        return True
+    def new_walk(self) -> Walk15:
+        return Walk15(self.limit, self.page_size, self.fmt, self.case)
+
+    def _hold(self, copies: list[Evidence]) -> None:
+        """Put each copy in the place of every walked item of its ID (the entry and any recalled copy of it)."""
+        w = self.w
+        for ev in copies:
+            for k in range(len(w.refs) - 1, -1, -1):
+                if w.refs[k] == ev.id and w.kinds[k] in ("evidence", "copy"):
+                    w.items[k] = ev
+            w.archived_ev = [ev if old.id == ev.id else old for old in w.archived_ev]
 
     def plan(self, state: State) -> Plan15:  # type: ignore[override]
-        new = self._new_entries(state)
-        old = self.sources
-        if new is not None:
-            ev_ids = [ev.id for ev in state.evidence[len(old[0]) :]]
-            note_ids = [n.id for n in state.notes[len(old[1]) :]]
-            if (ev_ids and min(ev_ids) <= self.top_ids[0]) or (
-                note_ids and min(note_ids) <= self.top_ids[1]
-            ):
-                new = None
-        if new is None:
-            self.w = Walk15(self.limit, self.page_size, self.fmt, self.case)
-            old = tuple([] for _ in self._sources(state))
-            new = entries(state)
-        w = self.w
-        w.targets(state.evidence[len(old[0]) :])
-        decision = {id(row): f"{h.id}/{k}" for h, then in zip(state.hypotheses, old[2:] or [[]] * len(state.hypotheses))
-                    for k, row in enumerate(h.history[len(then) :], len(then) + 1)}  # fmt: skip
-        w.feed(state, new, decision)
-        self.top_ids = (max([self.top_ids[0], *(ev.id for ev in state.evidence[len(old[0]) :])]),
-                        max([self.top_ids[1], *(n.id for n in state.notes[len(old[1]) :])]))  # fmt: skip
-        self.sources = tuple(list(source) for source in self._sources(state))
-        if new.orders:
-            self.last = new.orders[-1]
-        plan = w.result()
-        self.plan_ = plan  # type: ignore[assignment]
+        plan = super().plan(state)
+        assert isinstance(plan, Plan15)
         return plan
