@@ -2,7 +2,7 @@
 
 On bug17, every corpus run and the 167-step run kept in `benchmarks/data` (two corpus runs and the
 long one with `-m soak`), for every strategy
-`compare --all --baselines` knows (v1–v14 and every baseline) under `anthropic`, `openai-auto`
+`compare --all --baselines` knows (v1–v15 and every baseline) under `anthropic`, `openai-auto`
 and `openai-5.6`, the bill of `tests/helpers/independent_billing.py` — the providers' documented rules,
 tiktoken and the CLI's JSON only, tools and system included — is within 2% of `compare`'s
 effective cost. The corpus is required in CI and skipped elsewhere when absent.
@@ -28,6 +28,7 @@ from tests.helpers.independent_billing import (
 )
 from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES
 from workingset.compare.baselines import BASELINES
+from workingset.encoders import ENCODERS
 
 LONG = "openhands-v1-sonnet4-pylint-167"
 # Every run of the suite bills bug17 and one run of each trajectory format's shortest (SWE-agent,
@@ -65,7 +66,7 @@ def run_dir(tmp_path_factory):
 def test_an_independent_billing_of_requests_equals_compare(name, run_dir):
     cells = check_run(run_dir(name), name)
     strategies = {cell.strategy for cell in cells}
-    assert strategies == {f"v{n}" for n in range(1, 15)} | set(BASELINES)
+    assert strategies == {f"v{n}" for n in ENCODERS} | set(BASELINES)
     assert len(cells) == len(strategies) * len(MODELS)
     off = [
         f"{c.strategy} {c.model}: ours {c.ours:,.1f}, compare {c.compare:,.1f}"
