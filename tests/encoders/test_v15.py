@@ -259,3 +259,20 @@ def test_every_parameter_follows_its_stated_rule():
         assert enc.page_size == budget // 10
         assert enc.tail_reserve == max(6_000, budget // 4) and enc.case_room == budget // 8
     assert get_encoder("v15").budget == get_encoder("v14").budget == 100_000
+
+
+def test_a_recall_of_a_later_page_shows_it_in_the_tail_and_writes_no_copy():
+    state = sample_state()
+    n = len(state.evidence) + 1
+    state.evidence.append(evidence(n, "H1", TextPayload(language="log", text="z\n" * 15_000)))
+    state.evidence[-1].iteration = 9
+    ref = state.evidence[-1].id
+    state.hypotheses[0].history.append(
+        HistoryEntry(iteration=10, kind="recall", evidence_refs=[ref])
+    )
+    state.recall["H1"] = RecallSelection(evidence_refs=[ref], pages=[f"{ref}:2"], iteration=10)
+    state.iteration = 10
+    text = get_encoder("v15").render(state, "H1").text
+    _index, body, tail = sections(text)
+    assert body.count(f"{ref} paged: ") == 1  # page 1 in the journal once: no copy of it
+    assert f"{ref} page 2/" in tail

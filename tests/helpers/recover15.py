@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 
-from tests.helpers.recover import _spans, v12_evidence, v12_fields
+from tests.helpers.recover import _JSON_WORD, _spans, v12_evidence, v12_fields
 
 _HEAD = re.compile(r"^(E[0-9]{6}) #([0-9]+) (\S+)(?: (.*))?$")
 DEFAULTS = "evidence defaults: "
@@ -26,7 +26,7 @@ def _written(value: object) -> str:
     if (
         isinstance(value, str)
         and re.fullmatch(r"[A-Za-z0-9_.:/@+-]+", value)
-        and value not in ("null", "true", "false")
+        and not _JSON_WORD.match(value)
     ):
         return value
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)

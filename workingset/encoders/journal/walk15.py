@@ -12,8 +12,8 @@ iteration. An entry is used at iteration i when
   paths, dotted, underscored and camel-case names, `line N`, hashes) that the case does not
   state and the entry's text holds (the newest entry in view that holds it).
 
-An evidence item a recall names (a `recall` row) is written again at the end of the journal
-(`copy`), whole or as its first page, and from then on is used like any other entry: a
+An evidence item a recall names (a `recall` row) and the journal does not show is written again
+at the end of the journal (`copy`), whole or as its first page, and from then on is used like any other entry: a
 recalled item joins the working set and stays while it is used.
 
 Pages: an entry longer than a page (`V15.page_size`, a rule of the budget) is written as its
@@ -173,9 +173,12 @@ class Walk15:
             self.size += len(text) + 2
 
     def copy(self, ref: str, at: int) -> None:
-        """Write the recalled evidence item `ref` again at the journal's end, unless the journal shows it whole."""
+        """Write the recalled evidence item `ref` again at the journal's end, unless the journal shows it (whole or page 1).
+
+        A recall of a page after the first is shown in the tail (v14's way); the entry is used either way.
+        """
         i = self.where.get(ref)
-        if i is not None and self.texts[i] and ref not in self.pages:
+        if i is not None and self.texts[i]:
             self.last[i] = at
             return
         j = next((k for k in range(len(self.refs) - 1, -1, -1) if self.refs[k] == ref and self.kinds[k] == "evidence"), None)  # fmt: skip
