@@ -88,3 +88,31 @@ def test_a_bad_quote_rejects_the_decision_and_changes_nothing(tmp_path, quote, c
             inv.submit(rid, quoting(quote))
         assert info.value.code == code and says in info.value.message, info.value.message
         assert inv.show() == before
+
+
+def test_v15_strict_openai_schema_is_stable_and_what_it_allows_parses():
+    import jsonschema
+
+    from workingset.encoders import get_encoder
+    from workingset.providers import strict_schema
+
+    frozen = get_encoder("v15").decision_schema
+    strict = strict_schema(frozen, None, stable=True)
+    jsonschema.Draft202012Validator.check_schema(strict)
+    assert strict == strict_schema(frozen, "E000004", stable=True)  # the same whatever rule A wants
+    quoted = {
+        **conclude("supported", "E000002"),
+        "quotes": [{"evidence_ref": "E000002", "quote": "ERROR"}],
+    }
+    paged = {"kind": "recall", "evidence_refs": ["E000002"], "entries": [], "pages": []}
+    for nxt in (quoted, {**conclude("refuted", "E000001"), "quotes": []}, paged):
+        sample = {"assessment": None, "notes": [], "next": nxt}
+        jsonschema.validate(sample, strict)
+        parsed = parse_decision(json.dumps(sample).encode(), supports_recall=True, supports_pages=True,
+                                null_assessment=True, supports_quotes=True)  # fmt: skip
+        bound = bind_quotes(parsed, STATE)
+        assert len(getattr(bound.next, "spans", ())) == len(nxt.get("quotes", ()))
+    with pytest.raises(jsonschema.ValidationError):  # strict mode requires every key, quotes too
+        jsonschema.validate(
+            {"assessment": None, "notes": [], "next": conclude("refuted", "E000001")}, strict
+        )
