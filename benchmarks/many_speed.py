@@ -10,7 +10,7 @@ reads of 67 runs), with compare's default `--jobs`:
 - the floor, the baseline every time is divided by: `compare DIR --base v10 --candidate v14
   --summary`, warm (two versions, no baseline, no cache model: reading, rendering and counting);
 - the common command, `compare DIR --baselines --cache anthropic,openai-5.6 --summary`, cold
-  (an empty token cache directory) and then warm (the same directory again);
+  (an empty cache directory: token counts and bills) and then warm (the same directory again);
 - `--all` (every version) with the same options, cold (another empty directory), unless `--no-all`.
 
 Each row gives wall and CPU seconds (user and system time of the command and its workers) and
@@ -113,8 +113,8 @@ def main() -> None:
         f"Corpus: `{args.corpus.relative_to(ROOT.parent) if args.corpus.is_relative_to(ROOT.parent) else args.corpus}`, "
         f"{len(entries)} runs, {contexts:,} contexts, imported into one folder (run files). Each command is "
         f"`workingset compare FOLDER …` in a fresh process with compare's default `--jobs` ({default_jobs()} here); "
-        "`common` is `--baselines --cache anthropic,openai-5.6 --summary`, cold with an empty token cache "
-        "directory, then warm with the same one; `--all, cold` adds `--all` with another empty one. "
+        "`common` is `--baselines --cache anthropic,openai-5.6 --summary`, cold with an empty cache "
+        "directory (token counts and bills), then warm with the same one; `--all, cold` adds `--all` with another empty one. "
         "The floor (two versions, no baseline, no cache model, warm) is measured in the same run, and every "
         "time is also given as a multiple of it, which travels across machines better than seconds.\n\n"
         + table

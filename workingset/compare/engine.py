@@ -27,6 +27,7 @@ from datetime import UTC
 from typing import Any, NamedTuple
 
 import msgspec
+import xxhash
 
 from ..encoders import DEFAULT_ENCODER, LATEST
 from ..encoders import PREFIX as ENCODER_PREFIX
@@ -43,6 +44,7 @@ from ..tokens.count import (
     get_encoding,
 )
 from .availability import Availability, availability
+from .billed import keep_bills, kept_bills, renderer_key
 from .billing import PROVIDER, Billing, CacheOptions, Meter, Prompt, model_names, state_time
 
 # The default encoder (the registry's `DEFAULT_ENCODER`, the one source of truth) as compare names it.
@@ -340,6 +342,7 @@ def version_renderer(label: str) -> Renderer:
             retried,
         )
 
+    renderer_key(run, f"encoder:{label}")
     return run
 
 
@@ -374,7 +377,11 @@ def baseline_renderers(fixed: FixedPrompt | None = None) -> dict[str, Renderer]:
 
         return run
 
-    return {name: renderer(fn) for name, fn in for_run(fixed).items()}
+    sent = "none" if fixed is None else xxhash.xxh3_128_hexdigest(msgspec.json.encode(fixed))
+    out = {name: renderer(fn) for name, fn in for_run(fixed).items()}
+    for name, run in out.items():
+        renderer_key(run, f"baseline:{name}:{sent}")
+    return out
 
 
 def strategy_renderer(name: str, fixed: FixedPrompt | None = None) -> Renderer:
@@ -485,6 +492,9 @@ def compare_contexts(
     sizes: dict[str, list[Size]] = {name: [] for name in renderers}
     reach: dict[str, list[Availability]] = {name: [] for name in renderers}
     times = [state_time(ctx.state) for ctx in contexts]
+    kept, keys = kept_bills(contexts, renderers, models, options, encoding, recall, retries)
+    for pair, found in kept.items():
+        bills[pair] = list(found)
     for ctx, time in zip(contexts, times):
         state = ctx.state if recall else msgspec.structs.replace(ctx.state, recall={})
         for name, renderer in renderers.items():
@@ -498,7 +508,7 @@ def compare_contexts(
             if rendering.reach is not None:
                 reach[name].append(rendering.reach)
             prev[name], prev_digest[name] = text, digest
-            if models:
+            if models and (models[0], name) not in kept:
                 sent = sent_prompts(rendering, models, time, options, encoding)
                 billed = {m: meters[(m, name)](sent[m]) for m in models}
                 turns = (
@@ -512,6 +522,7 @@ def compare_contexts(
                     bills[(m, name)].append(billed[m])
             if step is not None:
                 step(1)
+    keep_bills(keys, bills, kept)
     return Comparison(
         strategies=tuple(renderers),
         labels=tuple(labels or (c.request_id for c in contexts)),

@@ -248,6 +248,11 @@ def use_disk_cache(cache: Any) -> None:
 _disk: Any = None
 
 
+def disk_cache() -> TokenCache | None:
+    """The on-disk cache in use (`counted_on_disk`), or None."""
+    return _disk
+
+
 @contextmanager
 def counted_on_disk(use: bool = True) -> Iterator[TokenCache]:
     """Within the block, token counts are read and written through the user's disk cache."""

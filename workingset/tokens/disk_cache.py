@@ -10,6 +10,8 @@ them instead of tokenizing:
 - `prefixes(encoding, previous hash, hash) -> shared leading tokens` for a pair of texts,
 
 where `hash` is the text's xxh3-128 content hash (the one its render already computed).
+`compare` keeps a third table there, `billings(key) -> value`, each strategy's bills of a run
+under one cache model (`workingset.compare.billed` says what the key holds and checks a value).
 
 Where: `$WORKINGSET_CACHE_DIR`, else `$XDG_CACHE_HOME/workingset`, else
 `~/.cache/workingset`; the file is `tokens.sqlite3`. Off: `WORKINGSET_CACHE=off` (or
@@ -40,6 +42,7 @@ _SCHEMA = (
     " PRIMARY KEY (encoding, hash)) WITHOUT ROWID",
     "CREATE TABLE IF NOT EXISTS prefixes (encoding TEXT NOT NULL, prev TEXT NOT NULL, hash TEXT NOT NULL,"
     " tokens INTEGER NOT NULL, PRIMARY KEY (encoding, prev, hash)) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS billings (key TEXT NOT NULL PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID",
 )
 
 
@@ -69,6 +72,7 @@ class TokenCache:
         self._db: sqlite3.Connection | None = None
         self._counts: dict[tuple[str, str], int] = {}
         self._prefixes: dict[tuple[str, str, str], int] = {}
+        self._billings: dict[str, bytes] = {}
         if path is not None:
             self._open(path)
 
@@ -133,6 +137,16 @@ class TokenCache:
         )
         return value if _valid(value) and value <= limit else None  # type: ignore[operator,return-value]
 
+    def billing(self, key: str) -> bytes | None:
+        """The stored value of a billing key, or None (its caller checks it)."""
+        value = self._query("SELECT value FROM billings WHERE key = ?", (key,))
+        return value if isinstance(value, bytes) else None
+
+    def put_billing(self, key: str, value: bytes) -> None:
+        """Remember a billing (written at `flush`, replacing a damaged one)."""
+        if self._db is not None:
+            self._billings[key] = value
+
     def put_count(self, encoding: str, digest: str, tokens: int) -> None:
         """Remember a count (written at `flush`)."""
         if self._db is not None:
@@ -145,7 +159,7 @@ class TokenCache:
 
     def flush(self) -> None:
         """Write what was remembered in one transaction (other processes wait at most seconds)."""
-        if self._db is None or not (self._counts or self._prefixes):
+        if self._db is None or not (self._counts or self._prefixes or self._billings):
             return
         try:
             with self._db:
@@ -158,10 +172,14 @@ class TokenCache:
                     "INSERT OR IGNORE INTO prefixes VALUES (?, ?, ?, ?)",
                     [(*k, v) for k, v in self._prefixes.items()],
                 )
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO billings VALUES (?, ?)", list(self._billings.items())
+                )
         except sqlite3.Error:
             self._db = None
         self._counts.clear()
         self._prefixes.clear()
+        self._billings.clear()
 
     def close(self) -> None:
         """Flush and close the file."""
