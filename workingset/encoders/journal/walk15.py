@@ -222,7 +222,7 @@ class Walk15:
                 self.compact()
 
     def compact(self) -> None:
-        """Keep the entries used last (newest first) within a third of the room, and every entry of the newest iteration."""
+        """Keep the entries used last (newest first) within `KEEP` of the room, and every entry of the newest iteration."""
         self.compactions += 1
         limit, low = self.limit, self.limit * KEEP[0] // KEEP[1]
         last, iterations, texts, top = self.last, self.iterations, self.texts, self.top
