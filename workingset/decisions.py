@@ -23,7 +23,7 @@ from msgspec import UNSET, Meta, Struct, UnsetType
 from .errors import DecisionRejected
 from .io.limits import Limits, check_json
 from .io.numbers import ascii_int
-from .model.spans import MAX_SPANS, Span, canonical_text
+from .model.spans import MAX_SPANS, Span, canonical_text, first_span
 from .model.state import (
     EntryRef,
     EvidenceId,
@@ -291,23 +291,13 @@ def parse_decision(
     )
     decision: AnyDecision
     try:
-        if nullable and quoting:
-            quoted = _NULLABLE_QUOTING_DECODER.decode(data)
-            decision = QuotingDecision(
-                assessment=UNSET if quoted.assessment is None else quoted.assessment,
-                notes=quoted.notes,
-                next=quoted.next,
-            )
-        elif nullable:  # null and left out are the same decision: its canonical form leaves it out
-            loose = _NULLABLE_DECODER.decode(data)
+        if nullable:  # null and left out are the same decision: its canonical form leaves it out
+            loose = (_NULLABLE_QUOTING_DECODER if quoting else _NULLABLE_DECODER).decode(data)
             assessment = UNSET if loose.assessment is None else loose.assessment
-            decision = PagedRecallDecision(
-                assessment=assessment, notes=loose.notes, next=loose.next
-            )
-        elif quoting:
-            decision = _QUOTING_DECODER.decode(data)
+            paged = QuotingDecision if quoting else PagedRecallDecision
+            decision = paged(assessment=assessment, notes=loose.notes, next=loose.next)  # type: ignore[arg-type]
         elif supports_pages:
-            decision = _PAGED_DECODER.decode(data)
+            decision = (_QUOTING_DECODER if quoting else _PAGED_DECODER).decode(data)
         else:
             decision = _DECODERS[supports_recall, supports_spans].decode(data)
     except msgspec.ValidationError as exc:
@@ -500,10 +490,8 @@ def bind_quotes(decision: AnyDecision, state: State) -> AnyDecision:
             raise _reject("unknown_evidence", f"quote {i} cites {eid}, which is not evidence of analysis "
                           f"{state.analysis_id}", path=f"{path}.evidence_ref", ids=[eid])  # fmt: skip
         payload = payloads[eid]
-        data = b"" if payload is None else canonical_text(payload)
-        needle = q.quote.encode("utf-8")
-        at = data.find(needle)
-        if at < 0:
+        span = None if payload is None else first_span(eid, payload, q.quote)
+        if span is None:
             why = (
                 "its payload was not retained"
                 if payload is None
@@ -511,8 +499,7 @@ def bind_quotes(decision: AnyDecision, state: State) -> AnyDecision:
             )
             raise _reject("quote_not_found", f"quote {i} is not in {eid}: {why}; quote the exact text the context shows "
                           "(a rows payload: a row as its jsonl line shows it)", path=f"{path}.quote", evidence_ref=eid)  # fmt: skip
-        spans.append(Span(evidence_ref=eid, start=at, end=at + len(needle),
-                          sha256=hashlib.sha256(needle).hexdigest()))  # fmt: skip
+        spans.append(span)
     bound = CitingConclude(disposition=nxt.disposition, diagnosis=nxt.diagnosis,
                            evidence_refs=nxt.evidence_refs, spans=spans)  # fmt: skip
     return StoredRecallDecision(assessment=decision.assessment, notes=decision.notes, next=bound)

@@ -63,12 +63,20 @@ def make_span(state: State, evidence_ref: str, start: int, end: int) -> Span:
 
 def quote_span(state: State, evidence_ref: str, quote: str) -> Span:
     """The span of the first occurrence of `quote` in an evidence item's payload (ValueError if absent)."""
-    data = canonical_text(_payload(state, evidence_ref))
-    needle = quote.encode("utf-8")
-    at = data.find(needle) if needle else -1
-    if at < 0:
+    span = first_span(evidence_ref, _payload(state, evidence_ref), quote)
+    if span is None:
         raise ValueError(f"{evidence_ref}'s payload does not contain {quote!r}")
-    return make_span(state, evidence_ref, at, at + len(needle))
+    return span
+
+
+def first_span(evidence_ref: str, payload: Payload, quote: str) -> Span | None:
+    """The span of the first occurrence of `quote` in `payload`'s canonical text, or None (an empty quote too)."""
+    needle = quote.encode("utf-8")
+    at = canonical_text(payload).find(needle) if needle else -1
+    if at < 0:
+        return None
+    return Span(evidence_ref=evidence_ref, start=at, end=at + len(needle),
+                sha256=hashlib.sha256(needle).hexdigest())  # fmt: skip
 
 
 def _payload(state: State, evidence_ref: str) -> Payload:

@@ -161,7 +161,7 @@ class V14(V13):
         """The full text of the entry `ref` names (evidence, note, `H<n>/<k>`, `case`), or None.
 
         `same_as` is the state's `same_as_targets`, when the caller has them."""
-        fmt = self.journal_format
+        fmt = self.format_of(state)
         if ref == "case":
             return self.full_case_text(state)
         if ref[0] == "E":
@@ -176,6 +176,10 @@ class V14(V13):
         if h is None or row is None or not 1 <= row <= len(h.history):
             return None
         return fmt.entry_text("history", h.history[row - 1], hid)
+
+    def format_of(self, state: State) -> Any:
+        """How this state's entries are written: v13's entries (a later version may write them per analysis)."""
+        return self.journal_format
 
     def page_count(self, state: State, ref: str) -> int:
         """How many pages the entry `ref` has (1 when it fits a page; 0 when there is no such entry)."""

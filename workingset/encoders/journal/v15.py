@@ -35,7 +35,6 @@ from .v12 import _query_lines, _value
 from .v13 import V13Format
 from .v14 import _RECALL14, V14
 from .walk import Journal, payload_lines
-from .walk14 import page_bounds, paged_text, same_as_targets
 from .walk15 import Journal15, Plan15, walk15
 
 # The fields an evidence head writes when they differ from the defaults (the first item's).
@@ -177,12 +176,8 @@ class V15(V14):
         return len(self.full_case_text(state)) <= self.case_room
 
     def case_text(self, state: State) -> str:
-        """The case (its first page past its room, an eighth of the budget), then the evidence defaults, never paged."""
-        text = self.full_case_text(state)
-        if len(text) > self.case_room:
-            paged, _count = paged_text("case", text, self.page_size)
-            text = "\n".join([heading(2, "Case"), f"analysis: {state.analysis_id}",
-                              f"context budget: {self.budget} characters", paged])  # fmt: skip
+        """v14's case (its first page past its room), then the evidence defaults, never paged."""
+        text = super().case_text(state)
         defaults = defaults_of(state)
         if not defaults:
             return text
@@ -191,26 +186,6 @@ class V15(V14):
             + "\nevidence defaults: "
             + " ".join(f"{k}={_value(v)}" for k, v in defaults if v is not None)
         )
-
-    # -- entries -----------------------------------------------------------------------------
-
-    def entry_text(
-        self, state: State, ref: str, same_as: dict[str, str] | None = None
-    ) -> str | None:
-        if ref == "case":
-            return self.full_case_text(state)
-        fmt = self.format_of(state)
-        if ref[0] == "E":
-            ev = next((e for e in state.evidence if e.id == ref), None)
-            targets = same_as_targets(state) if same_as is None else same_as
-            return None if ev is None else fmt.entry_text("evidence", ev, None, targets.get(ref))
-        return super().entry_text(state, ref, same_as)
-
-    def page_count(self, state: State, ref: str) -> int:
-        text = self.entry_text(state, ref)
-        if text is None:
-            return 0
-        return 1 if len(text) <= self.page_size else len(page_bounds(text, self.page_size))
 
     # -- the journal ---------------------------------------------------------------------------
 
