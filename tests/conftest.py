@@ -118,6 +118,9 @@ def store(request, tmp_path) -> str:
     return make_store(request.param, tmp_path, request)
 
 
+SECTION_TEST = "test_deterministic_section_reproduces_exactly"  # tests/docs/test_results.py
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark `slow` every test on the PostgreSQL server (a server per session, a database per test) and every hypothesis property test.
 
@@ -135,7 +138,10 @@ def pytest_collection_modifyitems(config, items):
         (dropped if item.get_closest_marker("soak") and not soak_named else kept).append(item)
     if dropped:
         config.hook.pytest_deselected(items=dropped)
-        items[:] = kept
+    # The RESULTS sections' reproduction checks go last, in the order they were otherwise in: they
+    # start in the background when collection is done (`pytest_collection_finish`) and take minutes of
+    # another process's time, so their tests find them done.
+    items[:] = sorted(kept, key=lambda item: getattr(item, "originalname", "") == SECTION_TEST)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -150,3 +156,10 @@ def pytest_runtest_makereport(item, call):
     ):
         report.outcome = "failed"
         report.longrepr = f"CI=true: a PostgreSQL test may not skip ({report.longrepr})"
+
+
+def pytest_collection_finish(session):
+    if any(getattr(item, "originalname", "") == SECTION_TEST for item in session.items):
+        from tests.docs.test_results import start_section_checks
+
+        start_section_checks(session)

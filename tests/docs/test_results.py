@@ -16,8 +16,10 @@ import math
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import msgspec
@@ -98,40 +100,56 @@ def test_timed_section_names_a_clean_commit(name: str):
 SOAK = {"v14_targets_staged", "use_all", "v15_bound"}
 
 
-def _check_section(name: str) -> subprocess.CompletedProcess[str]:
+SECTION_TEST = "test_deterministic_section_reproduces_exactly"  # sorted last and started early by tests/conftest.py
+_CHECKS = pytest.StashKey[dict[str, Future[subprocess.CompletedProcess[str]]]]()
+
+
+def _check_section(name: str, cache_dir: str) -> subprocess.CompletedProcess[str]:
     argv = shlex.split(re.search(r"^Command: `([^`]+)`$", SECTIONS[name], re.M).group(1))
-    env = {**os.environ, "WORKINGSET_CORPUS": str(CORPUS)}
+    env = {**os.environ, "WORKINGSET_CORPUS": str(CORPUS), "WORKINGSET_CACHE_DIR": cache_dir}
     return subprocess.run([sys.executable, *argv[1:], _results.CHECK_FLAG], cwd=ROOT, env=env,
                           capture_output=True, text=True)  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def section_checks(request) -> dict[str, Future[subprocess.CompletedProcess[str]]]:
-    """Every selected section's check, started at once and run two at a time.
+def start_section_checks(session: pytest.Session) -> None:
+    """Start every selected section's check in the background, once collection is done (tests/conftest.py).
 
-    Each check is a benchmark script in its own process, while this one only waits: two at a
-    time keep both cores of a small machine busy, and the slowest checks overlap.
+    Each check is a benchmark script in its own process. The rest of the suite runs in one
+    process and leaves the second core of a small machine idle, so the checks run one at a time
+    beside it, and the section tests (which conftest puts last) only collect their results. When
+    the checks are all that was selected, two run at a time. They keep their on-disk caches in a
+    directory of their own, removed at the end of the session.
     """
     names = sorted(
-        {item.callspec.params["name"] for item in request.session.items
-         if item.originalname == "test_deterministic_section_reproduces_exactly"},
+        {item.callspec.params["name"] for item in session.items if item.originalname == SECTION_TEST},
         key=lambda n: DETERMINISTIC.index(n),
     )  # fmt: skip
     present = [n for n in names if n not in EXTERNAL or EXTERNAL[n].is_dir()]
-    pool = ThreadPoolExecutor(max_workers=2)
-    request.addfinalizer(lambda: pool.shutdown(cancel_futures=True))
-    return {name: pool.submit(_check_section, name) for name in present}
+    if not present:
+        return
+    alone = all(getattr(item, "originalname", "") == SECTION_TEST for item in session.items)
+    pool = ThreadPoolExecutor(max_workers=2 if alone else 1)
+    cache_dir = tempfile.mkdtemp(prefix="workingset-sections-")
+
+    def stop() -> None:
+        pool.shutdown(cancel_futures=True)
+        shutil.rmtree(cache_dir, ignore_errors=True)
+
+    session.config.add_cleanup(stop)
+    session.config.stash[_CHECKS] = {
+        name: pool.submit(_check_section, name, cache_dir) for name in present
+    }
 
 
 @pytest.mark.parametrize(
     "name", [pytest.param(n, marks=pytest.mark.soak) if n in SOAK else n for n in DETERMINISTIC]
 )
-def test_deterministic_section_reproduces_exactly(name: str, section_checks):
+def test_deterministic_section_reproduces_exactly(name: str, request):
     if name in EXTERNAL and not EXTERNAL[name].is_dir():
         pytest.skip(
             f"section {name} reads the trajectory corpus at {EXTERNAL[name]}, which is not here"
         )
-    result = section_checks[name].result()
+    result = request.config.stash[_CHECKS][name].result()
     assert result.returncode == 0, result.stdout + result.stderr
 
 
