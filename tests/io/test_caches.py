@@ -22,7 +22,7 @@ DOCS = Path(__file__).resolve().parents[2] / "docs" / "operations.md"
 EXPECTED = {
     "rendered blocks", "journal texts", "fence lengths", "page bounds", "budgeted encoders", "text hashes",
     "token counts", "token arrays", "block tokens", "tokenizers", "identifier counts", "kept views",
-    "piece tokens", "v15 names",
+    "piece tokens", "v15 names", "v15 held names",
 }  # fmt: skip
 
 
@@ -36,7 +36,7 @@ def fill(tmp_path: Path) -> Investigation:
     hid = state.hypotheses[0].id
     get_encoder("v7").render(state, hid)  # rendered blocks
     get_encoder("v13").render(state, hid)  # journal texts
-    get_encoder("v15").render(state, hid)  # v15 names
+    get_encoder("v15").render(state, hid)  # v15 names, v15 held names
     get_encoder("v13:budget=50000")  # budgeted encoders
     render_helpers.fence("a ``` b")  # fence lengths
     journal14.page_bounds("x" * 10_000, 2_000)  # page bounds
@@ -57,7 +57,7 @@ def test_every_cache_of_workingset_is_registered():
 def test_clear_empties_every_cache_and_changes_no_result(tmp_path):
     state = load_state(state_bytes())
     hid = state.hypotheses[0].id
-    before = {v: get_encoder(v).render(state, hid).text for v in ("v7", "v13", "v14")}
+    before = {v: get_encoder(v).render(state, hid).text for v in ("v7", "v13", "v14", "v15")}
     inv = fill(tmp_path)
     try:
         filled = sizes()
@@ -116,3 +116,25 @@ def test_docs_list_every_cache_with_its_bound():
     for name, cache in registered.items():
         if cache.limit is not None:
             assert rows[name].startswith(f"{cache.limit:,} {cache.unit}"), (name, rows[name])
+
+
+def test_v15_held_names_drop_everything_past_either_bound(monkeypatch):
+    from workingset.encoders.journal.walk15 import _HELD
+
+    _HELD.clear()
+    monkeypatch.setattr(_HELD, "LIMIT", 3)
+    monkeypatch.setattr(_HELD, "TEXTS", 2)
+    first = _HELD.of("alpha beta")
+    answers = [_HELD.holds(first, "alpha beta", v) for v in ("alpha", "gamma", "beta")]
+    assert answers == [True, False, True]
+    assert _HELD.answers == 3
+    assert _HELD.holds(first, "alpha beta", "gamma") is False  # an answer it holds: nothing dropped
+    assert _HELD.answers == 3
+    assert _HELD.holds(first, "alpha beta", "delta") is False  # a fourth: all dropped first
+    assert _HELD.answers == 1 and _HELD.texts == {}
+    _HELD.of("one")
+    _HELD.of("two")
+    assert len(_HELD.texts) == 2
+    _HELD.of("three")  # a third text: all dropped first
+    assert list(_HELD.texts) == ["three"] and _HELD.answers == 0
+    _HELD.clear()

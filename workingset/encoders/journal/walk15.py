@@ -30,7 +30,7 @@ from functools import lru_cache
 from itertools import count
 from typing import Any
 
-from ...io.caches import register_lru
+from ...io.caches import register, register_lru
 from ...model.harvest import payload_text
 from ...model.state import Evidence, State
 from ...model.used import harvest_used
@@ -68,6 +68,9 @@ class Walk15:
         self.bodies: list[
             str
         ] = []  # what a name is looked up in: a payload's text, a note's or decision's text
+        self.held: list[
+            dict[str, bool]
+        ] = []  # per entry, whether its body holds each name looked up (`_HELD`)
         self.iterations: list[int] = []
         self.last: list[int] = []  # each entry's last use (an iteration)
         self.shown: list[int] = []  # the entries in the journal, in order
@@ -141,12 +144,16 @@ class Walk15:
                 self.last[i] = at
         if not texts:
             return
-        shown, bodies, case = self.shown, self.bodies, self.case
+        shown, bodies, held, case = self.shown, self.bodies, self.held, self.case
+        in_case, holds = _HELD.of(case), _HELD.holds
         for value in _names("\n".join(texts)):
-            if value in case:
+            if holds(in_case, case, value):
                 continue
             for i in reversed(shown):
-                if value in bodies[i]:
+                answer = held[i].get(value)
+                if answer is None:
+                    answer = holds(held[i], bodies[i], value)
+                if answer:
                     self.last[i] = at
                     break
 
@@ -163,7 +170,9 @@ class Walk15:
         self.refs.append(ref)
         self.texts.append(text)
         self.rows.append(row)
-        self.bodies.append(_body(kind, item))
+        body = _body(kind, item)
+        self.bodies.append(body)
+        self.held.append(_HELD.of(body))
         self.iterations.append(item.iteration)
         self.last.append(item.iteration)
         self.top = max(self.top, item.iteration)
@@ -192,7 +201,9 @@ class Walk15:
         self.refs.append(ref)
         self.texts.append(written)
         self.rows.append("")
-        self.bodies.append(_body("evidence", ev))
+        body = _body("evidence", ev)
+        self.bodies.append(body)
+        self.held.append(_HELD.of(body))
         self.iterations.append(at)
         self.last.append(at)
         k = len(self.refs) - 1
@@ -325,6 +336,49 @@ register_lru(
     _names,
     holds="the identifiers of each query, note and decision text v15's walk read",
 )
+
+
+class _Held:
+    """Per text a name was looked up in, whether it holds each name (`value in text`), kept for the process.
+
+    A walk looks a name up in every entry it shows, newest first, until one holds it, and the
+    next render of the run (a fresh walk) asks the same again. Bounded by answers and by texts:
+    past `LIMIT` answers or `TEXTS` texts, all are dropped at once (a walk under way keeps the ones
+    it holds until it ends).
+    """
+
+    LIMIT = 1_000_000
+    TEXTS = 65_536
+
+    def __init__(self) -> None:
+        self.texts: dict[str, dict[str, bool]] = {}
+        self.answers = 0
+        register("v15 held names", holds="per text v15's walk looked a name up in (payload, note, decision, case), "
+                 "whether it holds each name", limit=self.LIMIT, size=lambda: self.answers, clear=self.clear)  # fmt: skip
+
+    def clear(self) -> None:
+        self.texts = {}
+        self.answers = 0
+
+    def of(self, text: str) -> dict[str, bool]:
+        held = self.texts.get(text)
+        if held is None:
+            if len(self.texts) >= self.TEXTS:
+                self.clear()
+            held = self.texts[text] = {}
+        return held
+
+    def holds(self, held: dict[str, bool], text: str, value: str) -> bool:
+        answer = held.get(value)
+        if answer is None:
+            if self.answers >= self.LIMIT:
+                self.clear()
+            answer = held[value] = value in text
+            self.answers += 1
+        return answer
+
+
+_HELD = _Held()
 
 
 def _body(kind: str, item: Any) -> str:
