@@ -74,11 +74,65 @@ def measure(job: tuple[str, str, str]) -> dict[str, Any]:
     }
     row["bill"] = {m: {s: {"recorded": b.as_recorded.cost, "with_recalls": b.cost} for s, b in uc.bills[m].items()}
                    for m in MODELS}  # fmt: skip
+    # Where each bill goes: cache reads, cache writes (what a compaction rewrites included), uncached input, output.
+    row["parts"] = {m: {s: _parts(b, options["cache_options"].cached_price) for s, b in uc.bills[m].items()}
+                    for m in MODELS}  # fmt: skip
     row["bare"] = {m: {s: (bare.bills[m][s] if s in bare.bills[m] else uc.bills[m][s]).cost for s in uc.strategies}
                    for m in MODELS}  # fmt: skip
     row["bare_recorded"] = {m: {s: (bare.bills[m][s] if s in bare.bills[m] else uc.bills[m][s]).as_recorded.cost
                                 for s in uc.strategies} for m in MODELS}  # fmt: skip
     return row
+
+
+def _parts(bill: Any, cached_price: float) -> dict[str, float]:
+    """A with-recalls bill in its parts, in full-price input-token units; they add up to `bill.cost`."""
+    read = cached_price * bill.input.read
+    return {"read": read, "written": bill.input.cost - bill.input.uncached - read,
+            "uncached": float(bill.input.uncached), "output": bill.output_cost}  # fmt: skip
+
+
+PARTS = (
+    ("read", "cache reads"),
+    ("written", "cache writes"),
+    ("uncached", "uncached input"),
+    ("output", "output"),
+)
+
+
+def where_it_goes(rows: list[dict[str, Any]]) -> str:
+    """Per model and strategy (the candidates and the transcript), each part of the with-recalls bill over `rows`,
+    as a ratio to the transcript's whole bill; then, under the first model, how v15's parts compare, in words."""
+    table, said = [], []
+    for m in MODELS:
+        whole = math.fsum(r["bill"][m][TRANSCRIPT]["with_recalls"] for r in rows)
+        sums = {
+            s: {k: math.fsum(r["parts"][m][s][k] for r in rows) for k, _ in PARTS}
+            for s in (*CANDIDATES, TRANSCRIPT)
+        }
+        for s, parts in sums.items():
+            table.append(
+                [
+                    m,
+                    s,
+                    *(_x(parts[k], whole) for k, _ in PARTS),
+                    _x(math.fsum(parts.values()), whole),
+                ]
+            )
+        if m != MODELS[0]:
+            continue  # the other model's parts are in the table, in the same proportions
+        v14, v15, t = sums["v14"], sums["v15"], sums[TRANSCRIPT]
+        more = math.fsum(v15.values()) - math.fsum(v14.values())
+        said.append(f"under {m}, v15's cache reads are {_x(v15['read'], t['read'])}× the transcript's and its cache "
+                    f"writes {_x(v15['written'], t['written'])}×; v15's bill passes v14's by {_x(more, whole)} of "
+                    f"the transcript's bill, {_x(v15['written'] - v14['written'], whole)} of it in cache writes and "
+                    f"{_x(v15['read'] - v14['read'], whole)} in cache reads; output is {_x(t['output'], whole)} of "
+                    "the transcript's bill, the same for every strategy but for the added turns (the other model's parts are "
+                    "in the table)")  # fmt: skip
+    headers = ["model", "strategy", *(label for _, label in PARTS), "whole bill"]
+    return (tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n\n"
+            + "Over these runs, " + "; ".join(said) + ". A compaction rewrites what it keeps (v15 keeps two thirds "
+            "of the journal's room, v14 a third), and every request reads what the context shows; no context "
+            "strategy goes below the output's share.")  # fmt: skip
 
 
 def _pct(part: int, whole: int) -> str:
@@ -320,6 +374,9 @@ def main() -> None:
             parts += ["", f"### {title} ({len(picked)} runs)", "", summary(picked, names)]
     bug17 = [r for n, _, r in measured if n == "fixtures/bug17"]
     parts += ["", "### bug17", "", summary(bug17, names)]
+    parts += ["", "### Where the bill goes", "", "Each part of the with-recalls bill over the corpus's runs (bug17 aside), "
+              "as a ratio to the transcript's whole bill; cache writes include what each compaction rewrites.", "",
+              where_it_goes([r for _, _, r in corpus])]  # fmt: skip
     parts += ["", "### v15's targets", "", "Issue 32's targets for v15 over these runs (bug17 aside), with recalls billed; "
               "the baselines are the transcript strategies above (v14 is not one).", "", targets(measured)]  # fmt: skip
     parts += ["", "### Each run", "", "<details><summary>Per run and strategy (bills over the same run's full "
