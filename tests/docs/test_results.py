@@ -31,6 +31,7 @@ from tests.helpers.real_corpus import CORPUS
 from workingset.compare.baselines import BASELINES
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.journal import v11
+from workingset.encoders.journal.walk15 import _HELD
 from workingset.errors import WorkingsetError
 from workingset.io import caches
 from workingset.io.limits import Limits, read_bounded
@@ -392,6 +393,8 @@ def test_readme_numbers_reproduce_from_the_command():
     # The per-process caches' bounds are constants of the code, checked against the registry
     # by tests/io/test_caches.py.
     bounds = [f"{c.limit:,} {c.unit}" for c in caches.caches() if c.limit is not None]
+    # `v15 held names`' second bound, a constant of the code.
+    bounds.append(f"{_HELD.TEXTS:,} texts")
     # v14's page at its default budget, a rule of the budget (encodings/v14.md), not a measurement.
     bounds.append(f"{get_encoder('v14').page_size:,} at the default budget")
     # v15's page at its default budget, a tenth of it (encodings/v15.md): a rule, not a measurement.

@@ -116,6 +116,9 @@ def test_docs_list_every_cache_with_its_bound():
     for name, cache in registered.items():
         if cache.limit is not None:
             assert rows[name].startswith(f"{cache.limit:,} {cache.unit}"), (name, rows[name])
+    from workingset.encoders.journal.walk15 import _HELD
+
+    assert f"or {_HELD.TEXTS:,} texts" in rows["v15 held names"]  # its second bound
 
 
 def test_v15_held_names_drop_everything_past_either_bound(monkeypatch):
