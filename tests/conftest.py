@@ -159,6 +159,8 @@ def pytest_runtest_makereport(item, call):
 
 
 def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
     if any(getattr(item, "originalname", "") == SECTION_TEST for item in session.items):
         from tests.docs.test_results import start_section_checks
 
