@@ -59,6 +59,8 @@ EXTERNAL = {
     "use": CORPUS,
     # The 67 corpus runs of benchmarks/corpus.json, shared beside the repository (issue 31).
     "use_all": ROOT.parent / "shared" / "corpus" / "all",
+    # Runs outside the corpus, chosen by rule and measured once (benchmarks/unseen.json), beside the repository.
+    "use_unseen": ROOT.parent / "shared" / "corpus" / "unseen",
     # The staged corpus of issue 22's measurement, beside the repository where it is kept (not in CI).
     "v14_targets_staged": ROOT.parent / "corpus-staging" / "raw",
 }
@@ -98,7 +100,7 @@ def test_timed_section_names_a_clean_commit(name: str):
 # Sections whose check takes ten minutes or more (67 runs): run with -m soak. `v15_bound` takes about a
 # minute of renders; its bound is asserted every run by tests/encoders/test_v15.py (bug17, the 167-step
 # run, the 868,167-character output, generated states) and by `render` itself, which never returns more.
-SOAK = {"v14_targets_staged", "use_all", "v15_bound"}
+SOAK = {"v14_targets_staged", "use_all", "use_unseen", "v15_bound"}
 
 
 SECTION_TEST = "test_deterministic_section_reproduces_exactly"  # sorted last and started early by tests/conftest.py
@@ -382,9 +384,21 @@ def corpus_use_claims() -> list[str]:
     ]
 
 
+def unseen_use_claims() -> list[str]:
+    """The README's statement on the runs outside the corpus, read from RESULTS.md's `use_unseen` section
+    (`benchmarks/use.py --manifest benchmarks/unseen.json`; a soak test reruns it with `--check`)."""
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
+    section = text.split("<!-- BEGIN use_unseen -->", 1)[1].split("<!-- END use_unseen -->", 1)[0]
+    heading = next(h for h in re.findall(r"^### (The corpus \(\d+ runs\))$", section, re.M))
+    runs = re.search(r"\d+", heading).group(0)
+    v14, v15 = _use_row(section, heading, "v14"), _use_row(section, heading, "v15")
+    return [f"On {runs} mini-swe-agent runs outside the corpus",
+            f"v14 costs {v14[4]}× the transcript and v15 {v15[4]}×, with {v14[0]} and {v15[0]} in view"]  # fmt: skip
+
+
 def test_readme_numbers_reproduce_from_the_command():
     prose = docs_prose()
-    claims = readme_claims() + cache_claims() + corpus_use_claims()
+    claims = readme_claims() + cache_claims() + corpus_use_claims() + unseen_use_claims()
     missing = [claim for claim in claims if claim not in prose]
     assert not missing, (
         f"{', '.join(DOC_PAGES)} no longer say what the command gives:\n" + "\n".join(missing)
