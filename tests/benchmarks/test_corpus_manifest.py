@@ -207,3 +207,22 @@ def test_repository_manifest_is_well_formed() -> None:
     entries = corpus.load_manifest()
     assert len(entries) >= 30
     assert {e.split for e in entries} == {"main", "holdout"}
+
+
+def test_the_unseen_manifest_holds_no_corpus_run() -> None:
+    """benchmarks/unseen.json's runs are outside the corpus (by git id, by repository and path, by name)
+    and all holdout: the figures measured on them (RESULTS.md, `use_unseen`) rest on that."""
+    seen = corpus.load_manifest()
+    unseen = corpus.load_manifest(ROOT / "benchmarks" / "unseen.json")
+    assert unseen and {e.split for e in unseen} == {"holdout"}
+
+    def ids(entries: list[corpus.Entry]) -> set[str]:
+        return {e.blob or e.tree for e in entries if e.blob or e.tree}
+
+    def places(entries: list[corpus.Entry]) -> set[tuple[str, str]]:
+        return {(e.raw["repository"], e.raw["path"]) for e in entries}
+
+    assert len(ids(unseen)) == len(unseen)
+    assert not ids(unseen) & ids(seen)
+    assert not places(unseen) & places(seen)
+    assert not {e.name for e in unseen} & {e.name for e in seen}
