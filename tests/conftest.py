@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from tests.helpers.common import LONG_RUN, VERSIONS
+from tests.helpers.common import LONG_RUN, SECTION_TEST, VERSIONS
 from workingset.encoders import ENCODERS
 
 pytest_plugins = [
@@ -116,9 +116,6 @@ def make_store(backend: str, tmp_path: Path, request) -> str:
 def store(request, tmp_path) -> str:
     """A new empty store, once per backend (a SQLite file path, a PostgreSQL URL)."""
     return make_store(request.param, tmp_path, request)
-
-
-SECTION_TEST = "test_deterministic_section_reproduces_exactly"  # tests/docs/test_results.py
 
 
 def pytest_collection_modifyitems(config, items):

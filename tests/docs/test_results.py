@@ -25,7 +25,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import msgspec
 import pytest
 
-from tests.helpers.common import BUG17, ROOT, invoke
+from tests.helpers.common import BUG17, ROOT, SECTION_TEST, invoke
 from tests.helpers.readme_cache import cache_claims
 from tests.helpers.real_corpus import CORPUS
 from workingset.compare.baselines import BASELINES
@@ -103,7 +103,6 @@ def test_timed_section_names_a_clean_commit(name: str):
 SOAK = {"v14_targets_staged", "use_all", "use_unseen", "v15_bound"}
 
 
-SECTION_TEST = "test_deterministic_section_reproduces_exactly"  # sorted last and started early by tests/conftest.py
 _CHECKS = pytest.StashKey[dict[str, Future[subprocess.CompletedProcess[str]]]]()
 
 

@@ -17,6 +17,9 @@ BENCHMARKS = ROOT / "benchmarks"
 VERSIONS = sorted(ENCODERS)
 # The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md).
 LONG_RUN = BENCHMARKS / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
+# The test that checks a published section (tests/docs/test_results.py); conftest.py runs it last and starts
+# its checks when collection is done.
+SECTION_TEST = "test_deterministic_section_reproduces_exactly"
 
 # A fixed, plain terminal, so that CLI output (tables, no colour, no progress bar) is stable.
 CLI_ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
