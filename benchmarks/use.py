@@ -5,7 +5,8 @@ Run: .venv/bin/python benchmarks/use.py [--root DIR] [--manifest FILE] [--sectio
 Measured: bug17 and every entry of the corpus manifest (`benchmarks/corpus.json`) present
 under the corpus root (`--root`, default `$WORKINGSET_CORPUS` or `../shared/corpus/raw`),
 each imported with the project's importer. Per run, `compare --use`'s measure
-(`workingset.compare.recalls.compare_use`) of v14, v15 and every baseline `compare` knows, under
+(`workingset.compare.recalls.compare_use`) of v14, v15, v15 with no bound (`v15:budget=100000000`, the
+largest budget it takes: its format alone) and every baseline `compare` knows, under
 `anthropic` and `openai-5.6` (5-minute TTL, 1,024-token minimum, reads 0.1×; the whole
 request): each strategy's share of used identifiers in view, the steps that need a recall,
 the steps with something gone, and its bill as recorded and with recalls. The baselines are
@@ -38,8 +39,14 @@ from _results import CHECK_FLAG, ROOT, write_section  # noqa: E402
 from corpus import MANIFEST, corpus_root, load_manifest, resolve  # noqa: E402
 from trajectories import detect  # noqa: E402
 
+from workingset.encoders.journal.base import MAX_BUDGET  # noqa: E402
+
 MODELS = ("anthropic", "openai-5.6")
-CANDIDATES, TRANSCRIPT = ("v14", "v15"), "full-transcript"
+# v15 at the largest budget it takes: no context of these runs comes near it, so it never compacts or pages. Its
+# bill beside v15's splits what v15 costs into its format (the preamble, the case, heads and decision rows) and what
+# its bound (pages, compactions and the recalls they imply) saves.
+UNBOUNDED = f"v15:budget={MAX_BUDGET}"
+CANDIDATES, TRANSCRIPT = ("v14", "v15", UNBOUNDED), "full-transcript"
 SIZES = ((0, 20, "<20"), (20, 40, "20–39"), (40, 150, "40–149"), (150, 10**9, "≥150"))
 
 
@@ -127,7 +134,9 @@ def where_it_goes(rows: list[dict[str, Any]]) -> str:
                     f"the transcript's bill, {_x(v15['written'] - v14['written'], whole)} of it in cache writes and "
                     f"{_x(v15['read'] - v14['read'], whole)} in cache reads; output is {_x(t['output'], whole)} of "
                     "the transcript's bill, the same for every strategy but for the added turns (the other model's parts are "
-                    "in the table)")  # fmt: skip
+                    f"in the table); v15's format alone ({UNBOUNDED}, never compacted or paged) costs "
+                    f"{_x(math.fsum(sums[UNBOUNDED].values()), whole)} of the transcript's bill, and its bound (pages, "
+                    f"compactions and the recalls they imply) brings that to {_x(math.fsum(v15.values()), whole)}")  # fmt: skip
     headers = ["model", "strategy", *(label for _, label in PARTS), "whole bill"]
     return (tabulate(table, headers=headers, tablefmt="github", disable_numparse=True) + "\n\n"
             + "Over these runs, " + "; ".join(said) + ". A compaction rewrites what it keeps (v15 keeps two thirds "
@@ -305,13 +314,14 @@ def targets(
 
 
 def check_transcript(measured: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
-    """The full transcript shows every output: every used identifier in view on every run, by construction."""
+    """The full transcript shows every output, and v15 with no bound every entry whole: every used identifier in
+    view on every run, and no step needing a recall."""
     for name, _, row in measured:
-        u = row["use"][TRANSCRIPT]
-        if u["in_view"] != u["used"]:
-            sys.exit(
-                f"{name}: the full transcript shows {u['in_view']} of {u['used']} used identifiers"
-            )
+        for s in (TRANSCRIPT, UNBOUNDED):
+            u = row["use"][s]
+            if u["in_view"] != u["used"] or u["steps_needing_recall"]:
+                sys.exit(f"{name}: {s} shows {u['in_view']} of {u['used']} used identifiers, "
+                         f"{u['steps_needing_recall']} steps need a recall")  # fmt: skip
 
 
 def main() -> None:

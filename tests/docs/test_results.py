@@ -31,6 +31,7 @@ from tests.helpers.real_corpus import CORPUS
 from workingset.compare.baselines import BASELINES
 from workingset.encoders import ENCODERS, get_encoder
 from workingset.encoders.journal import v11
+from workingset.encoders.journal.base import MAX_BUDGET
 from workingset.encoders.journal.walk15 import _HELD
 from workingset.errors import WorkingsetError
 from workingset.io import caches
@@ -370,7 +371,17 @@ def corpus_use_claims() -> list[str]:
     )
     held = twenty.split("|")[2].strip().split(" ")  # "42 of 57 runs"
     holdout15 = _use_row(section, "split holdout (22 runs)", "v15")
+    # v15 with no bound (its format alone) beside v15: docs/encoders.md's split of v15's bill.
+    UNBOUNDED = f"v15:budget={MAX_BUDGET}"  # as benchmarks/use.py names it
+    free = _use_row(section, corpus, UNBOUNDED)
+    view_lost = float(free[0][:-1]) - float(v15[0][:-1])
+    twenties = "contexts 20–39 (8 runs)"
     return [
+        f"Over the 67 corpus runs it costs {free[4]}× the transcript, so the whole of v15's saving is its bound's "
+        f"({free[4]}× to {v15[4]}×, for {view_lost:.1f} points of view)",
+        f"By agent the format alone costs {_use_row(section, 'agent OpenHands (36 runs)', UNBOUNDED)[4]}× on OpenHands "
+        f"runs and {_use_row(section, 'agent mini-swe-agent (25 runs)', UNBOUNDED)[4]}× on mini-swe-agent runs",
+        f"({_use_row(section, twenties, UNBOUNDED)[4]}× with no bound, {_use_row(section, twenties, 'v15')[4]}× with it)",
         f"over the 67 corpus runs {v15[0]} of the identifiers the next step used were in its view and {steps15} steps "
         f"{share15} need a recall, at {v15[4]}× the transcript with every recall billed ({v15[7]}× as GPT-5.6 bills it)",
         f"on the 22 holdout runs, which played no part in choosing it, {holdout15[0]}",
