@@ -342,6 +342,11 @@ def _use_row(section: str, heading: str, strategy: str) -> list[str]:
     return [cell.strip() for cell in row.split("|")[2:-1]]
 
 
+def _recall_steps(section: str, heading: str) -> str:
+    """v15's recall steps (the count) in the table under `### heading`."""
+    return _use_row(section, heading, "v15")[1].split(" ", 1)[0]
+
+
 def corpus_use_claims() -> list[str]:
     """The README's statements on the 67 corpus runs, read from RESULTS.md's `use_all` section.
 
@@ -382,6 +387,8 @@ def corpus_use_claims() -> list[str]:
         f"By agent the format alone costs {_use_row(section, 'agent OpenHands (36 runs)', UNBOUNDED)[4]}× on OpenHands "
         f"runs and {_use_row(section, 'agent mini-swe-agent (25 runs)', UNBOUNDED)[4]}× on mini-swe-agent runs",
         f"({_use_row(section, twenties, UNBOUNDED)[4]}× with no bound, {_use_row(section, twenties, 'v15')[4]}× with it)",
+        f"{_recall_steps(section, 'contexts ≥150 (9 runs)')} of the {steps15} are on the 9 runs of 150 or more contexts "
+        f"({_use_row(section, 'contexts ≥150 (9 runs)', 'v15')[1].split(' ', 1)[1][1:-1]} of their steps)",
         f"over the 67 corpus runs {v15[0]} of the identifiers the next step used were in its view and {steps15} steps "
         f"{share15} need a recall, at {v15[4]}× the transcript with every recall billed ({v15[7]}× as GPT-5.6 bills it)",
         f"on the 22 holdout runs, which played no part in choosing it, {holdout15[0]}",
