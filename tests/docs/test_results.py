@@ -342,6 +342,19 @@ def _use_row(section: str, heading: str, strategy: str) -> list[str]:
     return [cell.strip() for cell in row.split("|")[2:-1]]
 
 
+def _why_over(section: str) -> str:
+    """docs/encoders.md's reading of the sentence that ends "v15's targets" (`benchmarks/use.py`'s `why_over`)."""
+    said = re.search(r"^Why, under anthropic: of the (\d+) runs of 20\+ contexts on which v15 costs more than the "
+                     r"transcript, (\d+) cost more with no bound too .*? On (\d+) of the (\d+) runs of 20\+ contexts",
+                     section, re.M)  # fmt: skip
+    assert said, "the sentence after v15's targets"
+    over, format_over, worse, runs = said.groups()
+    assert over == format_over, "docs/encoders.md says the format alone puts every such run over"
+    return (f"of the {over} runs of 20+ contexts on which v15 costs more than the transcript, {format_over} cost more "
+            f"with no bound too, so the format is what puts them over, and on {worse} of the {runs} runs of 20+ "
+            "contexts the bound costs more than it saves")  # fmt: skip
+
+
 def _recall_steps(section: str, heading: str) -> str:
     """v15's recall steps (the count) in the table under `### heading`."""
     return _use_row(section, heading, "v15")[1].split(" ", 1)[0]
@@ -387,6 +400,7 @@ def corpus_use_claims() -> list[str]:
         f"By agent the format alone costs {_use_row(section, 'agent OpenHands (36 runs)', UNBOUNDED)[4]}× on OpenHands "
         f"runs and {_use_row(section, 'agent mini-swe-agent (25 runs)', UNBOUNDED)[4]}× on mini-swe-agent runs",
         f"({_use_row(section, twenties, UNBOUNDED)[4]}× with no bound, {_use_row(section, twenties, 'v15')[4]}× with it)",
+        _why_over(section),
         f"{_recall_steps(section, 'contexts ≥150 (9 runs)')} of the {steps15} are on the 9 runs of 150 or more contexts "
         f"({_use_row(section, 'contexts ≥150 (9 runs)', 'v15')[1].split(' ', 1)[1][1:-1]} of their steps)",
         f"over the 67 corpus runs {v15[0]} of the identifiers the next step used were in its view and {steps15} steps "
