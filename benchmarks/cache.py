@@ -1,10 +1,10 @@
-"""Cache-true costs: bug17, the corpus runs and the kept 167-step run under the ideal, anthropic, openai-auto and openai-5.6 models.
+"""Cache-true costs: bug17, the corpus runs and the 167-step run under the ideal, anthropic, openai-auto and openai-5.6 models.
 
 Run: .venv/bin/python benchmarks/cache.py [--corpus DIR] [--check]
 
 bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
-repository, or `$WORKINGSET_CORPUS`) and the 167-step OpenHands run kept in
-`benchmarks/data/` (imported with `workingset import`, as benchmarks/trajectories.py does)
+repository, or `$WORKINGSET_CORPUS`) and the 167-step OpenHands run of
+`../shared/corpus/all/` (imported with `workingset import`, as benchmarks/trajectories.py does)
 are measured like
 `workingset compare RUN --all --baselines --cache ideal,anthropic,openai-auto,openai-5.6` (the same
 library call, default options: 5-minute TTL, 1,024-token minimum, reads at 0.1, writes at 1.25
@@ -24,7 +24,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _data import long_runs  # noqa: E402
+from _data import LONG_RUNS, long_runs  # noqa: E402
 from _results import ROOT, write_section  # noqa: E402
 from trajectories import DEFAULT_CORPUS, corpus_entries, detect  # noqa: E402
 
@@ -42,12 +42,8 @@ CACHE_NATIVE = ("v11", "v12", "v13")
 
 
 def _source(path: Path) -> str:
-    """How the reproduce line names a run's source: in the corpus, or unpacked from benchmarks/data."""
-    return (
-        f"$CORPUS/{path.name}"
-        if path.parent.name != "kept"
-        else f"benchmarks/data/{path.name}.tar.xz (unpacked)"
-    )
+    """How the reproduce line names a run's source: in the corpus, or the long run in ../shared/corpus/all."""
+    return f"../shared/corpus/all/{path.name}" if path.name in LONG_RUNS else f"$CORPUS/{path.name}"
 
 
 def measure(directory: Path) -> Comparison:
@@ -158,7 +154,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         runs = [("fixtures/bug17", BUG17, "`.venv/bin/workingset compare fixtures/bug17 --all --baselines "
                  "--cache ideal,anthropic,openai-auto,openai-5.6`")]  # fmt: skip
-        for path in entries + long_runs(Path(tmp) / "kept"):
+        for path in entries + long_runs():
             fmt = detect(path)
             write_import(import_trajectory(fmt, path), Path(tmp) / path.name)
             runs.append((path.name, Path(tmp) / path.name,
@@ -176,7 +172,7 @@ def main() -> None:
     options = CacheOptions()
     intro = (
         f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories) and the "
-        "167-step OpenHands run kept in `benchmarks/data/`, imported as in the trajectories section. Tokens: cl100k_base. "
+        "167-step OpenHands run of `../shared/corpus/all/`, imported as in the trajectories section. Tokens: cl100k_base. "
         "Each context is billed from its request body (`workingset requests`: tools, structured-output schema and "
         'messages, each content block tokenized on its own) under four cache models (see README, "Cache-true '
         'costs"): `ideal` (the longest common token prefix with the previous context, free to write, never '

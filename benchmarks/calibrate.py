@@ -4,7 +4,7 @@ Run: .venv/bin/python benchmarks/calibrate.py [--corpus DIR] [--check]
 
 Each OpenHands V1 conversation under the corpus (default `../shared/corpus/raw` beside the
 repository, or `$WORKINGSET_CORPUS`) whose `base_state.json` records token usage, and the
-167-step run kept in `benchmarks/data/`, is calibrated as `workingset calibrate RUN` does
+167-step run of `../shared/corpus/all/`, is calibrated as `workingset calibrate RUN` does
 (default options: 5-minute TTL, 1,024-token minimum), cold and with `--warm`. Per run: the
 calls whose predicted read and write shares are both within 2 points of the recorded ones
 (the target is 95% of calls), the mean and largest share error, and for every other call
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import sys
-import tempfile
 from pathlib import Path
 
 from tabulate import tabulate
@@ -151,17 +150,16 @@ def main() -> None:
     _, entries = corpus_entries(__doc__.splitlines()[0])
     table, notes = [], []
     corpus_runs = usage_runs(entries)
-    with tempfile.TemporaryDirectory() as tmp:
-        runs = [(p, f"$CORPUS/{p.name}") for p in corpus_runs]
-        runs += [(p, f"benchmarks/data/{p.name}.tar.xz, unpacked") for p in long_runs(Path(tmp))]
-        for path, source in runs:
-            rows, lines = measure(path, source)
-            table += rows
-            notes += lines
+    runs = [(p, f"$CORPUS/{p.name}") for p in corpus_runs]
+    runs += [(p, f"../shared/corpus/all/{p.name}") for p in long_runs()]
+    for path, source in runs:
+        rows, lines = measure(path, source)
+        table += rows
+        notes += lines
     headers = ["run", "start", "calls", "within 2 points", "share", "target met", "mean error (points)",
                "largest error (points)", "tokenizer ratio"]  # fmt: skip
     body = (
-        f"Corpus: `CORPUS={DEFAULT_CORPUS}` ({len(corpus_runs)} OpenHands runs with usage) and the kept 167-step run. "
+        f"Corpus: `CORPUS={DEFAULT_CORPUS}` ({len(corpus_runs)} OpenHands runs with usage) and the 167-step run. "
         "Each agent LLM call's Anthropic body is rebuilt from the events (docs/calibrate.md) and billed by the "
         "`anthropic` cache model as `workingset calibrate RUN` does; a call meets the target when its predicted "
         f"read and write shares are both within {TARGET_POINTS:g} points of the recorded ones, a run when "

@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/compare_speed.py [--corpus DIR] [--run DIR ...] [--jobs N]
 
 Every trajectory under the corpus (default `../shared/corpus/raw` beside the repository,
-or `$WORKINGSET_CORPUS`), the long runs kept in `benchmarks/data/`, and every run given
+or `$WORKINGSET_CORPUS`), the long run of `../shared/corpus/all/`, and every run given
 with `--run`, is imported (run file layout) and compared by the command line in a fresh
 process, as a user runs it, each time with `--all --baselines` (every version and
 baseline): `cold, --jobs 1` (one process), with an empty token cache directory; `cold`, as
@@ -150,7 +150,7 @@ def main() -> None:
     rows, longest = [], (0, Path())
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for path in entries + long_runs(work / "kept"):
+        for path in entries + long_runs():
             imported = import_trajectory(detect(path), path)
             write_import(imported, work / path.name)
             rows.append(measure(path.name, work / path.name, len(imported.states), work, jobs))
@@ -179,8 +179,8 @@ def main() -> None:
         disable_numparse=True,
     )
     body = (
-        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run kept in "
-        "`benchmarks/data/` (see its SOURCES.md). Each run is imported (run file) and compared by "
+        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run of "
+        "`../shared/corpus/all/`. Each run is imported (run file) and compared by "
         "`workingset compare RUN --all --baselines` in a fresh process: cold with `--jobs 1` (one process, empty token "
         f"cache directory), cold with {said} (another empty one: what a user's first `compare` of a run takes), warm "
         f"with `--jobs 1` (the same again as the first), warm with {said}, and warm with `--no-token-cache` and "

@@ -2,8 +2,8 @@
 
 Run: `.venv/bin/python benchmarks/report.py [--openhands DIR ...]` (writes the `report`
 section of RESULTS.md). It reports on bug17, the corpus's longest OpenHands run
-(`../shared/corpus/raw`, or `$WORKINGSET_CORPUS`), the 167-step OpenHands run kept in
-`benchmarks/data/`, plus each OpenHands V1 conversation directory named with `--openhands`
+(`../shared/corpus/raw`, or `$WORKINGSET_CORPUS`), the 167-step OpenHands run of
+`../shared/corpus/all/`, plus each OpenHands V1 conversation directory named with `--openhands`
 (each imported into a temporary directory first).
 
 Load time is measured in headless Chromium (tests/helpers/browser.py): from navigation start to
@@ -68,7 +68,7 @@ def switch_ms(driver, strategies: list[str]) -> float:
 def runs(tmp: Path) -> list[tuple[str, Path]]:
     out = [("bug17 (fixtures/bug17)", ROOT / "fixtures" / "bug17")]
     sources = [CORPUS / CORPUS_RUN] if (CORPUS / CORPUS_RUN).is_dir() else []
-    sources += long_runs(tmp / "kept")
+    sources += long_runs()
     args = sys.argv[1:]
     sources += [Path(args[i + 1]) for i, a in enumerate(args) if a == "--openhands"]
     for source in sources:

@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/run_files.py [--corpus DIR] [--check]
 
 Every trajectory under the corpus (default `../shared/corpus/raw` beside the repository,
-or `$WORKINGSET_CORPUS`), and each long run kept in `benchmarks/data/`, is imported once and written in both layouts: `contexts` (one
+or `$WORKINGSET_CORPUS`), and the 167-step run of `../shared/corpus/all/`, is imported once and written in both layouts: `contexts` (one
 stored-context file per step, each holding the whole state) and `run` (one run file,
 `workingset/run@1`, every payload and record stored once). For each it reports the bytes
 of the source, of each layout and their ratio to the source (the target: a run file at
@@ -75,7 +75,7 @@ def main() -> None:
     if not entries:
         sys.exit(f"no trajectories under {args.corpus}")
     with tempfile.TemporaryDirectory() as tmp:
-        kept = long_runs(Path(tmp) / "kept")
+        kept = long_runs()
         rows = [measure(p, detect(p), Path(tmp)) for p in entries + kept]
     headers = [
         "trajectory",
@@ -94,7 +94,7 @@ def main() -> None:
         disable_numparse=True,
     )
     body = (
-        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run kept in `benchmarks/data/` (see its SOURCES.md). Each trajectory is imported once (`workingset import`, its default encoder v14) and "
+        f"Corpus: `CORPUS={DEFAULT_CORPUS}` beside the repository, and the 167-step OpenHands run of `../shared/corpus/all/`. Each trajectory is imported once (`workingset import`, its default encoder v14) and "
         "written in both layouts into a temporary directory: `contexts` is one stored-context file per step, "
         "each holding the whole state, so it grows with the square of the run; `run` (the import's default) is "
         "one run file in which every payload and record is stored once and each turn adds only what changed. "

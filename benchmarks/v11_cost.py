@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/v11_cost.py [--corpus DIR] [--check]
 
 bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
-repository, or `$WORKINGSET_CORPUS`) and the 167-step run kept in `benchmarks/data/`,
+repository, or `$WORKINGSET_CORPUS`) and the 167-step run of `../shared/corpus/all/`,
 imported as the cache section imports them, are
 billed under the `anthropic` model with its defaults (5-minute TTL, writes 1.25x, reads
 0.1x, nothing under 1,024 tokens; each context sent at its state's latest capture time),
@@ -142,7 +142,7 @@ def table(results: dict[tuple[str, str], dict[str, float]]) -> str:
 
 
 def main() -> None:
-    """Split the anthropic cost of v11 and later on bug17, every corpus run and the kept long run; write the `v11_cost` section."""
+    """Split the anthropic cost of v11 and later on bug17, every corpus run and the long run; write the `v11_cost` section."""
     corpus, entries = corpus_entries(__doc__.splitlines()[0])
     results: dict[tuple[str, str], dict[str, float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,7 +152,7 @@ def main() -> None:
                 results[(name, version)] = decompose(contexts, version)
     body = (
         f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories) and the "
-        "167-step run kept in `benchmarks/data/`, billed under the `anthropic` model with its defaults, as in the "
+        "167-step run of `../shared/corpus/all/`, billed under the `anthropic` model with its defaults, as in the "
         f"cache section. What {', '.join(VERSIONS[:-1])} and {VERSIONS[-1]} cost beyond the "
         "transcript is split into four parts by billing their contexts again with one part taken away at a time (see the "
         'script\'s docstring): `tail` ("This turn", billed uncached every turn), `preamble` (written once, read '

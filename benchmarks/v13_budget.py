@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/v13_budget.py [--corpus DIR] [--check]
 
 bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
-repository, or `$WORKINGSET_CORPUS`) and the 167-step run kept in `benchmarks/data/`,
+repository, or `$WORKINGSET_CORPUS`) and the 167-step run of `../shared/corpus/all/`,
 imported as the cache section imports them, are billed under the `anthropic` model with its
 defaults (as `compare --cache anthropic` bills them) for v13 at each budget of `BUDGETS`
 and for the full transcript. A cell is v13's cost over the transcript's, then its largest
@@ -54,7 +54,7 @@ def measure(contexts) -> dict[int | str, tuple[float, int]]:
 
 
 def main() -> None:
-    """Bill v13 at every budget on bug17, every corpus run and the kept long run; write the `v13_budget` section."""
+    """Bill v13 at every budget on bug17, every corpus run and the long run; write the `v13_budget` section."""
     corpus, entries = corpus_entries(__doc__.splitlines()[0])
     results: dict[str, dict[int | str, tuple[float, int]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,7 +76,7 @@ def main() -> None:
                      disable_numparse=True)  # fmt: skip
     body = (
         f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories) and the "
-        "167-step run kept in `benchmarks/data/`, billed under the `anthropic` model with its defaults, as in the "
+        "167-step run of `../shared/corpus/all/`, billed under the `anthropic` model with its defaults, as in the "
         "cache section. Each cell: v13's cost over the transcript's / v13's largest context in thousands of "
         "characters, at the budget of its column (characters, `v13:budget=N`); the last column is masking-10's "
         "largest context, which issue 9 asks v13's not to pass where the transcript passes the budget. The cost depends on when "

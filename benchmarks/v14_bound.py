@@ -3,7 +3,7 @@
 Run: .venv/bin/python benchmarks/v14_bound.py [--corpus DIR] [--check]
 
 bug17, every trajectory under the corpus (default `../shared/corpus/raw` beside the
-repository, or `$WORKINGSET_CORPUS`), the 167-step run kept in `benchmarks/data/`, the state
+repository, or `$WORKINGSET_CORPUS`), the 167-step run of `../shared/corpus/all/`, the state
 of issue 22's worst output (the sample state and one 868,167-character diff, as
 tests/helpers/factory.py builds it) and a 100,000-item synthetic state (`synthetic.make_state`) are
 rendered under v14 and v13 at the default budget (100,000 characters) and at 20,000. Per
@@ -95,7 +95,7 @@ def main() -> None:
                      disable_numparse=True)  # fmt: skip
     body = (
         f"bug17, the corpus `CORPUS={DEFAULT_CORPUS}` beside the repository ({len(entries)} trajectories), the 167-step "
-        "run kept in `benchmarks/data/`, issue 22's worst output and a 100,000-item synthetic state, rendered at the "
+        "run of `../shared/corpus/all/`, issue 22's worst output and a 100,000-item synthetic state, rendered at the "
         "default budget (100,000 characters) and at `:budget=20000`. Largest: the longest context of the run, in "
         "characters (v14's is at most its budget by construction; v13's is not, and on the synthetic state, which it "
         "writes whole, it is not rendered). Rewrites: consecutive contexts whose "

@@ -2,7 +2,7 @@
 
 Run: .venv/bin/python benchmarks/v14_targets.py [--root DIR] [--manifest FILE] [--section NAME] [--jobs N] [--check]
 
-Measured: bug17, the 167-step run kept in `benchmarks/data/`, and every entry of the corpus
+Measured: bug17, the 167-step run of `../shared/corpus/all/`, and every entry of the corpus
 manifest (`benchmarks/corpus.json`) present under the corpus root (`--root`, default
 `$WORKINGSET_CORPUS` or `../shared/corpus/raw` beside the repository), each imported with
 the project's importer into a temporary directory. One `workingset compare RUN… --base v7
@@ -127,12 +127,12 @@ def main() -> None:
             runs.append((resolved.entry.name, resolved.entry.split, out))
         names = {r.entry.name for r in present}
         splits = {r.entry.name: r.entry.split for r in entries}
-        for path in long_runs(Path(tmp) / "kept"):
+        for path in long_runs():
             if path.name in names:  # the corpus holds it too: measured once, with its split
                 continue
             out = Path(tmp) / "kept-runs" / path.name
             write_import(import_trajectory(detect(path), path), out)
-            runs.append((f"benchmarks/data/{path.name}", splits.get(path.name, GROUPS[2]), out))
+            runs.append((path.name, splits.get(path.name, GROUPS[2]), out))
         rows = compare([path for _, _, path in runs], args.jobs)
         measured = [(name, split, rows[str(path)]) for name, split, path in runs]
     try:
@@ -143,7 +143,7 @@ def main() -> None:
     parts = [
         f"Corpus root `{shown}` ({len(present)} of the {len(entries)} entries of "
         f"`{args.manifest.resolve().relative_to(ROOT)}` present), bug17 and the 167-step run of "
-        "`benchmarks/data/` (once: with its split when the corpus holds it too). Cells: v14's cost over the run as billed, divided by the full "
+        "`../shared/corpus/all/` (once: with its split when the corpus holds it too). Cells: v14's cost over the run as billed, divided by the full "
         "transcript's, by the cheapest other baseline's (named) and by v7's. Targets (issue 22): "
         f"T ≤ {LIMIT_LONG}× the transcript on runs of {SHORT}+ contexts, ≤ {LIMIT_SHORT}× on shorter; "
         f"B cheaper than every other baseline on runs of {LONG}+; V ≤ {V7_SHARE}× v7.",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 
-from tests.helpers.common import LONG_RUN, SECTION_TEST, VERSIONS
+from tests.helpers.common import SECTION_TEST, VERSIONS, long_run_path
 from workingset.encoders import ENCODERS
 
 pytest_plugins = [
@@ -60,20 +60,14 @@ def _cli_built_once():
 
 
 @pytest.fixture(scope="session")
-def long_run(tmp_path_factory):
-    """The kept 167-step OpenHands run's states (benchmarks/data/), unpacked and imported once.
+def long_run():
+    """The 167-step OpenHands run's states (../shared/corpus/all), imported once.
 
-    Shared by the v13 and v14 tests, which only render them (rendering never changes a state).
+    Shared by the v13, v14 and v15 tests, which only render them (rendering never changes a state).
     """
-    import tarfile
-
     from workingset.importers import import_trajectory
 
-    archive_path = LONG_RUN
-    into = tmp_path_factory.mktemp("long-run")
-    with tarfile.open(archive_path) as archive:
-        archive.extractall(into, filter="data")
-    return import_trajectory("openhands", into / archive_path.name.removesuffix(".tar.xz")).states
+    return import_trajectory("openhands", long_run_path()).states
 
 
 @pytest.fixture(params=VERSIONS, ids=[f"v{n}" for n in VERSIONS])

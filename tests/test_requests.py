@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import pytest
 from typer.testing import CliRunner
 
-from tests.helpers.common import BUG17
+from tests.helpers.common import BUG17, long_run_path
 from tests.helpers.sdks import request_validators, require
 from workingset.cli.commands import app
 from workingset.compare.wire import body_prompt
@@ -25,7 +25,6 @@ from workingset.runs.layout import read_run
 from workingset.session.replies import Request
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from _data import long_runs  # noqa: E402
 
 if TYPE_CHECKING:  # annotations only; the tests import it where they use it
     import httpx2
@@ -148,7 +147,7 @@ def test_every_turn_of_the_long_run_can_read_last_turns_journal(tmp_path):
 
     from workingset.importers import import_trajectory, write_import
 
-    (path,) = long_runs(tmp_path)
+    path = long_run_path()
     write_import(import_trajectory(detect(path), path), tmp_path / "run")
     contexts = [ctx for _, ctx in read_run(tmp_path / "run")]
     assert check_journal_boundaries(contexts, "v13") >= len(contexts) - 10

@@ -5,6 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from tests.helpers.common import long_run_path
 from tests.helpers.real_corpus import CORPUS, needs_corpus
 from tests.helpers.sdks import request_validators
 from workingset.compare.baselines import (
@@ -322,23 +323,14 @@ def test_openhands_condenser_forgets_the_older_half_at_its_event_limit():
 def test_summary_size_is_the_median_of_the_recorded_summaries():
     import json
     import statistics
-    import tarfile
-    from pathlib import Path
 
     sizes = []
     for path in sorted(CORPUS.glob("openhands-*/events/*.json")):
         event = json.loads(path.read_bytes())
         sizes += [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
-    archive = (
-        Path(__file__).parents[2] / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
-    )
-    with tarfile.open(archive) as tar:
-        for member in tar:
-            if "/events/" in member.name and member.isfile():
-                event = json.loads(tar.extractfile(member).read())
-                sizes += (
-                    [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
-                )
+    for path in sorted(long_run_path().glob("events/*.json")):
+        event = json.loads(path.read_bytes())
+        sizes += [count_tokens(event["summary"])] if event.get("kind") == "Condensation" else []
     assert len(sizes) == 9 and statistics.median(sizes) == SUMMARY_TOKENS
 
 

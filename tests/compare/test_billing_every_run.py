@@ -1,6 +1,6 @@
 """Issue 21's "done when": an independent billing of `workingset requests` equals `compare` everywhere.
 
-On bug17, every corpus run and the 167-step run kept in `benchmarks/data` (two corpus runs and the
+On bug17, every corpus run and the 167-step run of `../shared/corpus/all` (two corpus runs and the
 long one with `-m soak`), for every strategy
 `compare --all --baselines` knows (v1–v15 and every baseline) under `anthropic`, `openai-auto`
 and `openai-5.6`, the bill of `tests/helpers/independent_billing.py` — the providers' documented rules,
@@ -15,7 +15,7 @@ from array import array
 
 import pytest
 
-from tests.helpers.common import BUG17
+from tests.helpers.common import BUG17, long_run_path
 from tests.helpers.independent_billing import (
     MODELS,
     Prompt,
@@ -24,7 +24,6 @@ from tests.helpers.independent_billing import (
     bill_openai_auto,
     check_run,
     import_run,
-    kept_runs,
 )
 from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES
 from workingset.compare.baselines import BASELINES
@@ -48,8 +47,7 @@ def run_dir(tmp_path_factory):
     def get(name: str):
         if name not in done:
             if name == LONG:
-                (path,) = kept_runs(into)
-                done[name] = import_run(path, into)
+                done[name] = import_run(long_run_path(), into)
             elif CORPUS.is_dir():
                 done[name] = import_run(CORPUS / name, into)
             elif os.environ.get("CI"):

@@ -5,12 +5,11 @@ from __future__ import annotations
 import copy
 import json
 import os
-import tarfile
 from pathlib import Path
 
 import pytest
 
-from tests.helpers.common import ROOT, invoke
+from tests.helpers.common import invoke, long_run_path
 from tests.helpers.real_corpus import CORPUS
 from workingset.compare import billing, wire
 from workingset.compare.calibrate import (
@@ -321,14 +320,11 @@ def test_a_response_logged_twice_is_one_call(tmp_path: Path):
 # -- the real runs ------------------------------------------------------------------------------------
 
 REAL = ["openhands-v1-sonnet4-astropy-14309", "openhands-v1-sonnet4-matplotlib-24570"]
-LONG = ROOT / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
 
 
 def _real(name: str, tmp_path: Path) -> Path:
     if name.endswith("pylint-167"):
-        with tarfile.open(LONG) as archive:
-            archive.extractall(tmp_path, filter="data")
-        return tmp_path / name
+        return long_run_path()
     path = CORPUS / name
     if not path.is_dir():
         if os.environ.get("CI") == "true":
@@ -337,7 +333,7 @@ def _real(name: str, tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.slow  # corpus: the real runs and the kept 167-step run
+@pytest.mark.slow  # corpus: the real runs and the 167-step run
 @pytest.mark.parametrize("name", [*REAL, "openhands-v1-sonnet4-pylint-167"])
 def test_real_runs_bill_every_recorded_call(name: str, tmp_path: Path):
     path = _real(name, tmp_path)

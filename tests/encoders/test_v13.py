@@ -27,7 +27,7 @@ from workingset.model.state import State, TextPayload, validate_state
 from workingset.runs.layout import read_run
 
 BUG17 = [ctx for _, ctx in read_run(ROOT / "fixtures" / "bug17")]
-# `long_run` (conftest.py): the kept 167-step OpenHands run, editor calls whose queries hold files.
+# `long_run` (conftest.py): the 167-step OpenHands run, editor calls whose queries hold files.
 BUDGETS = ["v13", "v13:budget=60000", f"v13:budget={MIN_BUDGET}"]
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from workingset.cli.commands import app
@@ -15,14 +17,29 @@ DATA = TESTS / "data"  # the trimmed public trajectories (tests/data/README.md)
 BUG17 = ROOT / "fixtures" / "bug17"
 BENCHMARKS = ROOT / "benchmarks"
 VERSIONS = sorted(ENCODERS)
-# The 167-step OpenHands run kept in the repository (benchmarks/data/SOURCES.md).
-LONG_RUN = BENCHMARKS / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
+# The 167-step OpenHands run, an entry of the corpus stored in ../shared/corpus/all (benchmarks/_data.py reads it
+# from there too; `$WORKINGSET_CORPUS_ALL` points elsewhere).
+CORPUS_ALL = Path(
+    os.environ.get("WORKINGSET_CORPUS_ALL") or ROOT.parent / "shared" / "corpus" / "all"
+)
+LONG_RUN = CORPUS_ALL / "openhands-v1-sonnet4-pylint-167"
 # The test that checks a published section (tests/docs/test_results.py); conftest.py runs it last and starts
 # its checks when collection is done.
 SECTION_TEST = "test_deterministic_section_reproduces_exactly"
 
 # A fixed, plain terminal, so that CLI output (tables, no colour, no progress bar) is stable.
 CLI_ENV = {"COLUMNS": "200", "TERM": "dumb", "NO_COLOR": "1"}
+
+
+def long_run_path() -> Path:
+    """The 167-step run's directory; where it is absent the test skips, and fails under CI=true (CI has it)."""
+    if not LONG_RUN.is_dir():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI=true and the 167-step run {LONG_RUN} is absent (../shared/corpus/all)")
+        pytest.skip(
+            f"the 167-step run {LONG_RUN} is absent (../shared/corpus/all, or $WORKINGSET_CORPUS_ALL)"
+        )
+    return LONG_RUN
 
 
 def invoke(*args: str):

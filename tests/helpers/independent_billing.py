@@ -6,8 +6,8 @@ provider's rules (quoted, with their date, in README "Cache-true costs") are app
 of their own. A run's cells — every strategy `compare --all --baselines` knows, under the
 `anthropic`, `openai-auto` and `openai-5.6` models — are then set beside `compare`'s figures.
 
-Run as a script it checks bug17, every corpus run and the 167-step run kept in
-`benchmarks/data`, prints one line per run × strategy × model and the largest difference:
+Run as a script it checks bug17, every corpus run and the 167-step run of
+`../shared/corpus/all`, prints one line per run × strategy × model and the largest difference:
 
     .venv/bin/python tests/helpers/independent_billing.py [CORPUS_DIR]   # default: $WORKINGSET_CORPUS, else ../shared/corpus/raw
 """
@@ -345,20 +345,19 @@ def import_run(path: Path, into: Path) -> Path:
     return into / path.name
 
 
-def kept_runs(into: Path) -> list[Path]:
-    """The long runs kept in `benchmarks/data`, unpacked into `into / "kept"`."""
+def kept_runs() -> list[Path]:
+    """The long runs of `../shared/corpus/all` the benchmarks read beside the corpus's five."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _data import long_runs
 
-    return long_runs(into / "kept")
+    return long_runs()
 
 
 def every_run(corpus: Path, into: Path) -> list[tuple[str, Path]]:
-    """bug17, each corpus trajectory and each kept long run, the latter two imported into `into`."""
+    """bug17, each corpus trajectory and each long run, the latter two imported into `into`."""
     runs = [("fixtures/bug17", ROOT / "fixtures" / "bug17")]
     return runs + [
-        (path.name, import_run(path, into))
-        for path in [*sorted(corpus.iterdir()), *kept_runs(into)]
+        (path.name, import_run(path, into)) for path in [*sorted(corpus.iterdir()), *kept_runs()]
     ]
 
 

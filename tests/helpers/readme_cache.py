@@ -19,7 +19,7 @@ from workingset.runs.layout import read_run
 
 VERSIONS = [f"v{n}" for n in range(1, 11)]  # the versions the README's losses paragraph speaks of
 LONG_RUN = (
-    "openhands-v1-sonnet4-pylint-167"  # kept in benchmarks/data; the README speaks of it on its own
+    "openhands-v1-sonnet4-pylint-167"  # of ../shared/corpus/all; the README speaks of it on its own
 )
 
 
@@ -46,7 +46,7 @@ def _span(values: list[float], digits: int = 1) -> str:
 
 
 def corpus_tables() -> dict[str, dict[str, dict[str, str]]]:
-    """Per corpus run (not bug17, not the kept long run): strategy -> column -> cell, from RESULTS.md's cache section."""
+    """Per corpus run (not bug17, not the 167-step run): strategy -> column -> cell, from RESULTS.md's cache section."""
     runs = {}
     for name, body in re.findall(
         r"^### `([^`]+)`\n(.*?)(?=^### |\Z)", _cache_section(), re.S | re.M

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import gc
 import json
-import tarfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from hypothesis import strategies as st
 from msgspec.structs import replace
 
 from tests.helpers import strategies as props
-from tests.helpers.common import BUG17, ROOT
+from tests.helpers.common import BUG17, long_run_path
 from tests.helpers.factory import evidence, sample_state
 from tests.helpers.real_corpus import CORPUS, CORPUS_SOURCES, needs_corpus
 from workingset import importers
@@ -40,7 +39,6 @@ EXCERPTS = {
     "mini-swe-agent-2.3-astropy-12907.excerpt.traj.json": "mini-swe-agent",
     "openhands-v1-astropy-14309.excerpt": "openhands",
 }
-LONG_RUN = ROOT / "benchmarks" / "data" / "openhands-v1-sonnet4-pylint-167.tar.xz"
 
 
 def assert_streams_like_render(states: list[tuple[State, str]], encoder: str = "v7") -> None:
@@ -67,10 +65,8 @@ def test_every_state_of_each_excerpt(name: str, encoder: str):
 
 
 @pytest.mark.parametrize("encoder", STREAMED)
-def test_every_state_of_the_167_step_run(tmp_path: Path, encoder: str):
-    with tarfile.open(LONG_RUN) as archive:
-        archive.extractall(tmp_path, filter="data")
-    im = import_trajectory("openhands", tmp_path / "openhands-v1-sonnet4-pylint-167")
+def test_every_state_of_the_167_step_run(encoder: str):
+    im = import_trajectory("openhands", long_run_path())
     assert len(im.states) > 150
     assert_streams_like_render([(s, "H1") for s in im.states], encoder)
 

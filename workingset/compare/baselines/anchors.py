@@ -133,8 +133,9 @@ class ToolOutputMasking(Baseline):
         return Plan(masked)
 
 
-# The median size of the 9 summaries recorded in the corpus's and benchmarks/data's OpenHands
-# runs (cl100k tokens; tests/compare/test_baselines.py recomputes it). OpenHands documents none.
+# The median size of the 9 summaries recorded in the OpenHands runs of ../shared/corpus/raw and the
+# 167-step one of ../shared/corpus/all (cl100k tokens; tests/compare/test_baselines.py recomputes it).
+# OpenHands documents none.
 SUMMARY_TOKENS = 409
 
 
