@@ -21,11 +21,12 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 import msgspec
 import pytest
 
-from tests.helpers.common import BUG17, ROOT, SECTION_TEST, invoke
+from tests.helpers.common import BUG17, LONG_RUN, ROOT, SECTION_TEST, invoke
 from tests.helpers.readme_cache import cache_claims
 from tests.helpers.real_corpus import CORPUS
 from workingset.compare.baselines import BASELINES
@@ -47,24 +48,32 @@ pytestmark = pytest.mark.slow
 
 SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", re.S)
 # Sections that read data kept outside the repository; skipped where it is absent.
+# What each section reads beside the repository: where any of it is absent, its check skips. WITH_LONG: the
+# corpus's five runs and the 167-step run of ../shared/corpus/all.
+WITH_LONG = (CORPUS, LONG_RUN)
 EXTERNAL = {
-    "trajectories": CORPUS,
-    "cache": CORPUS,
-    "run_files": CORPUS,
-    "v11_cost": CORPUS,
-    "v13_budget": CORPUS,
-    "calibrate": CORPUS,
-    "v14_bound": CORPUS,
-    "v15_bound": CORPUS,
-    "v14_targets": CORPUS,
-    "use": CORPUS,
+    "trajectories": (CORPUS,),
+    "cache": WITH_LONG,
+    "run_files": WITH_LONG,
+    "v11_cost": WITH_LONG,
+    "v13_budget": WITH_LONG,
+    "calibrate": WITH_LONG,
+    "v14_bound": WITH_LONG,
+    "v15_bound": WITH_LONG,
+    "v14_targets": WITH_LONG,
+    "use": (CORPUS,),
     # The 67 corpus runs of benchmarks/corpus.json, shared beside the repository (issue 31).
-    "use_all": ROOT.parent / "shared" / "corpus" / "all",
+    "use_all": (ROOT.parent / "shared" / "corpus" / "all",),
     # Runs outside the corpus, chosen by rule and measured once (benchmarks/unseen.json), beside the repository.
-    "use_unseen": ROOT.parent / "shared" / "corpus" / "unseen",
-    # The staged corpus of issue 22's measurement, beside the repository where it is kept (not in CI).
-    "v14_targets_staged": ROOT.parent / "corpus-staging" / "raw",
+    "use_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
+    # Issue 22's measurement of the 67 corpus runs, once staged beside the repository, now in ../shared/corpus/all.
+    "v14_targets_staged": (ROOT.parent / "shared" / "corpus" / "all",),
 }
+
+
+def _absent(name: str) -> list[Path]:
+    """What section `name` reads beside the repository and is not here."""
+    return [path for path in EXTERNAL.get(name, ()) if not path.is_dir()]
 
 
 def _sections() -> dict[str, str]:
@@ -127,7 +136,7 @@ def start_section_checks(session: pytest.Session) -> None:
         {item.callspec.params["name"] for item in session.items if item.originalname == SECTION_TEST},
         key=lambda n: DETERMINISTIC.index(n),
     )  # fmt: skip
-    present = [n for n in names if n not in EXTERNAL or EXTERNAL[n].is_dir()]
+    present = [n for n in names if not _absent(n)]
     if not present:
         return
     alone = all(getattr(item, "originalname", "") == SECTION_TEST for item in session.items)
@@ -148,10 +157,8 @@ def start_section_checks(session: pytest.Session) -> None:
     "name", [pytest.param(n, marks=pytest.mark.soak) if n in SOAK else n for n in DETERMINISTIC]
 )
 def test_deterministic_section_reproduces_exactly(name: str, request):
-    if name in EXTERNAL and not EXTERNAL[name].is_dir():
-        pytest.skip(
-            f"section {name} reads the trajectory corpus at {EXTERNAL[name]}, which is not here"
-        )
+    if _absent(name):
+        pytest.skip(f"section {name} reads {', '.join(map(str, _absent(name)))}, which is not here")
     result = request.config.stash[_CHECKS][name].result()
     assert result.returncode == 0, result.stdout + result.stderr
 
