@@ -19,6 +19,7 @@ from tests.helpers.recover14 import read_index, read_tail, sections
 from tests.helpers.recover15 import defaults, v15_evidence
 from tests.helpers.strategies import BUG17, bound_states, growing
 from workingset.encoders import get_encoder
+from workingset.encoders.journal.base import render_kept
 from workingset.encoders.journal.v15 import PAGE_SHARE
 from workingset.encoders.journal.walk15 import walk15
 from workingset.model.state import HistoryEntry, RecallSelection, State, TextPayload, copy_state
@@ -237,6 +238,58 @@ def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():
         assert len(walks) <= 2, (
             "the turns resumed the walk (a new one only when the evidence defaults appear)"
         )
+
+
+def test_a_walk_kept_from_before_the_first_item_starts_over_once_and_resumes():
+    """A session keeps the walk its first turn made, before any evidence; the first item brings the case's
+    `evidence defaults:` line (a new case and room), so the kept journal starts over once, then resumes."""
+    from benchmarks.synthetic import make_state
+
+    full = make_state(2_000)
+    for name in BUDGETS:
+        enc = get_encoder(name)
+        kept: dict = {}
+        empty = copy_state(full)
+        for target in (empty.evidence, empty.notes, *(h.history for h in empty.hypotheses)):
+            target.clear()
+        render_kept(enc, empty, "H1", kept)
+        journal = kept[enc.name]
+        walks = []
+        for state in growing(full, 30):
+            assert render_kept(enc, state, "H1", kept) == enc.render(copy_state(state), "H1"), name
+            walks.append(journal.w)
+        assert kept[enc.name] is journal, name
+        assert all(w is walks[0] for w in walks), (
+            f"{name}: every turn after the first item resumed the walk"
+        )
+
+
+@pytest.mark.parametrize("version", ["v14", "v15"])
+def test_a_stored_runs_contexts_resume_the_walk_from_equal_copies(monkeypatch, version):
+    """A stored run's contexts are loaded apart (equal copies, not the same objects): compare's renderer still
+    resumes the walk it keeps from one context to the next, with the bytes of a fresh render. Bug17's notes
+    change status from one context to the next (open, then answered): a status-only copy resumes too."""
+    from workingset.compare.engine import version_renderer
+    from workingset.encoders.journal import walk14, walk15
+
+    walk = walk15.Walk15 if version == "v15" else walk14.Walk14
+    walks = []
+    start = walk.__init__
+
+    def counted(self, *args, **kwargs):
+        walks.append(self)
+        start(self, *args, **kwargs)
+
+    monkeypatch.setattr(walk, "__init__", counted)
+    renderer = version_renderer(version)
+    fresh = [
+        get_encoder(version).render(copy_state(ctx.state), ctx.hypothesis).text for ctx in BUG17
+    ]
+    before = len(walks)
+    assert [renderer(ctx.state, ctx.hypothesis).text for ctx in BUG17] == fresh
+    assert len(walks) - before <= 2, (
+        "the kept journal's walk and its first start, then every context resumed"
+    )
 
 
 def test_between_two_compactions_the_journal_only_grows(long_run):

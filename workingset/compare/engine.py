@@ -308,17 +308,21 @@ def version_label(name: str) -> str:
 
 def version_renderer(label: str) -> Renderer:
     """Return the renderer of an encoder version given its label (`v8`)."""
-    from ..encoders import get_encoder, render
+    from ..encoders import get_encoder
+    from ..encoders.journal.base import render_kept
     from ..session.replies import Request
 
-    name = "investigation_project_" + label
+    encoder = get_encoder("investigation_project_" + label)
+    # A journal version's walk, kept from context to context: a run's contexts are rendered in order, each
+    # a copy of the last with entries appended, so each costs what is new (the bytes are a fresh render's).
+    kept: dict[str, Any] = {}
 
     def run(state: State, hypothesis: str) -> Rendering:
         # The blocks and breakpoints of the provider request (`workingset.providers`), exactly.
-        rendered = render(state, hypothesis, name)
+        rendered = render_kept(encoder, state, hypothesis, kept)
         points = tuple(rendered.stable_ends()[-MAX_BREAKPOINTS:])
         reach = availability(
-            state, rendered.shown, rendered.indexed, recall=get_encoder(name).supports_recall
+            state, rendered.shown, rendered.indexed, recall=encoder.supports_recall
         )
 
         def body(provider: str, model: str | None) -> dict[str, Any]:

@@ -159,7 +159,9 @@ class JournalEncoder(ABC):
         case_text = self.case_text(state)
         limit = self.journal_limit(case_text)
         fmt = self.journal_format
-        if journal is not None and journal.limit == limit and journal.fmt is fmt:
+        if journal is not None and type(journal) is Journal:
+            if journal.limit != limit or journal.fmt is not fmt:
+                journal.restart(limit, fmt)
             walked = journal.plan(state)
         else:
             walked = plan(state, limit, fmt)
@@ -272,9 +274,11 @@ def render_kept(
 ) -> RenderedContext:
     """Render `state`, a journal encoder resuming the walk it keeps in `kept` (by encoder name).
 
-    The renders of one analysis's growing state (a session's turns, an import's steps) share
-    their walk, so each costs what is new; the bytes are a fresh render's. Any other encoder
-    renders the state whole."""
+    The renders of one analysis's growing state (a session's turns, an import's steps, a stored
+    run's contexts) share their walk, so each costs what is new; the bytes are a fresh render's.
+    When the state changes the walk's room or case (v15's evidence defaults appear with the first
+    item), the kept journal starts over with the new ones and resumes from then on. Any other
+    encoder renders the state whole."""
     if not isinstance(encoder, JournalEncoder):
         return encoder.render(state, hypothesis)
     journal = kept.get(encoder.name)

@@ -260,12 +260,10 @@ class V14(V13):
         )  # fmt: skip
 
     def plan(self, state: State, journal: Journal | None, room: int, case_text: str) -> Plan14:
-        """The journal within `room`: the kept walk resumed when it walks this room, else a fresh walk."""
-        if (
-            isinstance(journal, Journal14)
-            and journal.limit == room
-            and journal.page_size == self.page_size
-        ):
+        """The journal within `room`: the kept walk resumed (started over when its room changed), else a fresh walk."""
+        if type(journal) is Journal14:  # a later version's journal walks another way
+            if journal.limit != room or journal.page_size != self.page_size:
+                journal.restart(room, self.page_size, self.journal_format)
             return journal.plan(state)
         return walk(state, room, self.page_size, self.journal_format)
 

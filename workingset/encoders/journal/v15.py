@@ -196,10 +196,16 @@ class V15(V14):
         )
 
     def plan(self, state: State, journal: Journal | None, room: int, case_text: str) -> Plan15:
-        """The v15 journal within `room`: the kept walk resumed when it walks this room and case, else a fresh walk."""
+        """The v15 journal within `room`: the kept walk resumed (started over when its room or case changed), else a fresh walk."""
         fmt = self.format_of(state)
-        if (isinstance(journal, Journal15) and journal.limit == room and journal.page_size == self.page_size
-                and journal.fmt is fmt and journal.case == case_text):  # fmt: skip
+        if isinstance(journal, Journal15):
+            walks = (journal.limit, journal.page_size, journal.case) == (
+                room,
+                self.page_size,
+                case_text,
+            )
+            if not walks or journal.fmt is not fmt:
+                journal.restart(room, self.page_size, fmt, case_text)
             return journal.plan(state)
         return walk15(state, room, self.page_size, fmt, case_text)
 

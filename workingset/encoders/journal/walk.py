@@ -18,7 +18,6 @@ only what is new.
 
 from __future__ import annotations
 
-import operator
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -408,10 +407,11 @@ class _Walk:
 class Journal:
     """The journal of one analysis under one limit, kept between renders so a turn costs what is new.
 
-    `plan` first checks that the state still holds, object for object, every evidence item,
-    note and history row the last walk saw (a session's kept state only appends to those
-    lists and never changes what an entry shows), and that the new entries all come after the
-    last one walked; then it resumes the walk. Anything else walks from the first entry
+    `plan` first checks that the state still holds every evidence item, note and history row
+    the last walk saw, the same objects or equal ones (a session's kept state only appends to
+    those lists and never changes what an entry shows; a stored run's contexts are equal
+    copies), and that the new entries all come after the last one walked; then it resumes the
+    walk. Anything else walks from the first entry
     again. Either way the result is what a fresh walk gives (a test checks it): the kept
     state only saves time. `plan(state, limit)` is the pure, stateless form.
     """
@@ -444,9 +444,18 @@ class Journal:
             return None
         return new
 
+    def restart(self, limit: int, fmt: Format) -> None:
+        """Walk `limit` characters with `fmt` from now on (the state's case changed the room): the next plan starts over."""
+        self.limit, self.fmt = limit, fmt
+        self._start()
+
     def _kept(self, now: list[Any], then: list[Any]) -> bool:
-        """Whether the list `now` still holds, object for object, the list `then` the last walk saw."""
-        return len(now) >= len(then) and all(map(operator.is_, now, then))
+        """Whether the list `now` starts with the list `then` the last walk saw: the same objects, or equal ones.
+
+        A session's kept state holds the same objects (compared by identity first, so it costs
+        nothing); the stored contexts of a run are loaded apart, so theirs are equal copies, and
+        a render is a pure function of the values."""
+        return len(now) >= len(then) and now[: len(then)] == then
 
     def plan(self, state: State) -> Plan:
         new = self._new_entries(state)

@@ -29,7 +29,7 @@ from typing import Any
 
 from msgspec.structs import replace
 
-from ...model.state import Evidence, State
+from ...model.state import Evidence, Note, State
 from .pages import PAGED, page, page_bounds, paged_text
 from .walk import Journal, _cached, entries
 
@@ -378,15 +378,16 @@ class Journal14(Journal):
     """A v14 walk kept between the renders of one analysis, so a turn costs what is new.
 
     As v11's `Journal`, it resumes only when the state appended to every list the last walk
-    saw (object for object), the new entries come after the last one walked, and every new
+    saw (the same objects or equal ones), the new entries come after the last one walked, and every new
     evidence and note ID sorts after the old ones (ranges count IDs in sorted order); anything
     else walks from the first entry. Either way the result is the fresh walk's (a test checks it).
 
     One change besides appending resumes too: an evidence item replaced by a copy that
     differs only in its budget status (an import's states each hold the previous result
-    unsettled, then settled, as two objects; a session changes the status in place). No
-    entry or index row writes a status (the tail does), so the walk holds the copy in the old
-    item's place and goes on.
+    unsettled, then settled, as two objects; a session changes the status in place), or a
+    note by a copy that differs only in its status (open, then answered). No entry or index
+    row writes a status (the tail does), so the walk holds the copy in the old item's place
+    and goes on.
     """
 
     def __init__(self, limit: int, page_size: int, fmt: Any):
@@ -399,25 +400,32 @@ class Journal14(Journal):
         """A walk from the first entry (a later version's journal makes its own walk)."""
         return Walk14(self.limit, self.page_size, self.fmt)
 
+    def restart(self, limit: int, page_size: int, fmt: Any) -> None:  # type: ignore[override]
+        """Walk `limit` characters in pages of `page_size` with `fmt` from now on: the next plan starts over."""
+        self.page_size = page_size
+        super().restart(limit, fmt)
+        self.w = self.new_walk()
+        self.top = ("", "")
+
     def _kept(self, now: list[Any], then: list[Any]) -> bool:
         if super()._kept(now, then):
             return True
-        if len(now) < len(then) or not then or not isinstance(then[0], Evidence):
+        if len(now) < len(then) or not then or not isinstance(then[0], (Evidence, Note)):
             return False
-        changed = [(old, new) for old, new in zip(then, now) if old is not new]
+        changed = [(old, new) for old, new in zip(then, now) if old is not new and old != new]
         if not all(_status_only(old, new) for old, new in changed):
             return False
         self._hold([new for _, new in changed])
         return True
 
-    def _hold(self, copies: list[Evidence]) -> None:
+    def _hold(self, copies: list[Any]) -> None:
         """Put each copy in the place of the walked item of its ID, in the entries and, if archived, the archived items.
 
         Each search runs from the newest end: the item a turn settles is its previous result."""
         w = self.w
         for ev in copies:
             w.items[_last_index(w.refs, ev.id)] = ev
-            if ev.id in w.archived_set:
+            if isinstance(ev, Evidence) and ev.id in w.archived_set:
                 archived = w.archived_ev
                 archived[
                     next(i for i in range(len(archived) - 1, -1, -1) if archived[i].id == ev.id)
@@ -452,8 +460,11 @@ class Journal14(Journal):
         return plan
 
 
-def _status_only(old: Evidence, new: Evidence) -> bool:
-    """Whether `new` is `old` with another budget status, every other field equal."""
+def _status_only(old: Evidence | Note, new: Evidence | Note) -> bool:
+    """Whether `new` is `old` with another status (an evidence item's budget status, a note's), every other field equal."""
+    if isinstance(old, Note):
+        return isinstance(new, Note) and replace(new, status=old.status) == old
+    assert isinstance(new, Evidence)
     budget = replace(new.budget, status=old.budget.status)
     return budget == old.budget and replace(new, budget=old.budget) == old
 

@@ -412,14 +412,20 @@ class Journal15(Journal14):
     def new_walk(self) -> Walk15:
         return Walk15(self.limit, self.page_size, self.fmt, self.case)
 
-    def _hold(self, copies: list[Evidence]) -> None:
+    def restart(self, limit: int, page_size: int, fmt: Any, case_text: str) -> None:  # type: ignore[override]
+        """Walk with these parameters from now on (the case's evidence defaults appeared): the next plan starts over."""
+        self.case = case_text
+        super().restart(limit, page_size, fmt)
+
+    def _hold(self, copies: list[Any]) -> None:
         """Put each copy in the place of every walked item of its ID (the entry and any recalled copy of it)."""
         w = self.w
-        for ev in copies:
+        for item in copies:
             for k in range(len(w.refs) - 1, -1, -1):
-                if w.refs[k] == ev.id and w.kinds[k] in ("evidence", "copy"):
-                    w.items[k] = ev
-            w.archived_ev = [ev if old.id == ev.id else old for old in w.archived_ev]
+                if w.refs[k] == item.id and w.kinds[k] != "history":
+                    w.items[k] = item
+            if isinstance(item, Evidence):
+                w.archived_ev = [item if old.id == item.id else old for old in w.archived_ev]
 
     def plan(self, state: State) -> Plan15:  # type: ignore[override]
         plan = super().plan(state)
