@@ -209,6 +209,14 @@ def _runs(missing: list[str]) -> str:
     )
 
 
+def _ratio(r: dict[str, Any], s: str, m: str, bare: bool = False) -> float:
+    """Strategy `s`'s bill with recalls on the run row `r` under model `m`, over the transcript's (`bare`: both
+    without the agent's fixed prompt)."""
+    if bare:
+        return r["bare"][m][s] / r["bare"][m][TRANSCRIPT]
+    return r["bill"][m][s]["with_recalls"] / r["bill"][m][TRANSCRIPT]["with_recalls"]
+
+
 def targets(
     measured: list[tuple[str, dict[str, Any], dict[str, Any]]], candidate: str = "v15"
 ) -> str:
@@ -269,9 +277,7 @@ def targets(
     for m in MODELS:
 
         def ratio(r: dict[str, Any], s: str = candidate, bare: bool = False, m: str = m) -> float:
-            if bare:
-                return r["bare"][m][s] / r["bare"][m][TRANSCRIPT]
-            return r["bill"][m][s]["with_recalls"] / r["bill"][m][TRANSCRIPT]["with_recalls"]
+            return _ratio(r, s, m, bare)
 
         over20 = [n for n, _, r in corpus if r["contexts"] >= 20 and ratio(r) > 1.0]
         runs20 = [n for n, _, r in corpus if r["contexts"] >= 20]
@@ -318,14 +324,10 @@ def why_over(measured: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> str:
     whose format alone (v15 with no bound) already does, and the ones where only the bound does; and on how many of
     the runs of 20+ the bound costs more than it saves."""
     m = MODELS[0]
-
-    def ratio(r: dict[str, Any], s: str) -> float:
-        return r["bill"][m][s]["with_recalls"] / r["bill"][m][TRANSCRIPT]["with_recalls"]
-
     runs = [r for n, _, r in measured if n != "fixtures/bug17" and r["contexts"] >= 20]
-    over = [r for r in runs if ratio(r, "v15") > 1.0]
-    format_over = [r for r in over if ratio(r, UNBOUNDED) > 1.0]
-    bound_worse = [r for r in runs if ratio(r, "v15") > ratio(r, UNBOUNDED)]
+    over = [r for r in runs if _ratio(r, "v15", m) > 1.0]
+    format_over = [r for r in over if _ratio(r, UNBOUNDED, m) > 1.0]
+    bound_worse = [r for r in runs if _ratio(r, "v15", m) > _ratio(r, UNBOUNDED, m)]
     return (f"Why, under {m}: of the {len(over)} runs of 20+ contexts on which v15 costs more than the transcript, "
             f"{len(format_over)} cost more with no bound too ({UNBOUNDED}: v15's format alone passes the "
             f"transcript's bill there) and {len(over) - len(format_over)} only with it. On {len(bound_worse)} of the "

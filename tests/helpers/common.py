@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from benchmarks._data import CORPUS_ALL, LONG_RUNS
 from workingset.cli.commands import app
 from workingset.encoders import ENCODERS
 
@@ -17,12 +18,9 @@ DATA = TESTS / "data"  # the trimmed public trajectories (tests/data/README.md)
 BUG17 = ROOT / "fixtures" / "bug17"
 BENCHMARKS = ROOT / "benchmarks"
 VERSIONS = sorted(ENCODERS)
-# The 167-step OpenHands run, an entry of the corpus stored in ../shared/corpus/all (benchmarks/_data.py reads it
-# from there too; `$WORKINGSET_CORPUS_ALL` points elsewhere).
-CORPUS_ALL = Path(
-    os.environ.get("WORKINGSET_CORPUS_ALL") or ROOT.parent / "shared" / "corpus" / "all"
-)
-LONG_RUN = CORPUS_ALL / "openhands-v1-sonnet4-pylint-167"
+# The 167-step OpenHands run, an entry of the corpus stored in ../shared/corpus/all (or `$WORKINGSET_CORPUS_ALL`),
+# where the benchmarks read it.
+LONG_RUN = CORPUS_ALL / LONG_RUNS[0]
 # The test that checks a published section (tests/docs/test_results.py); conftest.py runs it last and starts
 # its checks when collection is done.
 SECTION_TEST = "test_deterministic_section_reproduces_exactly"
