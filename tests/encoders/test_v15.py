@@ -264,34 +264,6 @@ def test_a_walk_kept_from_before_the_first_item_starts_over_once_and_resumes():
         )
 
 
-@pytest.mark.parametrize("version", ["v14", "v15"])
-def test_a_stored_runs_contexts_resume_the_walk_from_equal_copies(monkeypatch, version):
-    """A stored run's contexts are loaded apart (equal copies, not the same objects): compare's renderer still
-    resumes the walk it keeps from one context to the next, with the bytes of a fresh render. Bug17's notes
-    change status from one context to the next (open, then answered): a status-only copy resumes too."""
-    from workingset.compare.engine import version_renderer
-    from workingset.encoders.journal import walk14, walk15
-
-    walk = walk15.Walk15 if version == "v15" else walk14.Walk14
-    walks = []
-    start = walk.__init__
-
-    def counted(self, *args, **kwargs):
-        walks.append(self)
-        start(self, *args, **kwargs)
-
-    monkeypatch.setattr(walk, "__init__", counted)
-    renderer = version_renderer(version)
-    fresh = [
-        get_encoder(version).render(copy_state(ctx.state), ctx.hypothesis).text for ctx in BUG17
-    ]
-    before = len(walks)
-    assert [renderer(ctx.state, ctx.hypothesis).text for ctx in BUG17] == fresh
-    assert len(walks) - before <= 2, (
-        "the kept journal's walk and its first start, then every context resumed"
-    )
-
-
 def test_between_two_compactions_the_journal_only_grows(long_run):
     enc = get_encoder("v15")
     before = None

@@ -22,7 +22,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from msgspec.structs import astuple
+from msgspec.structs import astuple, replace
 
 from ...io.caches import register
 from ...model.harvest import harvest
@@ -427,6 +427,7 @@ class Journal:
         self.sources: tuple[list, ...] = ()
         self.last: int | None = None
         self.plan_: Plan | None = None
+        self.held = False
 
     @staticmethod
     def _sources(state: State) -> tuple[list, ...]:
@@ -450,12 +451,37 @@ class Journal:
         self._start()
 
     def _kept(self, now: list[Any], then: list[Any]) -> bool:
-        """Whether the list `now` starts with the list `then` the last walk saw: the same objects, or equal ones.
+        """Whether the list `now` starts with the list `then` the last walk saw, as far as the journal writes it.
 
-        A session's kept state holds the same objects (compared by identity first, so it costs
-        nothing); the stored contexts of a run are loaded apart, so theirs are equal copies, and
-        a render is a pure function of the values."""
-        return len(now) >= len(then) and now[: len(then)] == then
+        The same objects or equal ones: a session's kept state holds the same objects (compared
+        by identity first, so it costs nothing); the stored contexts of a run are loaded apart,
+        so theirs are equal copies, and a render is a pure function of the values. An evidence
+        item or note replaced by a copy that differs only in its status (an import's states
+        each hold the previous result unsettled, then settled, as two objects) is held in the
+        old one's place: no entry or index row writes a status (the tail does)."""
+        if len(now) < len(then):
+            return False
+        if now[: len(then)] == then:
+            return True
+        if not then or not isinstance(then[0], (Evidence, Note)):
+            return False
+        changed = [(old, new) for old, new in zip(then, now) if old is not new and old != new]
+        if not all(status_only(old, new) for old, new in changed):
+            return False
+        self._hold([new for _, new in changed])
+        return True
+
+    def _hold(self, copies: list[Any]) -> None:
+        """Put each copy in the place of the walked item of its ID (and of its archived item), newest first."""
+        walk = self.walk
+        for item in copies:
+            for pos in range(len(walk.items) - 1, -1, -1):
+                if walk.kinds[pos] != "history" and walk.items[pos].id == item.id:
+                    walk.items[pos] = item
+                    break
+            if isinstance(item, Evidence):
+                walk.archived = [item if ev.id == item.id else ev for ev in walk.archived]
+        self.held = True  # the last plan lists the old objects: the next is rebuilt from the walk
 
     def plan(self, state: State) -> Plan:
         new = self._new_entries(state)
@@ -480,7 +506,9 @@ class Journal:
         self.sources = tuple(list(source) for source in self._sources(state))
         if new.orders:
             self.last = new.orders[-1]
-        self.plan_ = self._result(new, rebuild=self.plan_ is None or self.compactions != before)
+        rebuild = self.plan_ is None or self.compactions != before or self.held
+        self.held = False
+        self.plan_ = self._result(new, rebuild=rebuild)
         return self.plan_
 
     def _result(self, new: Entries, rebuild: bool) -> Plan:
@@ -538,6 +566,16 @@ class Journal:
         return Plan(archived=list(walk.archived), shown=shown, same_as=same_as, compactions=self.compactions,
                     body=body, index_text=index_text, archived_ids=archived_ids, cuts=cuts,
                     last_iteration=last)  # fmt: skip
+
+
+def status_only(old: Evidence | Note, new: Evidence | Note) -> bool:
+    """Whether `new` is `old` with another status (an evidence item's budget status, a note's), every other field equal."""
+    if isinstance(old, Note):
+        return isinstance(new, Note) and replace(new, status=old.status) == old
+    if not isinstance(new, Evidence):
+        return False
+    budget = replace(new.budget, status=old.budget.status)
+    return budget == old.budget and replace(new, budget=old.budget) == old
 
 
 def plan(state: State, limit: int, fmt: Format = V11_FORMAT) -> Plan:

@@ -27,9 +27,7 @@ from itertools import accumulate, count
 from operator import attrgetter
 from typing import Any
 
-from msgspec.structs import replace
-
-from ...model.state import Evidence, Note, State
+from ...model.state import Evidence, State
 from .pages import PAGED, page, page_bounds, paged_text
 from .walk import Journal, _cached, entries
 
@@ -407,17 +405,6 @@ class Journal14(Journal):
         self.w = self.new_walk()
         self.top = ("", "")
 
-    def _kept(self, now: list[Any], then: list[Any]) -> bool:
-        if super()._kept(now, then):
-            return True
-        if len(now) < len(then) or not then or not isinstance(then[0], (Evidence, Note)):
-            return False
-        changed = [(old, new) for old, new in zip(then, now) if old is not new and old != new]
-        if not all(_status_only(old, new) for old, new in changed):
-            return False
-        self._hold([new for _, new in changed])
-        return True
-
     def _hold(self, copies: list[Any]) -> None:
         """Put each copy in the place of the walked item of its ID, in the entries and, if archived, the archived items.
 
@@ -458,15 +445,6 @@ class Journal14(Journal):
         plan = w.result()
         self.plan_ = plan
         return plan
-
-
-def _status_only(old: Evidence | Note, new: Evidence | Note) -> bool:
-    """Whether `new` is `old` with another status (an evidence item's budget status, a note's), every other field equal."""
-    if isinstance(old, Note):
-        return isinstance(new, Note) and replace(new, status=old.status) == old
-    assert isinstance(new, Evidence)
-    budget = replace(new.budget, status=old.budget.status)
-    return budget == old.budget and replace(new, budget=old.budget) == old
 
 
 def _last_index(refs: list[str], ref: str) -> int:
