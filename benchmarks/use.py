@@ -37,7 +37,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import BUG17  # noqa: E402
 from _results import CHECK_FLAG, ROOT, write_section  # noqa: E402
 from corpus import MANIFEST, corpus_root, load_manifest, resolve  # noqa: E402
-from trajectories import detect  # noqa: E402
 
 from workingset.encoders.journal.base import MAX_BUDGET  # noqa: E402
 
@@ -50,7 +49,7 @@ CANDIDATES, TRANSCRIPT = ("v14", "v15", UNBOUNDED), "full-transcript"
 SIZES = ((0, 20, "<20"), (20, 40, "20–39"), (40, 150, "40–149"), (150, 10**9, "≥150"))
 
 
-def measure(job: tuple[str, str, str]) -> dict[str, Any]:
+def measure(job: tuple[str, str, str, str]) -> dict[str, Any]:
     """One run: per strategy its use counts, and per model its bills (with and without the fixed prompt)."""
     from workingset.compare.billing import CacheOptions
     from workingset.compare.engine import baseline_renderers, version_renderer
@@ -58,11 +57,11 @@ def measure(job: tuple[str, str, str]) -> dict[str, Any]:
     from workingset.importers import import_trajectory, write_import
     from workingset.runs.layout import read_fixed_prompt, read_retries, read_run
 
-    name, source, tmp = job
+    name, source, fmt, tmp = job
     path = Path(source)
     if path != BUG17:
         out = Path(tmp) / name
-        write_import(import_trajectory(detect(path), path), out)
+        write_import(import_trajectory(fmt, path), out)
         path = out
     contexts = [ctx for _, ctx in read_run(path)]
     fixed = read_fixed_prompt(path)
@@ -369,16 +368,18 @@ def main() -> None:
             "model": "n/a",
         }
     }
-    jobs = [("fixtures/bug17", str(BUG17))]
+    jobs = [("fixtures/bug17", str(BUG17), "")]
     for r in present:
         info[r.entry.name] = {
             "split": r.entry.split,
             "agent": r.entry.agent.split(" ")[0],
             "model": r.entry.model or "n/a",
         }
-        jobs.append((r.entry.name, str(r.path)))
+        jobs.append(
+            (r.entry.name, str(r.path), r.entry.format)
+        )  # the manifest says each run's format
     with tempfile.TemporaryDirectory() as tmp:
-        work = [(name, source, tmp) for name, source in jobs]
+        work = [(name, source, fmt, tmp) for name, source, fmt in jobs]
         if args.jobs > 1:
             with ProcessPoolExecutor(
                 args.jobs, mp_context=multiprocessing.get_context("fork")
@@ -386,7 +387,7 @@ def main() -> None:
                 rows = list(pool.map(measure, work))
         else:
             rows = [measure(job) for job in work]
-    measured = [(name, info[name], row) for (name, _), row in zip(jobs, rows)]
+    measured = [(name, info[name], row) for (name, _, _), row in zip(jobs, rows)]
     check_transcript(measured)
     names = list(rows[0]["use"])
     corpus = [m for m in measured if m[0] != "fixtures/bug17"]

@@ -423,20 +423,34 @@ def corpus_use_claims() -> list[str]:
 
 
 def unseen_use_claims() -> list[str]:
-    """The README's statement on the runs outside the corpus, read from RESULTS.md's `use_unseen` section
-    (`benchmarks/use.py --manifest benchmarks/unseen.json`; a soak test reruns it with `--check`)."""
+    """The README's and encoders.md's statements on the runs outside the corpus, read from RESULTS.md's `use_unseen`
+    section (`benchmarks/use.py --manifest benchmarks/unseen.json`; a soak test reruns it with `--check`)."""
     text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
     section = text.split("<!-- BEGIN use_unseen -->", 1)[1].split("<!-- END use_unseen -->", 1)[0]
-    heading = next(h for h in re.findall(r"^### (The corpus \(\d+ runs\))$", section, re.M))
-    runs = re.search(r"\d+", heading).group(0)
-    v14, v15 = _use_row(section, heading, "v14"), _use_row(section, heading, "v15")
+
+    def heading(pattern: str) -> tuple[str, str]:
+        """The stratum's heading and its number of runs."""
+        found = re.search(rf"^### ({pattern} \((\d+) runs\))$", section, re.M)
+        assert found, pattern
+        return found.group(1), found.group(2)
+
+    corpus, runs = heading("The corpus")
+    v14, v15 = _use_row(section, corpus, "v14"), _use_row(section, corpus, "v15")
+    claims = [f"On {runs} runs outside the corpus",
+              f"v14 costs {v14[4]}× the transcript and v15 {v15[4]}×, with {v14[0]} and {v15[0]} in view"]  # fmt: skip
+    mini, n = heading("agent mini-swe-agent")
+    m14, m15 = _use_row(section, mini, "v14"), _use_row(section, mini, "v15")
     # v15 with no bound, as benchmarks/use.py names it; docs/encoders.md says its format alone costs more than
-    # the transcript on these runs and the bound adds to that: check it, do not quote it.
-    free = _use_row(section, heading, f"v15:budget={MAX_BUDGET}")
-    assert 1 < float(free[4]) < float(v15[4]), (free[4], v15[4])
-    return [f"On {runs} mini-swe-agent runs outside the corpus",
-            f"v14 costs {v14[4]}× the transcript and v15 {v15[4]}×, with {v14[0]} and {v15[0]} in view",
-            f"There v15 with no bound costs {free[4]}× the transcript"]  # fmt: skip
+    # the transcript on the mini-swe-agent runs and the bound adds to that: check it, do not quote it.
+    free = _use_row(section, mini, f"v15:budget={MAX_BUDGET}")
+    assert 1 < float(free[4]) < float(m15[4]), (free[4], m15[4])
+    claims += [f"On the {n} mini-swe-agent runs alone, v14 costs {m14[4]}× and v15 {m15[4]}×",
+               f"There v15 with no bound costs {free[4]}× the transcript"]  # fmt: skip
+    for agent in ("OpenHands", "SWE-agent"):
+        label, k = heading(f"agent {agent}")
+        claims.append(f"on the {k} {agent} runs v14 costs {_use_row(section, label, 'v14')[4]}× and v15 "
+                      f"{_use_row(section, label, 'v15')[4]}×")  # fmt: skip
+    return claims
 
 
 def test_readme_numbers_reproduce_from_the_command():
