@@ -375,9 +375,8 @@ def main() -> None:
             "agent": r.entry.agent.split(" ")[0],
             "model": r.entry.model or "n/a",
         }
-        jobs.append(
-            (r.entry.name, str(r.path), r.entry.format)
-        )  # the manifest says each run's format
+        # The manifest says each run's format (a single-file OpenHands event list has no telling layout).
+        jobs.append((r.entry.name, str(r.path), r.entry.format))
     with tempfile.TemporaryDirectory() as tmp:
         work = [(name, source, fmt, tmp) for name, source, fmt in jobs]
         if args.jobs > 1:

@@ -345,19 +345,15 @@ def import_run(path: Path, into: Path) -> Path:
     return into / path.name
 
 
-def kept_runs() -> list[Path]:
-    """The long runs of `../shared/corpus/all` the benchmarks read beside the corpus's five."""
+def every_run(corpus: Path, into: Path) -> list[tuple[str, Path]]:
+    """bug17, each corpus trajectory and each long run the benchmarks read (`../shared/corpus/all`), the latter two
+    imported into `into`."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from _data import long_runs
 
-    return long_runs()
-
-
-def every_run(corpus: Path, into: Path) -> list[tuple[str, Path]]:
-    """bug17, each corpus trajectory and each long run, the latter two imported into `into`."""
     runs = [("fixtures/bug17", ROOT / "fixtures" / "bug17")]
     return runs + [
-        (path.name, import_run(path, into)) for path in [*sorted(corpus.iterdir()), *kept_runs()]
+        (path.name, import_run(path, into)) for path in [*sorted(corpus.iterdir()), *long_runs()]
     ]
 
 

@@ -199,12 +199,12 @@ class V15(V14):
         """The v15 journal within `room`: the kept walk resumed (started over when its room or case changed), else a fresh walk."""
         fmt = self.format_of(state)
         if isinstance(journal, Journal15):
-            walks = (journal.limit, journal.page_size, journal.case) == (
-                room,
-                self.page_size,
-                case_text,
+            same = (
+                journal.limit == room
+                and journal.page_size == self.page_size
+                and journal.case == case_text
             )
-            if not walks or journal.fmt is not fmt:
+            if not same or journal.fmt is not fmt:
                 journal.restart(room, self.page_size, fmt, case_text)
             return journal.plan(state)
         return walk15(state, room, self.page_size, fmt, case_text)

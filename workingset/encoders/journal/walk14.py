@@ -401,8 +401,7 @@ class Journal14(Journal):
     def restart(self, limit: int, page_size: int, fmt: Any) -> None:  # type: ignore[override]
         """Walk `limit` characters in pages of `page_size` with `fmt` from now on: the next plan starts over."""
         self.page_size = page_size
-        super().restart(limit, fmt)
-        self.w = self.new_walk()
+        super().restart(limit, fmt)  # no plan kept: the next plan makes a new walk
         self.top = ("", "")
 
     def _hold(self, copies: list[Any]) -> None:
