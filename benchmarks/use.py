@@ -26,6 +26,7 @@ import math
 import multiprocessing
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -49,11 +50,10 @@ CANDIDATES, TRANSCRIPT = ("v14", "v15", UNBOUNDED), "full-transcript"
 SIZES = ((0, 20, "<20"), (20, 40, "20–39"), (40, 150, "40–149"), (150, 10**9, "≥150"))
 
 
-def measure(job: tuple[str, str, str, str]) -> dict[str, Any]:
-    """One run: per strategy its use counts, and per model its bills (with and without the fixed prompt)."""
+def load_run(job: tuple[str, str, str, str]) -> tuple[list[Any], Any, dict[str, Any]]:
+    """One run of a job (name, source, format, scratch directory), imported with the project's importer (bug17 as it
+    is): its contexts, its fixed prompt, and `compare_use`'s keyword arguments for it."""
     from workingset.compare.billing import CacheOptions
-    from workingset.compare.engine import baseline_renderers, version_renderer
-    from workingset.compare.recalls import compare_use
     from workingset.importers import import_trajectory, write_import
     from workingset.runs.layout import read_fixed_prompt, read_retries, read_run
 
@@ -71,6 +71,15 @@ def measure(job: tuple[str, str, str, str]) -> dict[str, Any]:
         cache_options=CacheOptions(),
         retries=read_retries(path, contexts),
     )
+    return contexts, fixed, options
+
+
+def measure(job: tuple[str, str, str, str]) -> dict[str, Any]:
+    """One run: per strategy its use counts, and per model its bills (with and without the fixed prompt)."""
+    from workingset.compare.engine import baseline_renderers, version_renderer
+    from workingset.compare.recalls import compare_use
+
+    contexts, fixed, options = load_run(job)
     with_fixed = {**{c: version_renderer(c) for c in CANDIDATES}, **baseline_renderers(fixed)}
     uc = compare_use(contexts, with_fixed, **options)  # type: ignore[arg-type]
     bare = compare_use(contexts, baseline_renderers(None), **options) if fixed is not None else uc  # type: ignore[arg-type]
@@ -345,19 +354,11 @@ def check_transcript(measured: list[tuple[str, dict[str, Any], dict[str, Any]]])
                          f"{u['steps_needing_recall']} steps need a recall")  # fmt: skip
 
 
-def main() -> None:
-    """Import and measure every run; write the section."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=None, help="corpus root (default: $WORKINGSET_CORPUS or ../shared/corpus/raw)")  # fmt: skip
-    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpus manifest")
-    parser.add_argument("--section", default="use", help="RESULTS.md section to write")
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="worker processes (one run at a time each)"
-    )
-    parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")  # fmt: skip
-    args = parser.parse_args()
-    root = (ROOT / args.root).resolve() if args.root else corpus_root()
-    entries = [resolve(e, root) for e in load_manifest(args.manifest)]
+def corpus_jobs(root: Path, manifest: Path) -> tuple[list[Any], list[Any], dict[str, dict[str, str]],
+                                                     list[tuple[str, str, str]]]:  # fmt: skip
+    """The manifest's entries, those present under `root`, each run's split, agent and model, and the jobs
+    (name, source, format): bug17 first, then every run present. Exits when an entry differs from the manifest."""
+    entries = [resolve(e, root) for e in load_manifest(manifest)]
     if any(r.status == "mismatch" for r in entries):
         sys.exit(f"{root}: some entries differ from the manifest (benchmarks/corpus.py --check)")
     present = [r for r in entries if r.status == "present"]
@@ -377,15 +378,35 @@ def main() -> None:
         }
         # The manifest says each run's format (a single-file OpenHands event list has no telling layout).
         jobs.append((r.entry.name, str(r.path), r.entry.format))
+    return entries, present, info, jobs
+
+
+def run_jobs(
+    work: Callable[[tuple[str, str, str, str]], Any], jobs: list[tuple[str, str, str]], n: int
+) -> list[Any]:
+    """`work` on every job, in a scratch directory for the imports, on `n` worker processes; results in job order."""
     with tempfile.TemporaryDirectory() as tmp:
-        work = [(name, source, fmt, tmp) for name, source, fmt in jobs]
-        if args.jobs > 1:
-            with ProcessPoolExecutor(
-                args.jobs, mp_context=multiprocessing.get_context("fork")
-            ) as pool:
-                rows = list(pool.map(measure, work))
-        else:
-            rows = [measure(job) for job in work]
+        tasks = [(name, source, fmt, tmp) for name, source, fmt in jobs]
+        if n > 1:
+            with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+                return list(pool.map(work, tasks))
+        return [work(task) for task in tasks]
+
+
+def main() -> None:
+    """Import and measure every run; write the section."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--root", type=Path, default=None, help="corpus root (default: $WORKINGSET_CORPUS or ../shared/corpus/raw)")  # fmt: skip
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpus manifest")
+    parser.add_argument("--section", default="use", help="RESULTS.md section to write")
+    parser.add_argument(
+        "--jobs", type=int, default=1, help="worker processes (one run at a time each)"
+    )
+    parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")  # fmt: skip
+    args = parser.parse_args()
+    root = (ROOT / args.root).resolve() if args.root else corpus_root()
+    entries, present, info, jobs = corpus_jobs(root, args.manifest)
+    rows = run_jobs(measure, jobs, args.jobs)
     measured = [(name, info[name], row) for (name, _, _), row in zip(jobs, rows)]
     check_transcript(measured)
     names = list(rows[0]["use"])

@@ -64,6 +64,8 @@ EXTERNAL = {
     "use": (CORPUS,),
     # The 67 corpus runs of benchmarks/corpus.json, shared beside the repository (issue 31).
     "use_all": (ROOT.parent / "shared" / "corpus" / "all",),
+    # v15's keep share at a third, a half and two thirds, over the same 67 runs.
+    "v15_keep": (ROOT.parent / "shared" / "corpus" / "all",),
     # Runs outside the corpus, chosen by rule and measured once (benchmarks/unseen.json), beside the repository.
     "use_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
     # Issue 22's measurement of the 67 corpus runs, once staged beside the repository, now in ../shared/corpus/all.
@@ -107,10 +109,11 @@ def test_timed_section_names_a_clean_commit(name: str):
     )
 
 
-# Sections whose check takes ten minutes or more (67 runs): run with -m soak. `v15_bound` takes about a
+# Sections whose check takes ten minutes or more (67 runs): run with -m soak (`v15_keep` reads the same 67 runs in
+# about a minute, beside the section checks the suite already runs on its second core). `v15_bound` takes about a
 # minute of renders; its bound is asserted every run by tests/encoders/test_v15.py (bug17, the 167-step
 # run, the 868,167-character output, generated states) and by `render` itself, which never returns more.
-SOAK = {"v14_targets_staged", "use_all", "use_unseen", "v15_bound"}
+SOAK = {"v14_targets_staged", "use_all", "use_unseen", "v15_bound", "v15_keep"}
 
 
 _CHECKS = pytest.StashKey[dict[str, Future[subprocess.CompletedProcess[str]]]]()
@@ -453,9 +456,33 @@ def unseen_use_claims() -> list[str]:
     return claims
 
 
+def keep_claims() -> list[str]:
+    """docs/encoders.md's statements on v15's keep share, read from RESULTS.md's `v15_keep` section
+    (`benchmarks/v15_keep.py --root ../shared/corpus/all`; a soak test reruns it with `--check`)."""
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
+    section = text.split("<!-- BEGIN v15_keep -->", 1)[1].split("<!-- END v15_keep -->", 1)[0]
+    # The choice the section makes from the main split is the share v15 was released with: check it, do not quote it.
+    assert "is 2/3: the share v15 was released with." in section
+    # "Each larger share shows more and costs more, on the main and the holdout runs alike."
+    alike = "each larger share shows more and costs more under anthropic and openai-5.6"
+    assert f"on the main runs {alike}; on the holdout runs {alike}." in section
+    rows = {
+        share: _use_row(section, "all (67 runs)", f"v15, keep {share}") for share in ("1/3", "1/2")
+    }
+    main = {
+        share: _use_row(section, "main (45 runs)", f"v15, keep {share}")[0]
+        for share in ("1/3", "1/2")
+    }
+    return [f"on the 45 main runs a third keeps {main['1/3']} in view and a half {main['1/2']}",
+            f"over the 67 runs a third costs {rows['1/3'][2]}× the transcript with every recall billed and shows "
+            f"{rows['1/3'][0]}, a half {rows['1/2'][2]}× and {rows['1/2'][0]}"]  # fmt: skip
+
+
 def test_readme_numbers_reproduce_from_the_command():
     prose = docs_prose()
-    claims = readme_claims() + cache_claims() + corpus_use_claims() + unseen_use_claims()
+    claims = (
+        readme_claims() + cache_claims() + corpus_use_claims() + unseen_use_claims() + keep_claims()
+    )
     missing = [claim for claim in claims if claim not in prose]
     assert not missing, (
         f"{', '.join(DOC_PAGES)} no longer say what the command gives:\n" + "\n".join(missing)
