@@ -1,6 +1,6 @@
 """v15's one measured parameter, the share of the journal's room a compaction keeps, at a third, a half and two thirds.
 
-Run: .venv/bin/python benchmarks/v15_keep.py [--root DIR] [--jobs N] [--check]
+Run: .venv/bin/python benchmarks/v15_keep.py [--root DIR] [--manifest FILE] [--section NAME] [--jobs N] [--check]
 
 v15 keeps, at each compaction, the entries used last within a share of the journal's room
 (`workingset.encoders.journal.walk15.KEEP`). Its other parameters are rules of the budget; this
@@ -15,7 +15,9 @@ measured as `benchmarks/use.py` measures them (`compare_use`, `anthropic` and `o
 recall billed): v15 with each share (each worker process sets `walk15.KEEP` before it renders;
 v15 as released keeps two thirds), and v14 beside them. bug17 is in neither split and is left
 out. Tables: the main split, which the choice reads; the holdout split, which played no part
-in it; all runs. Writes the section `v15_keep` of RESULTS.md (deterministic).
+in it; all runs. With `--manifest benchmarks/unseen.json` (runs outside the corpus, all holdout) nothing is
+chosen: the tables show how the choice holds there. Writes the section `--section` (default `v15_keep`) of
+RESULTS.md (deterministic).
 """
 
 from __future__ import annotations
@@ -148,13 +150,15 @@ def main() -> None:
     """Import and measure every run of the manifest; write the section."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=None, help="corpus root (default: $WORKINGSET_CORPUS or ../shared/corpus/raw)")  # fmt: skip
+    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpus manifest")
+    parser.add_argument("--section", default="v15_keep", help="RESULTS.md section to write")
     parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes (one run at a time each)"
     )
     parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")  # fmt: skip
     args = parser.parse_args()
     root = (ROOT / args.root).resolve() if args.root else corpus_root()
-    entries, present, info, jobs = corpus_jobs(root, MANIFEST)
+    entries, present, info, jobs = corpus_jobs(root, args.manifest)
     jobs = [j for j in jobs if j[0] != "fixtures/bug17"]
     rows = run_jobs(measure, jobs, args.jobs)
     split = {name: info[name]["split"] for name, _, _ in jobs}
@@ -166,20 +170,23 @@ def main() -> None:
     except ValueError:
         shown = str(root)
     parts = [
-        f"Corpus root `{shown}` ({len(present)} of the {len(entries)} entries of `benchmarks/corpus.json` present). "
+        f"Corpus root `{shown}` ({len(present)} of the {len(entries)} entries of "
+        f"`{args.manifest.resolve().relative_to(ROOT)}` present). "
         "v15 at each share of the journal's room a compaction keeps, and v14 (a third, chosen by age), measured as "
         "`benchmarks/use.py` measures them: *in view*, the share of the identifiers each next step used that its "
         "context holds; *recall steps*, the steps with something one recall away; bills with every recall billed, "
         "as ratios to the full transcript's (with its fixed prompt) over the runs' sums.",
-        "",
-        choice(main_rows),
     ]
+    if main_rows:
+        parts += ["", choice(main_rows)]
+    else:  # runs outside the corpus: all holdout, so nothing to choose on; the tables show how the choice holds
+        parts += ["", "None of these runs is in the main split: the choice is not made on them."]
     for title, picked in (("main", main_rows), ("holdout", holdout), ("all", rows)):
         if picked:
             parts += ["", f"### {title} ({len(picked)} runs)", "", table(picked, names)]
     parts += ["", trend([("main", main_rows), ("holdout", holdout)])]
     write_section(
-        "v15_keep", f"v15's keep share: a third, a half, two thirds ({shown})", "\n".join(parts)
+        args.section, f"v15's keep share: a third, a half, two thirds ({shown})", "\n".join(parts)
     )
 
 

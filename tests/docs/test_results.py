@@ -64,8 +64,9 @@ EXTERNAL = {
     "use": (CORPUS,),
     # The 67 corpus runs of benchmarks/corpus.json, shared beside the repository (issue 31).
     "use_all": (ROOT.parent / "shared" / "corpus" / "all",),
-    # v15's keep share at a third, a half and two thirds, over the same 67 runs.
+    # v15's keep share at a third, a half and two thirds, over the same 67 runs and over the runs outside the corpus.
     "v15_keep": (ROOT.parent / "shared" / "corpus" / "all",),
+    "v15_keep_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
     # Runs outside the corpus, chosen by rule and measured once (benchmarks/unseen.json), beside the repository.
     "use_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
     # Issue 22's measurement of the 67 corpus runs, once staged beside the repository, now in ../shared/corpus/all.
@@ -113,7 +114,7 @@ def test_timed_section_names_a_clean_commit(name: str):
 # about a minute, beside the section checks the suite already runs on its second core). `v15_bound` takes about a
 # minute of renders; its bound is asserted every run by tests/encoders/test_v15.py (bug17, the 167-step
 # run, the 868,167-character output, generated states) and by `render` itself, which never returns more.
-SOAK = {"v14_targets_staged", "use_all", "use_unseen", "v15_bound", "v15_keep"}
+SOAK = {"v14_targets_staged", "use_all", "use_unseen", "v15_bound", "v15_keep", "v15_keep_unseen"}
 
 
 _CHECKS = pytest.StashKey[dict[str, Future[subprocess.CompletedProcess[str]]]]()
@@ -473,7 +474,16 @@ def keep_claims() -> list[str]:
         share: _use_row(section, "main (45 runs)", f"v15, keep {share}")[0]
         for share in ("1/3", "1/2")
     }
-    return [f"on the 45 main runs a third keeps {main['1/3']} in view and a half {main['1/2']}",
+    unseen = text.split("<!-- BEGIN v15_keep_unseen -->", 1)[1].split(
+        "<!-- END v15_keep_unseen -->", 1
+    )[0]
+    outside = {
+        share: _use_row(unseen, "all (23 runs)", f"v15, keep {share}") for share in ("1/3", "2/3")
+    }
+    return [f"on the 23 runs outside the corpus a third shows {outside['1/3'][0]} at {outside['1/3'][2]}× the "
+            f"transcript and {outside['1/3'][1].split(' ', 1)[1][1:-1]} of the steps need a recall; two thirds "
+            f"{outside['2/3'][0]} at {outside['2/3'][2]}×",
+            f"on the 45 main runs a third keeps {main['1/3']} in view and a half {main['1/2']}",
             f"over the 67 runs a third costs {rows['1/3'][2]}× the transcript with every recall billed and shows "
             f"{rows['1/3'][0]}, a half {rows['1/2'][2]}× and {rows['1/2'][0]}"]  # fmt: skip
 
