@@ -480,6 +480,13 @@ def keep_claims() -> list[str]:
     outside = {
         share: _use_row(unseen, "all (23 runs)", f"v15, keep {share}") for share in ("1/3", "2/3")
     }
+    # "There a third would have met the view and recall targets for less than the transcript": check it.
+    third = outside["1/3"]
+    assert (
+        float(third[0][:-1]) >= 97
+        and float(third[1].split("(")[1][:-2]) <= 3
+        and float(third[2]) < 1
+    ), third
     return [f"on the 23 runs outside the corpus a third shows {outside['1/3'][0]} at {outside['1/3'][2]}× the "
             f"transcript and {outside['1/3'][1].split(' ', 1)[1][1:-1]} of the steps need a recall; two thirds "
             f"{outside['2/3'][0]} at {outside['2/3'][2]}×",
