@@ -393,28 +393,39 @@ def run_jobs(
         return [work(task) for task in tasks]
 
 
-def main() -> None:
-    """Import and measure every run; write the section."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def corpus_arguments(description: str, section: str) -> tuple[argparse.Namespace, Path]:
+    """The command line of a script measuring a corpus manifest's runs (--root, --manifest, --section, --jobs,
+    --check), and the corpus root it names."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--root", type=Path, default=None, help="corpus root (default: $WORKINGSET_CORPUS or ../shared/corpus/raw)")  # fmt: skip
     parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpus manifest")
-    parser.add_argument("--section", default="use", help="RESULTS.md section to write")
+    parser.add_argument("--section", default=section, help="RESULTS.md section to write")
     parser.add_argument(
         "--jobs", type=int, default=1, help="worker processes (one run at a time each)"
     )
     parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")  # fmt: skip
     args = parser.parse_args()
-    root = (ROOT / args.root).resolve() if args.root else corpus_root()
+    return args, (ROOT / args.root).resolve() if args.root else corpus_root()
+
+
+def shown_root(root: Path) -> str:
+    """The corpus root as a section names it: beside the repository, relative to it."""
+    try:
+        return f"../{root.relative_to(ROOT.parent)}"
+    except ValueError:
+        return str(root)
+
+
+def main() -> None:
+    """Import and measure every run; write the section."""
+    args, root = corpus_arguments(__doc__.splitlines()[0], "use")
     entries, present, info, jobs = corpus_jobs(root, args.manifest)
     rows = run_jobs(measure, jobs, args.jobs)
     measured = [(name, info[name], row) for (name, _, _), row in zip(jobs, rows)]
     check_transcript(measured)
     names = list(rows[0]["use"])
     corpus = [m for m in measured if m[0] != "fixtures/bug17"]
-    try:
-        shown = f"../{root.relative_to(ROOT.parent)}"
-    except ValueError:
-        shown = str(root)
+    shown = shown_root(root)
     parts = [
         f"Corpus root `{shown}` ({len(present)} of the {len(entries)} entries of "
         f"`{args.manifest.resolve().relative_to(ROOT)}` present) and bug17. A used identifier is one the next step's "

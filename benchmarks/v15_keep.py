@@ -22,7 +22,6 @@ RESULTS.md (deterministic).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from fractions import Fraction
@@ -33,9 +32,16 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _results import CHECK_FLAG, ROOT, write_section  # noqa: E402
-from corpus import MANIFEST, corpus_root  # noqa: E402
-from use import MODELS, TRANSCRIPT, corpus_jobs, load_run, run_jobs  # noqa: E402
+from _results import ROOT, write_section  # noqa: E402
+from use import (  # noqa: E402
+    MODELS,
+    TRANSCRIPT,
+    corpus_arguments,
+    corpus_jobs,
+    load_run,
+    run_jobs,
+    shown_root,
+)
 
 SHARES = ((1, 3), (1, 2), (2, 3))  # the three simple splits of the room
 TARGET = 0.97  # issue 32: used identifiers in view over the corpus
@@ -148,16 +154,7 @@ def trend(splits: list[tuple[str, list[dict[str, Any]]]]) -> str:
 
 def main() -> None:
     """Import and measure every run of the manifest; write the section."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=None, help="corpus root (default: $WORKINGSET_CORPUS or ../shared/corpus/raw)")  # fmt: skip
-    parser.add_argument("--manifest", type=Path, default=MANIFEST, help="corpus manifest")
-    parser.add_argument("--section", default="v15_keep", help="RESULTS.md section to write")
-    parser.add_argument(
-        "--jobs", type=int, default=1, help="worker processes (one run at a time each)"
-    )
-    parser.add_argument(CHECK_FLAG, action="store_true", help="compare with RESULTS.md instead of writing it")  # fmt: skip
-    args = parser.parse_args()
-    root = (ROOT / args.root).resolve() if args.root else corpus_root()
+    args, root = corpus_arguments(__doc__.splitlines()[0], "v15_keep")
     entries, present, info, jobs = corpus_jobs(root, args.manifest)
     jobs = [j for j in jobs if j[0] != "fixtures/bug17"]
     rows = run_jobs(measure, jobs, args.jobs)
@@ -165,10 +162,7 @@ def main() -> None:
     main_rows = [r for (name, _, _), r in zip(jobs, rows) if split[name] == "main"]
     holdout = [r for (name, _, _), r in zip(jobs, rows) if split[name] == "holdout"]
     names = ["v14", *(_label(s) for s in SHARES)]
-    try:
-        shown = f"../{root.relative_to(ROOT.parent)}"
-    except ValueError:
-        shown = str(root)
+    shown = shown_root(root)
     parts = [
         f"Corpus root `{shown}` ({len(present)} of the {len(entries)} entries of "
         f"`{args.manifest.resolve().relative_to(ROOT)}` present). "
