@@ -391,7 +391,8 @@ class Journal14(Journal):
     def __init__(self, limit: int, page_size: int, fmt: Any):
         super().__init__(limit, fmt)
         self.page_size = page_size
-        self.w = self.new_walk()
+        # The walk: the first plan makes it (no plan is kept yet, so it starts over).
+        self.w: Any = None
         self.top = ("", "")  # the largest evidence and note IDs walked
 
     def new_walk(self) -> Any:
