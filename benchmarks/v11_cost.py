@@ -59,7 +59,7 @@ from workingset.session.replies import Request  # noqa: E402
 
 UNBOUNDED_BUDGET = 100_000_000
 PARTS = ("tail", "preamble", "compaction", "journal and case")
-VERSIONS = ("v11", "v12", "v13")
+VERSIONS = ("v11", "v12", "v13", "v14", "v15")
 
 
 def _ends(rendered) -> dict[str, tuple[int, int]]:

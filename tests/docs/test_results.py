@@ -495,10 +495,42 @@ def keep_claims() -> list[str]:
             f"{rows['1/3'][0]}, a half {rows['1/2'][2]}× and {rows['1/2'][0]}"]  # fmt: skip
 
 
+def cost_parts_claims() -> list[str]:
+    """docs/encoders.md's reading of v14's and v15's parts in RESULTS.md's `v11_cost` section
+    (`benchmarks/v11_cost.py`, deterministic and rerun with `--check`): checked, not quoted."""
+    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
+    section = text.split("<!-- BEGIN v11_cost -->", 1)[1].split("<!-- END v11_cost -->", 1)[0]
+    parts: dict[str, dict[str, list[float]]] = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 9 and cells[1] in ("v14", "v15"):
+            ratio = float(cells[4].rstrip("x"))
+            compaction, records = (float(c.rstrip("%")) for c in cells[7:9])
+            parts.setdefault(cells[0], {})[cells[1]] = [ratio, compaction, records]
+    assert len(parts) >= 7 and all(len(v) == 2 for v in parts.values()), parts
+    imported = [run for run in parts if run != "fixtures/bug17"]
+    # "v15's records cost less than v14's on every imported run (on bug17, a native session, slightly more)"
+    assert all(parts[run]["v15"][2] < parts[run]["v14"][2] for run in imported), parts
+    assert 0 < parts["fixtures/bug17"]["v15"][2] - parts["fixtures/bug17"]["v14"][2] < 1, parts
+    # "its bound saves less than v14's on every run"
+    assert all(p["v15"][1] > p["v14"][1] for p in parts.values()), parts
+    # "on bug17 and two of the raw runs it costs more than it saves, and those runs cost more than the
+    # transcript with v15 and less with v14"
+    over = [run for run, p in parts.items() if p["v15"][1] > 0]
+    assert "fixtures/bug17" in over and len(over) == 3, over
+    assert all(parts[run]["v15"][0] > 1 > parts[run]["v14"][0] for run in over), parts
+    return []
+
+
 def test_readme_numbers_reproduce_from_the_command():
     prose = docs_prose()
     claims = (
-        readme_claims() + cache_claims() + corpus_use_claims() + unseen_use_claims() + keep_claims()
+        readme_claims()
+        + cache_claims()
+        + corpus_use_claims()
+        + unseen_use_claims()
+        + keep_claims()
+        + cost_parts_claims()
     )
     missing = [claim for claim in claims if claim not in prose]
     assert not missing, (
