@@ -509,7 +509,7 @@ def cost_parts_claims() -> list[str]:
             parts.setdefault(cells[0], {})[cells[1]] = [ratio, compaction, records]
     assert len(parts) >= 7 and all(len(v) == 2 for v in parts.values()), parts
     imported = [run for run in parts if run != "fixtures/bug17"]
-    # "v15's records cost less than v14's on every imported run (on bug17, a native session, slightly more)"
+    # "v15's records cost less than v14's on every imported run (on bug17, a session of its own, slightly more)"
     assert all(parts[run]["v15"][2] < parts[run]["v14"][2] for run in imported), parts
     assert 0 < parts["fixtures/bug17"]["v15"][2] - parts["fixtures/bug17"]["v14"][2] < 1, parts
     # "its bound saves less than v14's on every run"
