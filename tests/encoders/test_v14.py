@@ -656,27 +656,6 @@ def test_a_kept_walk_gives_the_fresh_walk_on_every_turn():
         assert enc.render(state, "H1", journal=journal) == enc.render(state, "H1")
 
 
-def test_a_kept_journal_makes_one_walk_in_its_life(monkeypatch):
-    """A journal makes its walk at its first plan, and every later turn resumes it: one walk in all."""
-    from workingset.encoders.journal import walk14 as walk14_module
-
-    walks = []
-    start = walk14_module.Walk14.__init__
-
-    def counted(self, *args, **kwargs):
-        walks.append(self)
-        start(self, *args, **kwargs)
-
-    monkeypatch.setattr(walk14_module.Walk14, "__init__", counted)
-    full = make_state(500)
-    enc = get_encoder("v14:budget=20000")
-    journal = enc.new_journal(full)
-    for state in growing(full, 10):
-        enc.render(state, "H1", journal=journal)
-    monkeypatch.undo()
-    assert len(walks) == 1, "the first plan made the walk, and every later turn resumed it"
-
-
 def test_a_kept_walk_holds_a_status_only_copy_and_walks_afresh_on_any_other_change():
     """An item replaced by a copy with another budget status (an import's next step) resumes the walk; any other change walks afresh."""
     enc = get_encoder("v14:budget=20000")

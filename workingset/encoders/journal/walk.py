@@ -416,13 +416,14 @@ class Journal:
     state only saves time. `plan(state, limit)` is the pure, stateless form.
     """
 
+    walk: _Walk  # made by each plan that walks from the first entry (the first plan does)
+
     def __init__(self, limit: int, fmt: Format = V11_FORMAT):
         self.limit, self.fmt = limit, fmt
         self._start()
 
     def _start(self) -> None:
-        """Forget every walk: the next plan walks from the first entry."""
-        self.walk = _Walk(self.fmt)
+        """Forget every walk: the next plan walks from the first entry, with a walk of its own."""
         self.threshold, self.compactions = self.limit, 0
         self.sources: tuple[list, ...] = ()
         self.last: int | None = None
@@ -487,6 +488,7 @@ class Journal:
         new = self._new_entries(state)
         if new is None:
             self._start()
+            self.walk = _Walk(self.fmt)
             new = entries(state)
         before = self.compactions
         walk, limit = self.walk, self.limit

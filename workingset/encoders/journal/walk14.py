@@ -388,11 +388,11 @@ class Journal14(Journal):
     and goes on.
     """
 
+    w: Any  # the walk: made by each plan that walks from the first entry (the first plan does)
+
     def __init__(self, limit: int, page_size: int, fmt: Any):
         super().__init__(limit, fmt)
         self.page_size = page_size
-        # The walk: the first plan makes it (no plan is kept yet, so it starts over).
-        self.w: Any = None
         self.top = ("", "")  # the largest evidence and note IDs walked
 
     def new_walk(self) -> Any:
