@@ -379,8 +379,7 @@ def corpus_use_claims() -> list[str]:
     anthropic and openai-5.6 the bill as recorded, with recalls, with recalls without the
     fixed prompt, each a ratio to the transcript's.
     """
-    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
-    section = text.split("<!-- BEGIN use_all -->", 1)[1].split("<!-- END use_all -->", 1)[0]
+    section = SECTIONS["use_all"]
     corpus = "The corpus (67 runs)"
     v14, mask = _use_row(section, corpus, "v14"), _use_row(section, corpus, "masking-10")
     steps, share = v14[1].split(" ", 1)
@@ -429,8 +428,7 @@ def corpus_use_claims() -> list[str]:
 def unseen_use_claims() -> list[str]:
     """The README's and encoders.md's statements on the runs outside the corpus, read from RESULTS.md's `use_unseen`
     section (`benchmarks/use.py --manifest benchmarks/unseen.json`; a soak test reruns it with `--check`)."""
-    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
-    section = text.split("<!-- BEGIN use_unseen -->", 1)[1].split("<!-- END use_unseen -->", 1)[0]
+    section = SECTIONS["use_unseen"]
 
     def heading(pattern: str) -> tuple[str, str]:
         """The stratum's heading and its number of runs."""
@@ -460,8 +458,7 @@ def unseen_use_claims() -> list[str]:
 def keep_claims() -> list[str]:
     """docs/encoders.md's statements on v15's keep share, read from RESULTS.md's `v15_keep` section
     (`benchmarks/v15_keep.py --root ../shared/corpus/all`; a soak test reruns it with `--check`)."""
-    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
-    section = text.split("<!-- BEGIN v15_keep -->", 1)[1].split("<!-- END v15_keep -->", 1)[0]
+    section = SECTIONS["v15_keep"]
     # The choice the section makes from the main split is the share v15 was released with: check it, do not quote it.
     assert "is 2/3: the share v15 was released with." in section
     # "Each larger share shows more and costs more, on the main and the holdout runs alike."
@@ -474,9 +471,7 @@ def keep_claims() -> list[str]:
         share: _use_row(section, "main (45 runs)", f"v15, keep {share}")[0]
         for share in ("1/3", "1/2")
     }
-    unseen = text.split("<!-- BEGIN v15_keep_unseen -->", 1)[1].split(
-        "<!-- END v15_keep_unseen -->", 1
-    )[0]
+    unseen = SECTIONS["v15_keep_unseen"]
     outside = {
         share: _use_row(unseen, "all (23 runs)", f"v15, keep {share}") for share in ("1/3", "2/3")
     }
@@ -498,8 +493,7 @@ def keep_claims() -> list[str]:
 def cost_parts_claims() -> list[str]:
     """docs/encoders.md's reading of v14's and v15's parts in RESULTS.md's `v11_cost` section
     (`benchmarks/v11_cost.py`, deterministic and rerun with `--check`): checked, not quoted."""
-    text = (ROOT / "benchmarks" / "RESULTS.md").read_text("utf-8")
-    section = text.split("<!-- BEGIN v11_cost -->", 1)[1].split("<!-- END v11_cost -->", 1)[0]
+    section = SECTIONS["v11_cost"]
     parts: dict[str, dict[str, list[float]]] = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
