@@ -36,6 +36,8 @@ from _results import ROOT, write_section  # noqa: E402
 from use import (  # noqa: E402
     MODELS,
     TRANSCRIPT,
+    _pct,
+    _x,
     corpus_arguments,
     corpus_jobs,
     load_run,
@@ -91,16 +93,14 @@ def table(rows: list[dict[str, Any]], names: list[str]) -> str:
     """Per strategy over `rows`: share in view, steps needing a recall, and each model's with-recalls bill ratio."""
     out = []
     for s in names:
+        used = sum(r[s]["use"]["used"] for r in rows)
+        in_view = sum(r[s]["use"]["in_view"] for r in rows)
         steps = sum(r[s]["use"]["steps"] for r in rows)
         recall = sum(r[s]["use"]["steps_needing_recall"] for r in rows)
-        cells = [
-            s,
-            f"{100 * _in_view(rows, s):.1f}%",
-            f"{recall} ({100 * recall / steps:.1f}%)" if steps else "0",
-        ]
+        cells = [s, _pct(in_view, used), f"{recall} ({_pct(recall, steps)})"]
         for m in MODELS:
             base = math.fsum(r[TRANSCRIPT]["bill"][m] for r in rows)
-            cells.append(f"{math.fsum(r[s]['bill'][m] for r in rows) / base:.3f}")
+            cells.append(_x(math.fsum(r[s]["bill"][m] for r in rows), base))
         out.append(cells)
     headers = ["strategy", "in view", "recall steps"] + [f"{m} with recalls" for m in MODELS]
     return tabulate(out, headers=headers, tablefmt="github", disable_numparse=True)
