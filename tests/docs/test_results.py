@@ -69,6 +69,9 @@ EXTERNAL = {
     "v15_keep_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
     # Runs outside the corpus, chosen by rule and measured once (benchmarks/unseen.json), beside the repository.
     "use_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
+    # What each part of v15's format costs with no bound, over the same runs outside the corpus and the 67 corpus runs.
+    "v15_parts_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
+    "v15_parts_all": (ROOT.parent / "shared" / "corpus" / "all",),
     # Issue 22's measurement of the 67 corpus runs, once staged beside the repository, now in ../shared/corpus/all.
     "v14_targets_staged": (ROOT.parent / "shared" / "corpus" / "all",),
 }
@@ -114,7 +117,16 @@ def test_timed_section_names_a_clean_commit(name: str):
 # about a minute, beside the section checks the suite already runs on its second core). `v15_bound` takes about a
 # minute of renders; its bound is asserted every run by tests/encoders/test_v15.py (bug17, the 167-step
 # run, the 868,167-character output, generated states) and by `render` itself, which never returns more.
-SOAK = {"v14_targets_staged", "use_all", "use_unseen", "v15_bound", "v15_keep", "v15_keep_unseen"}
+SOAK = {
+    "v14_targets_staged",
+    "use_all",
+    "use_unseen",
+    "v15_bound",
+    "v15_keep",
+    "v15_keep_unseen",
+    "v15_parts_all",
+    "v15_parts_unseen",
+}
 
 
 _CHECKS = pytest.StashKey[dict[str, Future[subprocess.CompletedProcess[str]]]]()
@@ -516,6 +528,39 @@ def cost_parts_claims() -> list[str]:
     return []
 
 
+def format_parts_claims() -> list[str]:
+    """docs/encoders.md's statements on what each part of v15's format costs with no bound, read from RESULTS.md's
+    `v15_parts_unseen` and `v15_parts_all` sections (`benchmarks/v15_parts.py`; a soak test reruns each with
+    `--check`)."""
+    read = {}
+    for name in ("v15_parts_unseen", "v15_parts_all"):
+        found = re.search(
+            r"^On the (\d+) runs of 20\+ contexts .* largest first: (.*?)\. With the heads and rows out .*?, "
+            r"(\d+) of the \d+ cost more than the transcript \((\d\.\d+)x over them\).*?"
+            r"On (\d+) of the \d+ no context passes v15's budget.*? on (\d+)\.$",
+            SECTIONS[name], re.M,
+        )  # fmt: skip
+        assert found, name
+        read[name] = found.groups()
+    runs, ranked, over, floor, under, under_over = read["v15_parts_unseen"]
+    # "at most the transcript there takes a smaller protocol than v15's": the floor is over on every one of them
+    assert under == under_over, (under, under_over)
+    parts = dict(item.split(" ") for item in ranked.split(", "))
+    assert list(parts)[0] == "heads", ranked  # "the entries' heads cost the most"
+    claims = [
+        f"On the {runs} runs of 20+ contexts outside the corpus the entries' heads cost the most, {parts['heads']} of",
+        f"then the preamble ({parts['preamble']}), the decision schema ({parts['schema']}), the decision rows "
+        f"without text ({parts['rows']}) and the turn's tail ({parts['tail']})",
+        f"still leaves {over} of the {runs} above the transcript ({floor}× over them)",
+        f"the {under} whose contexts never pass the budget",
+    ]
+    runs_all, _, over_all, floor_all, _, _ = read["v15_parts_all"]
+    claims.append(
+        f"the same floor is {floor_all}×, with {over_all} of the {runs_all} runs of 20+ contexts above"
+    )
+    return claims
+
+
 def test_readme_numbers_reproduce_from_the_command():
     prose = docs_prose()
     claims = (
@@ -525,6 +570,7 @@ def test_readme_numbers_reproduce_from_the_command():
         + unseen_use_claims()
         + keep_claims()
         + cost_parts_claims()
+        + format_parts_claims()
     )
     missing = [claim for claim in claims if claim not in prose]
     assert not missing, (
