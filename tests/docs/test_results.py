@@ -72,6 +72,9 @@ EXTERNAL = {
     # What each part of v15's format costs with no bound, over the same runs outside the corpus and the 67 corpus runs.
     "v15_parts_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
     "v15_parts_all": (ROOT.parent / "shared" / "corpus" / "all",),
+    # v15 with leaner entries, at each keep share and page, over the same two sets of runs.
+    "v15_lean_unseen": (ROOT.parent / "shared" / "corpus" / "unseen",),
+    "v15_lean_all": (ROOT.parent / "shared" / "corpus" / "all",),
     # Issue 22's measurement of the 67 corpus runs, once staged beside the repository, now in ../shared/corpus/all.
     "v14_targets_staged": (ROOT.parent / "shared" / "corpus" / "all",),
 }
@@ -126,6 +129,8 @@ SOAK = {
     "v15_keep_unseen",
     "v15_parts_all",
     "v15_parts_unseen",
+    "v15_lean_all",
+    "v15_lean_unseen",
 }
 
 
@@ -561,6 +566,51 @@ def format_parts_claims() -> list[str]:
     return claims
 
 
+def lean_claims() -> list[str]:
+    """docs/encoders.md's statements on v15 with leaner entries, read from RESULTS.md's `v15_lean_all` and
+    `v15_lean_unseen` sections (`benchmarks/v15_lean.py`; a soak test reruns each with `--check`)."""
+    lean = "v15 lean, keep 1/3, v14's page"
+    corpus, unseen = SECTIONS["v15_lean_all"], SECTIONS["v15_lean_unseen"]
+    # "it shows at least as much as v14 for no more" on both sets of runs, and not on bug17
+    for section in (corpus, unseen):
+        against = re.search(
+            r"^Against v14: on the \d+ runs, (.*?) shows? at least as much", section, re.M
+        )
+        assert against and lean in against.group(1).split("; "), section[-600:]
+        assert "on bug17, no lean variant shows as much as v14" in section
+
+    def pair(section: str, group: str) -> tuple[str, list[str], list[str]]:
+        """The group's number of runs, and the lean variant's and v14's cells under its heading."""
+        found = re.search(rf"^### ({group} \((\d+) runs?\))$", section, re.M)
+        assert found, group
+        heading = found.group(1)
+        return found.group(2), _use_row(section, heading, lean), _use_row(section, heading, "v14")
+
+    n, ours, v14 = pair(corpus, "all")
+    claims = [f"over the {n} corpus runs {ours[0]} in view at {ours[2]}× the transcript with every recall billed, "
+              f"against v14's {v14[0]} at {v14[2]}×"]  # fmt: skip
+    n, ours, v14 = pair(corpus, "holdout")
+    claims.append(f"on the {n} holdout runs {ours[0]} at {ours[2]}×, against {v14[0]} at {v14[2]}×")
+    n, ours, v14 = pair(unseen, "all")
+    claims.append(
+        f"on the {n} runs outside the corpus {ours[0]} at {ours[2]}×, against {v14[0]} at {v14[2]}×"
+    )
+    _, ours, v14 = pair(corpus, "bug17")
+    assert ours[0] == v14[0], (ours, v14)  # "the same"
+    # "the keep share moves the corpus's bill most, and with it what the model sees; on bug17 the page does"
+    for heading, most in (("all (67 runs)", "share"), ("bug17 (1 run)", "page")):
+        bill = {s: float(_use_row(corpus, heading, s)[2])
+                for s in ("v15", "v15 lean, keep 2/3", "v15 lean, keep 1/3", lean)}  # fmt: skip
+        moves = {"lean": bill["v15"] - bill["v15 lean, keep 2/3"],
+                 "share": bill["v15 lean, keep 2/3"] - bill["v15 lean, keep 1/3"],
+                 "page": bill["v15 lean, keep 1/3"] - bill[lean]}  # fmt: skip
+        assert max(moves, key=moves.__getitem__) == most, (heading, moves)
+    shown = lambda s: float(_use_row(corpus, "all (67 runs)", s)[0].rstrip("%"))  # noqa: E731
+    assert shown("v15 lean, keep 2/3") > shown("v15 lean, keep 1/3"), "a larger share shows more"
+    claims.append(f"On bug17 it shows the same {ours[0]} for {ours[2]}×, against {v14[2]}×")
+    return claims
+
+
 def test_readme_numbers_reproduce_from_the_command():
     prose = docs_prose()
     claims = (
@@ -571,6 +621,7 @@ def test_readme_numbers_reproduce_from_the_command():
         + keep_claims()
         + cost_parts_claims()
         + format_parts_claims()
+        + lean_claims()
     )
     missing = [claim for claim in claims if claim not in prose]
     assert not missing, (

@@ -1,0 +1,194 @@
+"""v15 with leaner entries: heads without capture time, action and cost, and no decision rows without text.
+
+Run: .venv/bin/python benchmarks/v15_lean.py [--root DIR] [--manifest FILE] [--section NAME] [--jobs N] [--check]
+
+`benchmarks/v15_parts.py` finds the entries' heads the largest part of what v15's format adds to
+the transcript's bill, and the decision rows without text (an importer writes one assessment a
+step) another. Most of a head on an imported run is its capture time (to the microsecond), its
+`action=` and its `cost=`. This script measures what v15 would show and cost with its entries
+written without them: every evidence head without the capture time, `action=` and `cost=`, and
+no decision row without text, at each of v15_keep.py's shares of the room a compaction keeps (a
+third, a half, two thirds), each with v15's page (a tenth of the budget: an entry is whole up to
+it) and with v14's (the tail's reserve less a fifth, shared by its five entries: 4,000 characters
+at the default budget), beside v14 and v15 as released. It is a measurement, not a format:
+a format that writes entries this way must keep what it leaves out one recall away (v15's index
+rows carry the full head; a recall would have to show it too), and a decision row's verdict with
+it. Each worker process replaces v15's entry writer while it renders the lean variants and
+empties the per-process text caches before and after, so nothing written one way is read back
+the other.
+
+Measured as `benchmarks/use.py` measures (`compare_use`, `anthropic` and `openai-5.6`, every
+recall billed): every entry of the manifest present under the corpus root (`--root`, default
+`$WORKINGSET_CORPUS` or `../shared/corpus/raw`), and bug17 apart. Tables: the main split, the
+holdout split, all runs, bug17. Writes the section `--section` (default `v15_lean`) of RESULTS.md
+(deterministic).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _results import ROOT, write_section  # noqa: E402
+from use import (  # noqa: E402
+    MODELS,
+    TRANSCRIPT,
+    corpus_arguments,
+    corpus_jobs,
+    load_run,
+    run_jobs,
+    shown_root,
+)
+from v15_keep import SHARES, _in_view, _row, table  # noqa: E402
+
+BUG17_NAME = "fixtures/bug17"
+_ACTION, _COST = re.compile(r" action=\S+"), re.compile(r" cost=\S+")
+
+
+PAGES = (
+    "v15",
+    "v14",
+)  # v15's page (a tenth of the budget) or v14's (4,000 characters at the default budget)
+VARIANTS = [(share, page) for page in PAGES for share in SHARES]
+
+
+def _label(variant: tuple[tuple[int, int], str]) -> str:
+    (a, b), page = variant
+    return f"v15 lean, keep {a}/{b}" + (", v14's page" if page == "v14" else "")
+
+
+def lean_head(text: str, captured_at: str) -> str:
+    """A v15 evidence entry's text with its head line written without the capture time, `action=` and `cost=`."""
+    head, newline, rest = text.partition("\n")
+    head = head.replace(f" {captured_at}", "", 1)
+    return _COST.sub("", _ACTION.sub("", head)) + newline + rest
+
+
+@contextmanager
+def lean(page: str) -> Iterator[None]:
+    """v15 writes lean entries while inside: heads via `lean_head`, no decision row without text; with `page`
+    "v14", its page is v14's (`V14.page_size`: the tail's reserve less a fifth, shared by its five entries)."""
+    from workingset.encoders.journal import v15
+    from workingset.encoders.journal.v14 import V14
+    from workingset.io import caches
+
+    released_evidence, released_row = v15.V15Format.evidence, v15.V15Format.writes_row
+    released_page = v15.V15.__dict__["page_size"]
+
+    def evidence(self: Any, ev: Any, same_as: str | None) -> str:
+        return lean_head(released_evidence(self, ev, same_as), ev.captured_at)
+
+    def writes_row(row: Any) -> bool:
+        return row.text is not None
+
+    caches.clear()  # texts written the released way are not read back
+    v15.V15Format.evidence = evidence  # type: ignore[method-assign]
+    v15.V15Format.writes_row = staticmethod(writes_row)  # type: ignore[method-assign]
+    if page == "v14":
+        v15.V15.page_size = V14.__dict__["page_size"]  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        v15.V15Format.evidence = released_evidence  # type: ignore[method-assign]
+        v15.V15Format.writes_row = staticmethod(released_row)  # type: ignore[method-assign]
+        v15.V15.page_size = released_page  # type: ignore[method-assign]
+        caches.clear()  # and the lean texts are not read back by a released render
+
+
+def measure(job: tuple[str, str, str, str]) -> dict[str, Any]:
+    """One run: v14's and v15's use counts and with-recalls bills, v15's lean at each share, and the transcript's."""
+    from workingset.compare.engine import baseline_renderers, version_renderer
+    from workingset.compare.recalls import compare_use
+    from workingset.encoders.journal import walk15
+
+    contexts, fixed, options = load_run(job)
+    renderers = {"v14": version_renderer("v14"), "v15": version_renderer("v15"),
+                 TRANSCRIPT: baseline_renderers(fixed)[TRANSCRIPT]}  # fmt: skip
+    base = compare_use(contexts, renderers, **options)
+    out = {name: _row(base, name) for name in renderers}
+    released = walk15.KEEP
+    try:
+        for share, page in VARIANTS:
+            walk15.KEEP = share  # read at each compaction; this process only
+            with lean(page):
+                measured = compare_use(contexts, {"v15": version_renderer("v15")}, **options)
+            out[_label((share, page))] = _row(measured, "v15")
+    finally:
+        walk15.KEEP = released
+    return out
+
+
+def _bill(rows: list[dict[str, Any]], s: str, m: str) -> float:
+    return math.fsum(r[s]["bill"][m] for r in rows) / math.fsum(
+        r[TRANSCRIPT]["bill"][m] for r in rows
+    )
+
+
+def against_v14(title: str, rows: list[dict[str, Any]]) -> str:
+    """Which lean shares show at least as much as v14 for no more under every model, on `rows`."""
+    v14 = _in_view(rows, "v14")
+    both = [
+        _label(v)
+        for v in VARIANTS
+        if _in_view(rows, _label(v)) >= v14
+        and all(_bill(rows, _label(v), m) <= _bill(rows, "v14", m) for m in MODELS)
+    ]
+    if both:
+        return (f"on {title}, {'; '.join(both)} show{'s' if len(both) == 1 else ''} at least as much as v14 for no "
+                f"more under {' and '.join(MODELS)}")  # fmt: skip
+    cheapest = _label(min(VARIANTS, key=lambda v: _bill(rows, _label(v), MODELS[0])))
+    return (
+        f"on {title}, no lean variant shows as much as v14 for no more (the cheapest, {cheapest}, "
+        f"{_bill(rows, cheapest, MODELS[0]):.3f}x against v14's {_bill(rows, 'v14', MODELS[0]):.3f}x under "
+        f"{MODELS[0]}, with {100 * _in_view(rows, cheapest):.1f}% in view against {100 * _in_view(rows, 'v14'):.1f}%)"
+    )
+
+
+def main() -> None:
+    """Import and measure bug17 and every run of the manifest present; write the section."""
+    args, root = corpus_arguments(__doc__.splitlines()[0], "v15_lean")
+    entries, present, info, jobs = corpus_jobs(root, args.manifest)
+    measured = run_jobs(measure, jobs, args.jobs)
+    by_name = {name: row for (name, _, _), row in zip(jobs, measured)}
+    runs = [row for name, row in by_name.items() if name != BUG17_NAME]
+    split = {name: info[name]["split"] for name in by_name}
+    main_rows = [row for name, row in by_name.items() if split[name] == "main"]
+    holdout = [row for name, row in by_name.items() if split[name] == "holdout"]
+    names = ["v14", "v15", *(_label(v) for v in VARIANTS)]
+    shown = shown_root(root)
+    parts = [
+        f"Corpus root `{shown}` ({len(present)} of the {len(entries)} entries of "
+        f"`{args.manifest.resolve().relative_to(ROOT)}` present) and bug17 apart. v15 writing its entries lean (every "
+        "evidence head without its capture time, `action=` and `cost=`; no decision row without text) at each share "
+        "of the journal's room a compaction keeps, with v15's page (a tenth of the budget) and with v14's (4,000 "
+        "characters at the default budget), beside v14 and v15 as released (not lean; two thirds; v15's page), "
+        "measured as "
+        "`benchmarks/use.py` measures them: *in view*, the share of the identifiers each next step used that its "
+        "context holds; *recall steps*, the steps with something one recall away; bills with every recall billed, "
+        "as ratios to the full transcript's (with its fixed prompt) over the runs' sums. A measurement, not a "
+        "format: what the lean entries leave out would have to be one recall away.",
+    ]
+    groups = [
+        ("main", main_rows),
+        ("holdout", holdout),
+        ("all", runs),
+        ("bug17", [by_name[BUG17_NAME]]),
+    ]
+    for title, picked in groups:
+        if picked:
+            parts += ["", f"### {title} ({len(picked)} {'run' if len(picked) == 1 else 'runs'})", "",
+                      table(picked, names)]  # fmt: skip
+    said = [against_v14(f"the {len(runs)} runs", runs), against_v14("bug17", [by_name[BUG17_NAME]])]
+    parts += ["", "Against v14: " + "; ".join(said) + "."]
+    write_section(args.section, f"v15 with leaner entries ({shown})", "\n".join(parts))
+
+
+if __name__ == "__main__":
+    main()
