@@ -1,4 +1,4 @@
-"""v15 with leaner entries: heads without capture time, action and cost, and no decision rows without text.
+"""v15 with leaner entries: heads without capture time, action and cost, or written by rules; fewer decision rows.
 
 Run: .venv/bin/python benchmarks/v15_lean.py [--root DIR] [--manifest FILE] [--section NAME] [--jobs N] [--check]
 
@@ -10,12 +10,17 @@ written without them: every evidence head without the capture time, `action=` an
 no decision row without text, at each of v15_keep.py's shares of the room a compaction keeps (a
 third, a half, two thirds), each with v15's page (a tenth of the budget: an entry is whole up to
 it) and with v14's (the tail's reserve less a fifth, shared by its five entries: 4,000 characters
-at the default budget), beside v14 and v15 as released. It is a measurement, not a format:
-a format that writes entries this way must keep what it leaves out one recall away (v15's index
-rows carry the full head; a recall would have to show it too), and a decision row's verdict with
-it. Each worker process replaces v15's entry writer while it renders the lean variants and
-empties the per-process text caches before and after, so nothing written one way is read back
-the other.
+at the default budget), beside v14 and v15 as released. Lean entries are a measurement, not a
+format: a format that wrote entries this way would have to keep what they leave out one recall
+away (v15's index rows carry the full head; a recall would have to show it too), and a decision
+row's verdict with it. So it also measures *compact* entries, written by rules a format could
+state and a reader undo: a head's capture time without its date when that is the case's opening
+date; no `action=` when the analysis numbers its actions like its evidence (`B` with the item's
+number, as the first item's is) and this one's is too; `cost=` kept; no assessment row that is
+neutral with neither confidence nor text (as v15 writes no query row without text). Compact
+entries are measured at two thirds with v15's page and at a third with v14's. Each worker
+process replaces v15's entry writer while it renders these variants and empties the per-process
+text caches before and after, so nothing written one way is read back the other.
 
 Measured as `benchmarks/use.py` measures (`compare_use`, `anthropic` and `openai-5.6`, every
 recall billed): every entry of the manifest present under the corpus root (`--root`, default
@@ -56,12 +61,17 @@ PAGES = (
     "v15",
     "v14",
 )  # v15's page (a tenth of the budget) or v14's (4,000 characters at the default budget)
-VARIANTS = [(share, page) for page in PAGES for share in SHARES]
+# (share kept, page, entries): "lean" leaves the capture time, action and cost out of every head and writes no decision
+# row without text; "compact" writes what a format could state as rules instead (`compact_head`, `compact_row`).
+VARIANTS = [(share, page, "lean") for page in PAGES for share in SHARES] + [
+    ((2, 3), "v15", "compact"),
+    ((1, 3), "v14", "compact"),
+]
 
 
-def _label(variant: tuple[tuple[int, int], str]) -> str:
-    (a, b), page = variant
-    return f"v15 lean, keep {a}/{b}" + (", v14's page" if page == "v14" else "")
+def _label(variant: tuple[tuple[int, int], str, str]) -> str:
+    (a, b), page, entries = variant
+    return f"v15 {entries}, keep {a}/{b}" + (", v14's page" if page == "v14" else "")
 
 
 def lean_head(text: str, captured_at: str) -> str:
@@ -71,16 +81,54 @@ def lean_head(text: str, captured_at: str) -> str:
     return _COST.sub("", _ACTION.sub("", head)) + newline + rest
 
 
+def compact_head(text: str, ev: Any, date: str, numbered: bool) -> str:
+    """A v15 evidence entry's text with its head line written by two rules a format could state: the capture time
+    without its date when that is `date` (the case's opening date), and no `action=` when the analysis numbers its
+    actions like its evidence (`numbered`: the first item's action is `B` with its number) and this one's is too."""
+    head, newline, rest = text.partition("\n")
+    day, _, clock = ev.captured_at.partition("T")
+    if day == date:
+        head = head.replace(f" {ev.captured_at}", f" {clock}", 1)
+    if numbered and ev.budget.action == f"B{ev.id[1:]}":
+        head = head.replace(f" action={ev.budget.action}", "", 1)
+    return head + newline + rest
+
+
+def compact_row(row: Any) -> bool:
+    """Whether a decision row is written: not a neutral assessment with neither confidence nor text (a rule a format
+    could state, as v15 states that a query row without text is not written)."""
+    neutral = row.kind == "assessment" and row.verdict == "neutral" and row.confidence is None
+    return not (neutral and row.text is None) and not (row.kind == "query" and row.text is None)
+
+
 @contextmanager
-def lean(page: str) -> Iterator[None]:
-    """v15 writes lean entries while inside: heads via `lean_head`, no decision row without text; with `page`
-    "v14", its page is v14's (`V14.page_size`: the tail's reserve less a fifth, shared by its five entries)."""
+def lean(page: str, entries: str = "lean") -> Iterator[None]:
+    """v15 writes `entries` ("lean" or "compact") while inside; with `page` "v14", its page is v14's
+    (`V14.page_size`: the tail's reserve less a fifth, shared by its five entries)."""
     from workingset.encoders.journal import v15
     from workingset.encoders.journal.v14 import V14
     from workingset.io import caches
 
     released_evidence, released_row = v15.V15Format.evidence, v15.V15Format.writes_row
-    released_page = v15.V15.__dict__["page_size"]
+    released_page, released_format = v15.V15.__dict__["page_size"], v15.V15.format_of
+    formats: dict[Any, Any] = {}
+
+    class Compact(v15.V15Format):
+        def __init__(self, defaults: tuple[tuple[str, Any], ...], date: str, numbered: bool):
+            super().__init__(defaults)
+            self.date, self.numbered = date, numbered
+            self.key = ("v15 compact", defaults, date, numbered)  # type: ignore[assignment]
+
+        def evidence(self, ev: Any, same_as: str | None) -> str:
+            return compact_head(released_evidence(self, ev, same_as), ev, self.date, self.numbered)
+
+    def format_of(self: Any, state: Any) -> Any:
+        first = state.evidence[0] if state.evidence else None
+        numbered = first is not None and first.budget.action == f"B{first.id[1:]}"
+        key = (v15.defaults_of(state), state.case.opened_at.partition("T")[0], numbered)
+        if key not in formats:
+            formats[key] = Compact(*key)
+        return formats[key]
 
     def evidence(self: Any, ev: Any, same_as: str | None) -> str:
         return lean_head(released_evidence(self, ev, same_as), ev.captured_at)
@@ -89,8 +137,12 @@ def lean(page: str) -> Iterator[None]:
         return row.text is not None
 
     caches.clear()  # texts written the released way are not read back
-    v15.V15Format.evidence = evidence  # type: ignore[method-assign]
-    v15.V15Format.writes_row = staticmethod(writes_row)  # type: ignore[method-assign]
+    if entries == "lean":
+        v15.V15Format.evidence = evidence  # type: ignore[method-assign]
+        v15.V15Format.writes_row = staticmethod(writes_row)  # type: ignore[method-assign]
+    else:
+        v15.V15.format_of = format_of  # type: ignore[method-assign]
+        v15.V15Format.writes_row = staticmethod(compact_row)  # type: ignore[method-assign]
     if page == "v14":
         v15.V15.page_size = V14.__dict__["page_size"]  # type: ignore[method-assign]
     try:
@@ -99,6 +151,7 @@ def lean(page: str) -> Iterator[None]:
         v15.V15Format.evidence = released_evidence  # type: ignore[method-assign]
         v15.V15Format.writes_row = staticmethod(released_row)  # type: ignore[method-assign]
         v15.V15.page_size = released_page  # type: ignore[method-assign]
+        v15.V15.format_of = released_format  # type: ignore[method-assign]
         caches.clear()  # and the lean texts are not read back by a released render
 
 
@@ -115,11 +168,11 @@ def measure(job: tuple[str, str, str, str]) -> dict[str, Any]:
     out = {name: _row(base, name) for name in renderers}
     released = walk15.KEEP
     try:
-        for share, page in VARIANTS:
+        for share, page, entries in VARIANTS:
             walk15.KEEP = share  # read at each compaction; this process only
-            with lean(page):
+            with lean(page, entries):
                 measured = compare_use(contexts, {"v15": version_renderer("v15")}, **options)
-            out[_label((share, page))] = _row(measured, "v15")
+            out[_label((share, page, entries))] = _row(measured, "v15")
     finally:
         walk15.KEEP = released
     return out
@@ -145,7 +198,7 @@ def against_v14(title: str, rows: list[dict[str, Any]]) -> str:
                 f"more under {' and '.join(MODELS)}")  # fmt: skip
     cheapest = _label(min(VARIANTS, key=lambda v: _bill(rows, _label(v), MODELS[0])))
     return (
-        f"on {title}, no lean variant shows as much as v14 for no more (the cheapest, {cheapest}, "
+        f"on {title}, no variant shows as much as v14 for no more (the cheapest, {cheapest}, "
         f"{_bill(rows, cheapest, MODELS[0]):.3f}x against v14's {_bill(rows, 'v14', MODELS[0]):.3f}x under "
         f"{MODELS[0]}, with {100 * _in_view(rows, cheapest):.1f}% in view against {100 * _in_view(rows, 'v14'):.1f}%)"
     )
@@ -172,8 +225,11 @@ def main() -> None:
         "measured as "
         "`benchmarks/use.py` measures them: *in view*, the share of the identifiers each next step used that its "
         "context holds; *recall steps*, the steps with something one recall away; bills with every recall billed, "
-        "as ratios to the full transcript's (with its fixed prompt) over the runs' sums. A measurement, not a "
-        "format: what the lean entries leave out would have to be one recall away.",
+        "as ratios to the full transcript's (with its fixed prompt) over the runs' sums. Lean entries are a "
+        "measurement, not a format: what they leave out would have to be one recall away. *Compact* entries write "
+        "the same by rules a reader can undo: a head's capture time without its date when that is the case's "
+        "opening date, no `action=` when the analysis numbers its actions like its evidence and this one's is too, "
+        "`cost=` kept, no neutral assessment row with neither confidence nor text.",
     ]
     groups = [
         ("main", main_rows),

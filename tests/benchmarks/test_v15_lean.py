@@ -47,7 +47,68 @@ def test_inside_v15_writes_lean_and_after_it_writes_as_released():
     assert paged != lean
 
 
-def test_the_variants_are_v15_keeps_shares_with_each_page():
-    assert len(v15_lean.VARIANTS) == 6
-    assert {share for share, _ in v15_lean.VARIANTS} == set(v15_lean.SHARES)
-    assert v15_lean._label(((1, 3), "v14")) == "v15 lean, keep 1/3, v14's page"
+def test_the_variants_are_v15_keeps_shares_with_each_page_and_two_compact_ones():
+    lean = [(share, page) for share, page, entries in v15_lean.VARIANTS if entries == "lean"]
+    assert sorted(lean) == sorted(
+        (share, page) for share in v15_lean.SHARES for page in ("v15", "v14")
+    )
+    assert [v for v in v15_lean.VARIANTS if v[2] == "compact"] == [((2, 3), "v15", "compact"),
+                                                                    ((1, 3), "v14", "compact")]  # fmt: skip
+    assert v15_lean._label(((1, 3), "v14", "lean")) == "v15 lean, keep 1/3, v14's page"
+
+
+class _Ev:
+    def __init__(self, id: str, captured_at: str, action: str | None):
+        self.id, self.captured_at = id, captured_at
+        self.budget = type("B", (), {"action": action})()
+
+
+def test_a_compact_head_writes_what_its_rules_let_a_reader_undo():
+    ev = _Ev("E000004", "2026-04-10T03:36:31.474514Z", "B000004")
+    text = f"E000004 #4 {ev.captured_at} action=B000004 cost=0.00012026\nquery: ls"
+    assert (
+        v15_lean.compact_head(text, ev, "2026-04-10", True)
+        == "E000004 #4 03:36:31.474514Z cost=0.00012026\nquery: ls"
+    )
+    # another day than the case's, actions not numbered like the evidence, or another number: written as they are
+    assert v15_lean.compact_head(text, ev, "2026-04-09", False) == text
+    other = _Ev("E000004", ev.captured_at, "B000009")
+    odd = text.replace("action=B000004", "action=B000009")
+    assert "action=B000009" in v15_lean.compact_head(odd, other, "2026-04-10", True)
+
+
+def test_a_compact_journal_leaves_out_neutral_assessment_rows_without_confidence_or_text_only():
+    from workingset.model.state import HistoryEntry
+
+    row = lambda **k: HistoryEntry(iteration=2, **k)  # noqa: E731
+    assert not v15_lean.compact_row(
+        row(kind="assessment", evidence_refs=["E000001"], verdict="neutral")
+    )
+    assert not v15_lean.compact_row(row(kind="query", evidence_refs=["E000002"]))
+    assert v15_lean.compact_row(
+        row(kind="assessment", evidence_refs=["E000001"], verdict="neutral", confidence=0.5)
+    )
+    assert v15_lean.compact_row(
+        row(kind="assessment", evidence_refs=["E000001"], verdict="supports")
+    )
+    assert v15_lean.compact_row(
+        row(kind="assessment", evidence_refs=["E000001"], verdict="neutral", text="why")
+    )
+
+
+def test_compact_entries_are_written_inside_only():
+    from workingset.encoders.journal import v15
+
+    ctx = load_stored_context((BUG17 / "bug17-r0018.json").read_bytes())
+    enc = get_encoder("v15")
+    released = enc.render(ctx.state, ctx.hypothesis).text
+    with v15_lean.lean("v14", "compact"):
+        assert type(enc.format_of(ctx.state)).__name__ == "Compact"
+        compact = enc.render(ctx.state, ctx.hypothesis).text
+    assert enc.render(ctx.state, ctx.hypothesis).text == released
+    assert type(enc.format_of(ctx.state)) is v15.V15Format
+    newest = ctx.state.evidence[-1]
+    clock = newest.captured_at.partition("T")[2]
+    assert (
+        f"\n{newest.id} #{newest.iteration} {clock}" in compact
+    )  # bug17 runs within its opening day
