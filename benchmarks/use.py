@@ -340,7 +340,8 @@ def why_over(measured: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> str:
             f"{len(format_over)} cost more with no bound too ({UNBOUNDED}: v15's format alone passes the "
             f"transcript's bill there) and {len(over) - len(format_over)} only with it. On {len(bound_worse)} of the "
             f"{len(runs)} runs of 20+ contexts v15's bound costs more than it saves: its compactions rewrite more than "
-            "the reads they spare before the run ends.")  # fmt: skip
+            "the reads they spare before the run ends. What each part of the format costs: `benchmarks/v15_parts.py`; "
+            "what leaner entries would show and cost: `benchmarks/v15_lean.py`.")  # fmt: skip
 
 
 def check_transcript(measured: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
