@@ -4,8 +4,8 @@ Run: .venv/bin/python benchmarks/v15_lean.py [--root DIR] [--manifest FILE] [--s
 
 `benchmarks/v15_parts.py` finds the entries' heads the largest part of what v15's format adds to
 the transcript's bill, and the decision rows without text (an importer writes one assessment a
-step) another. Most of a head on an imported run is its capture time (to the microsecond), its
-`action=` and its `cost=`. This script measures what v15 would show and cost with its entries
+step) another. Most of a head on an imported run is its capture time (on some runs to the
+microsecond), its `action=` and its `cost=`. This script measures what v15 would show and cost with its entries
 written without them: every evidence head without the capture time, `action=` and `cost=`, and
 no decision row without text, at each of v15_keep.py's shares of the room a compaction keeps (a
 third, a half, two thirds), each with v15's page (a tenth of the budget: an entry is whole up to
@@ -57,10 +57,8 @@ BUG17_NAME = "fixtures/bug17"
 _ACTION, _COST = re.compile(r" action=\S+"), re.compile(r" cost=\S+")
 
 
-PAGES = (
-    "v15",
-    "v14",
-)  # v15's page (a tenth of the budget) or v14's (4,000 characters at the default budget)
+# v15's page (a tenth of the budget) or v14's (4,000 characters at the default budget).
+PAGES = ("v15", "v14")
 # (share kept, page, entries): "lean" leaves the capture time, action and cost out of every head and writes no decision
 # row without text; "compact" writes what a format could state as rules instead (`compact_head`, `compact_row`).
 VARIANTS = [(share, page, "lean") for page in PAGES for share in SHARES] + [
@@ -185,7 +183,7 @@ def _bill(rows: list[dict[str, Any]], s: str, m: str) -> float:
 
 
 def against_v14(title: str, rows: list[dict[str, Any]]) -> str:
-    """Which lean shares show at least as much as v14 for no more under every model, on `rows`."""
+    """Which variants show at least as much as v14 for no more under every model, on `rows` (or the cheapest)."""
     v14 = _in_view(rows, "v14")
     both = [
         _label(v)
@@ -226,8 +224,8 @@ def main() -> None:
         "`benchmarks/use.py` measures them: *in view*, the share of the identifiers each next step used that its "
         "context holds; *recall steps*, the steps with something one recall away; bills with every recall billed, "
         "as ratios to the full transcript's (with its fixed prompt) over the runs' sums. Lean entries are a "
-        "measurement, not a format: what they leave out would have to be one recall away. *Compact* entries write "
-        "the same by rules a reader can undo: a head's capture time without its date when that is the case's "
+        "measurement, not a format: what they leave out would have to be one recall away. *Compact* entries leave "
+        "out only what rules a reader can undo let them: a head's capture time without its date when that is the case's "
         "opening date, no `action=` when the analysis numbers its actions like its evidence and this one's is too, "
         "`cost=` kept, no neutral assessment row with neither confidence nor text.",
     ]
