@@ -175,6 +175,14 @@ def _without_machine(block: str) -> list[str]:
     return [line for line in block.splitlines(keepends=True) if not line.startswith("Machine: ")]
 
 
+_SECTIONS = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", re.S)
+
+
+def sections() -> dict[str, str]:
+    """Every section of RESULTS.md by name: its text between the BEGIN and END lines (the tests read them)."""
+    return {m.group(1): m.group(2) for m in _SECTIONS.finditer(RESULTS.read_text(encoding="utf-8"))}
+
+
 def _section_pattern(name: str) -> re.Pattern[str]:
     return re.compile(
         rf"<!-- BEGIN {re.escape(name)} -->\n.*?<!-- END {re.escape(name)} -->\n", re.S

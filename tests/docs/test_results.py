@@ -46,7 +46,6 @@ import _results  # noqa: E402
 # kept runs and the corpus, and recompute the README's and the docs' numbers from them.
 pytestmark = pytest.mark.slow
 
-SECTION = re.compile(r"<!-- BEGIN (\S+) -->\n(.*?)<!-- END \1 -->\n", re.S)
 # Sections that read data kept outside the repository; skipped where it is absent.
 # What each section reads beside the repository: where any of it is absent, its check skips. WITH_LONG: the
 # corpus's five runs and the 167-step run of ../shared/corpus/all.
@@ -85,14 +84,7 @@ def _absent(name: str) -> list[Path]:
     return [path for path in EXTERNAL.get(name, ()) if not path.is_dir()]
 
 
-def _sections() -> dict[str, str]:
-    return {
-        m.group(1): m.group(2)
-        for m in SECTION.finditer(_results.RESULTS.read_text(encoding="utf-8"))
-    }
-
-
-SECTIONS = _sections()
+SECTIONS = _results.sections()
 DETERMINISTIC = [name for name, text in SECTIONS.items() if _results.CHECK_DETERMINISTIC in text]
 
 

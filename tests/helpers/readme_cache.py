@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 from tests.helpers.common import BUG17, ROOT, invoke
 from workingset.compare.billing import CacheOptions, Prompt, bill, state_time
 from workingset.runs.layout import read_run
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import _results  # noqa: E402 (RESULTS.md's sections, read as the benchmarks write them)
 
 VERSIONS = [f"v{n}" for n in range(1, 11)]  # the versions the README's losses paragraph speaks of
 LONG_RUN = (
@@ -24,8 +28,7 @@ LONG_RUN = (
 
 
 def _cache_section() -> str:
-    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
-    return re.search(r"<!-- BEGIN cache -->\n(.*?)<!-- END cache -->", text, re.S).group(1)
+    return _results.sections()["cache"]
 
 
 def _cells(line: str) -> list[str]:
@@ -88,10 +91,7 @@ def _examples() -> list[str]:
 
 def budget_claims() -> list[str]:
     """What the README says of v13's default budget, from RESULTS.md's `v13_budget` section."""
-    text = (ROOT / "benchmarks" / "RESULTS.md").read_text(encoding="utf-8")
-    section = re.search(
-        r"<!-- BEGIN v13_budget -->\n(.*?)<!-- END v13_budget -->", text, re.S
-    ).group(1)
+    section = _results.sections()["v13_budget"]
     lines = [line for line in section.splitlines() if line.startswith("|")]
     headers = [
         h for h in _cells(lines[0])[1:] if h[0].isdigit()
