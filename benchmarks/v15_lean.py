@@ -239,7 +239,8 @@ def main() -> None:
         if picked:
             parts += ["", f"### {title} ({len(picked)} {'run' if len(picked) == 1 else 'runs'})", "",
                       table(picked, names)]  # fmt: skip
-    said = [against_v14(f"the {len(runs)} runs", runs), against_v14("bug17", [by_name[BUG17_NAME]])]
+    said = [against_v14(f"the {len(runs)} runs", runs)] if runs else []
+    said.append(against_v14("bug17", [by_name[BUG17_NAME]]))
     parts += ["", "Against v14: " + "; ".join(said) + "."]
     write_section(args.section, f"v15 with leaner entries ({shown})", "\n".join(parts))
 

@@ -187,7 +187,8 @@ def table(measured: list[tuple[str, dict[str, Any]]]) -> str:
     headers = ["run", "contexts", "v15, no bound", *PARTS, BARE, ALL]
     out = [[name, str(r["contexts"]), *_cells([r])] for name, r in measured]
     long = [r for _, r in measured if r["contexts"] >= LONG]
-    out.append([f"runs of {LONG}+ contexts ({len(long)})", "", *_cells(long)])
+    if long:
+        out.append([f"runs of {LONG}+ contexts ({len(long)})", "", *_cells(long)])
     out.append([f"all ({len(measured)})", "", *_cells([r for _, r in measured])])
     return tabulate(out, headers=headers, tablefmt="github", disable_numparse=True)
 
@@ -195,6 +196,8 @@ def table(measured: list[tuple[str, dict[str, Any]]]) -> str:
 def reading(measured: list[tuple[str, dict[str, Any]]]) -> str:
     """What the table says about issue 32's target of at most the transcript on every run of 20+ contexts."""
     long = [(n, r) for n, r in measured if r["contexts"] >= LONG]
+    if not long:
+        return f"No run here has {LONG}+ contexts, so nothing is said of issue 32's per-run target."
     over = [n for n, r in long if r["v15"] > r[TRANSCRIPT]]
     still = [n for n, r in long if r[ALL] > r[TRANSCRIPT]]
     bare = [n for n, r in long if r[BARE] > r[TRANSCRIPT]]

@@ -112,3 +112,24 @@ def test_compact_entries_are_written_inside_only():
     assert (
         f"\n{newest.id} #{newest.iteration} {clock}" in compact
     )  # bug17 runs within its opening day
+
+
+def test_against_v14_names_the_variants_that_show_more_for_less_or_the_cheapest():
+    def row(view: int, bill: float) -> dict:
+        return {"use": {"used": 100, "in_view": view, "steps": 10, "steps_needing_recall": 0},
+                "bill": {m: bill for m in v15_lean.MODELS}}  # fmt: skip
+
+    names = [v15_lean._label(v) for v in v15_lean.VARIANTS]
+    better = {
+        "v14": row(90, 70.0),
+        v15_lean.TRANSCRIPT: row(100, 100.0),
+        **{n: row(80, 90.0) for n in names},
+    }
+    better[names[0]] = row(92, 69.0)
+    assert v15_lean.against_v14("the 1 runs", [better]).startswith(
+        f"on the 1 runs, {names[0]} shows at least"
+    )
+    worse = {**better, names[0]: row(92, 71.0)}
+    said = v15_lean.against_v14("bug17", [worse])
+    assert said.startswith("on bug17, no variant shows as much as v14 for no more (the cheapest, ")
+    assert f"{names[0]}, 0.710x against v14's 0.700x" in said

@@ -105,3 +105,12 @@ def test_the_bill_with_nothing_taken_out_is_compares(bug17):
         and row[v15_parts.ALL] < row[v15_parts.BARE]
     )
     assert all(row[part] < row["v15"] for part in ("schema", "preamble", "tail", "heads"))
+
+
+def test_a_corpus_without_long_runs_gets_its_table_and_a_sentence_not_an_error():
+    row = {"contexts": 18, TRANSCRIPT: 100.0, "v15": 120.0, v15_parts.ALL: 95.0, v15_parts.BARE: 110.0,
+           "under": True, "fixed": "none", **{part: 115.0 for part in v15_parts.PARTS}}  # fmt: skip
+    measured = [("fixtures/bug17", row)]
+    table = v15_parts.table(measured)
+    assert "| fixtures/bug17 " in table and "runs of 20+" not in table and "| all (1) " in table
+    assert v15_parts.reading(measured).startswith("No run here has 20+ contexts")
