@@ -18,9 +18,10 @@ state and a reader undo: a head's capture time without its date when that is the
 date; no `action=` when the analysis numbers its actions like its evidence (`B` with the item's
 number, as the first item's is) and this one's is too; `cost=` kept; no assessment row that is
 neutral with neither confidence nor text (as v15 writes no query row without text). Compact
-entries are measured at two thirds with v15's page and at a third with v14's. Each worker
-process replaces v15's entry writer while it renders these variants and empties the per-process
-text caches before and after, so nothing written one way is read back the other.
+entries are measured at two thirds with v15's page and at a third with v14's. While it renders
+these variants, each worker process has v15 write its entries with a format of its own (`Lean`,
+`Compact`: `V15.format_of` replaced) and empties the per-process text caches before and after,
+so nothing written one way is read back the other.
 
 Measured as `benchmarks/use.py` measures (`compare_use`, `anthropic` and `openai-5.6`, every
 recall billed): every entry of the manifest present under the corpus root (`--root`, default
@@ -52,6 +53,8 @@ from use import (  # noqa: E402
     shown_root,
 )
 from v15_keep import SHARES, _in_view, _row, table  # noqa: E402
+
+from workingset.encoders.journal.v15 import V15Format  # noqa: E402
 
 BUG17_NAME = "fixtures/bug17"
 _ACTION, _COST = re.compile(r" action=\S+"), re.compile(r" cost=\S+")
@@ -93,61 +96,73 @@ def compact_head(text: str, ev: Any, date: str, numbered: bool) -> str:
 
 
 def compact_row(row: Any) -> bool:
-    """Whether a decision row is written: not a neutral assessment with neither confidence nor text (a rule a format
-    could state, as v15 states that a query row without text is not written)."""
+    """Whether a decision row is written: as v15 writes it (not a query row without text), and not a neutral
+    assessment with neither confidence nor text (a rule a format could state the same way)."""
     neutral = row.kind == "assessment" and row.verdict == "neutral" and row.confidence is None
-    return not (neutral and row.text is None) and not (row.kind == "query" and row.text is None)
+    return V15Format.writes_row(row) and not (neutral and row.text is None)
+
+
+class Lean(V15Format):
+    """v15's entries, every head via `lean_head`, no decision row without text."""
+
+    def __init__(self, defaults: tuple[tuple[str, Any], ...]):
+        super().__init__(defaults)
+        self.key = ("v15 lean", defaults)  # type: ignore[assignment]  # its texts are cached apart from v15's
+
+    def evidence(self, ev: Any, same_as: str | None) -> str:
+        return lean_head(super().evidence(ev, same_as), ev.captured_at)
+
+    @staticmethod
+    def writes_row(row: Any) -> bool:
+        return row.text is not None
+
+
+class Compact(V15Format):
+    """v15's entries, every head via `compact_head`, the decision rows `compact_row` writes."""
+
+    def __init__(self, defaults: tuple[tuple[str, Any], ...], date: str, numbered: bool):
+        super().__init__(defaults)
+        self.date, self.numbered = date, numbered
+        self.key = ("v15 compact", defaults, date, numbered)  # type: ignore[assignment]
+
+    def evidence(self, ev: Any, same_as: str | None) -> str:
+        return compact_head(super().evidence(ev, same_as), ev, self.date, self.numbered)
+
+    writes_row = staticmethod(compact_row)
 
 
 @contextmanager
 def lean(page: str, entries: str = "lean") -> Iterator[None]:
-    """v15 writes `entries` ("lean" or "compact") while inside; with `page` "v14", its page is v14's
-    (`V14.page_size`: the tail's reserve less a fifth, shared by its five entries)."""
+    """v15 writes `entries` ("lean": `Lean`, or "compact": `Compact`) while inside; with `page` "v14", its page is
+    v14's (`V14.page_size`: the tail's reserve less a fifth, shared by its five entries)."""
     from workingset.encoders.journal import v15
     from workingset.encoders.journal.v14 import V14
     from workingset.io import caches
 
-    released_evidence, released_row = v15.V15Format.evidence, v15.V15Format.writes_row
     released_page, released_format = v15.V15.__dict__["page_size"], v15.V15.format_of
-    formats: dict[Any, Any] = {}
+    formats: dict[
+        tuple[Any, ...], V15Format
+    ] = {}  # one per key: a kept journal checks its format by identity
 
-    class Compact(v15.V15Format):
-        def __init__(self, defaults: tuple[tuple[str, Any], ...], date: str, numbered: bool):
-            super().__init__(defaults)
-            self.date, self.numbered = date, numbered
-            self.key = ("v15 compact", defaults, date, numbered)  # type: ignore[assignment]
-
-        def evidence(self, ev: Any, same_as: str | None) -> str:
-            return compact_head(released_evidence(self, ev, same_as), ev, self.date, self.numbered)
-
-    def format_of(self: Any, state: Any) -> Any:
-        first = state.evidence[0] if state.evidence else None
-        numbered = first is not None and first.budget.action == f"B{first.id[1:]}"
-        key = (v15.defaults_of(state), state.case.opened_at.partition("T")[0], numbered)
+    def format_of(self: Any, state: Any) -> V15Format:
+        defaults = v15.defaults_of(state)
+        if entries == "lean":
+            key: tuple[Any, ...] = (defaults,)
+        else:
+            first = state.evidence[0] if state.evidence else None
+            numbered = first is not None and first.budget.action == f"B{first.id[1:]}"
+            key = (defaults, state.case.opened_at.partition("T")[0], numbered)
         if key not in formats:
-            formats[key] = Compact(*key)
+            formats[key] = Lean(*key) if entries == "lean" else Compact(*key)
         return formats[key]
 
-    def evidence(self: Any, ev: Any, same_as: str | None) -> str:
-        return lean_head(released_evidence(self, ev, same_as), ev.captured_at)
-
-    def writes_row(row: Any) -> bool:
-        return row.text is not None
-
     caches.clear()  # texts written the released way are not read back
-    if entries == "lean":
-        v15.V15Format.evidence = evidence  # type: ignore[method-assign]
-        v15.V15Format.writes_row = staticmethod(writes_row)  # type: ignore[method-assign]
-    else:
-        v15.V15.format_of = format_of  # type: ignore[method-assign]
-        v15.V15Format.writes_row = staticmethod(compact_row)  # type: ignore[method-assign]
+    v15.V15.format_of = format_of  # type: ignore[method-assign]
     if page == "v14":
         v15.V15.page_size = V14.__dict__["page_size"]  # type: ignore[method-assign]
     try:
         yield
     finally:
-        v15.V15Format.evidence = released_evidence  # type: ignore[method-assign]
-        v15.V15Format.writes_row = staticmethod(released_row)  # type: ignore[method-assign]
         v15.V15.page_size = released_page  # type: ignore[method-assign]
         v15.V15.format_of = released_format  # type: ignore[method-assign]
         caches.clear()  # and the lean texts are not read back by a released render
