@@ -135,17 +135,13 @@ def requests(
     from datetime import datetime
 
     from workingset.compare.engine import request_bodies
-    from workingset.compare.wire import body_blocks
+    from workingset.compare.wire import billed_blocks
 
     out = []
     for line in request_bodies(
         contexts, strategy, "anthropic", None, options["fixed"], options["retries"]
     ):
-        body = line["body"]
-        blocks = body_blocks(body, "anthropic")
-        # Automatic caching (a top-level `cache_control`) marks the last block, as `wire.body_prompt` has it.
-        if body.get("cache_control") and blocks:
-            blocks[-1] = replace(blocks[-1], cache=True)
+        blocks, _ = billed_blocks(line["body"], "anthropic")  # Anthropic has no implicit breakpoint
         out.append((blocks, datetime.fromisoformat(line["sent_at"]).timestamp()))
     return out
 
@@ -156,8 +152,11 @@ def measure(job: tuple[str, str, str, str]) -> dict[str, Any]:
 
     contexts, fixed, options = load_run(job)
     v15 = requests(contexts, UNBOUNDED, options)
-    unbounded = get_encoder(UNBOUNDED)
-    largest = max(unbounded.render(ctx.state, ctx.hypothesis).chars for ctx in contexts)
+    # A request's first message is its context's text, block by block (`providers` checks that they cover it).
+    largest = max(
+        sum(len(b.text) for b in blocks if b.part == "messages" and b.message == 0)
+        for blocks, _ in v15
+    )
     row = {
         "contexts": len(contexts),
         # No context passes v15's budget: no bound would act on the run.

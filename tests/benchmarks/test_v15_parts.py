@@ -13,6 +13,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import v15_parts  # noqa: E402 (benchmarks/ is put on the path just above)
 from use import BUG17, TRANSCRIPT, UNBOUNDED, load_run  # noqa: E402
 
+from workingset.encoders import get_encoder  # noqa: E402
+
 JOURNAL = """N000002 H1 #2 note
 ```
 THOUGHT: look at the log
@@ -68,6 +70,10 @@ def bug17():
 def test_each_part_is_taken_out_of_the_blocks_it_names(bug17):
     contexts, options = bug17
     blocks, _ = v15_parts.requests(contexts, UNBOUNDED, options)[-1]
+    # `measure` reads each context's size off its request: the first message is the context's text.
+    last = contexts[-1]
+    context = "".join(b.text for b in blocks if b.part == "messages" and b.message == 0)
+    assert context == get_encoder(UNBOUNDED).render(last.state, last.hypothesis).text
     text = lambda bs: "".join(b.text for b in bs)  # noqa: E731
     whole = text(blocks)
     assert any(b.part == "tools" and b.text for b in blocks)

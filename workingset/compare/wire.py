@@ -146,13 +146,9 @@ def to_prompt(
                   implicit=at_implicit)  # fmt: skip
 
 
-def body_prompt(
-    body: Mapping[str, Any],
-    provider: str,
-    time: float | None = None,
-    encoding: str = DEFAULT_ENCODING,
-) -> Prompt:
-    """A request body as its cache bills it: `body_blocks`, the implicit breakpoints placed, `to_prompt`."""
+def billed_blocks(body: Mapping[str, Any], provider: str) -> tuple[list[Block], int | None]:
+    """`body_blocks` with the provider's implicit breakpoints placed: the blocks, and the index of the block
+    GPT-5.6's implicit breakpoint ends (None: none), as `to_prompt` takes them."""
     blocks = body_blocks(body, provider)
     implicit = None
     if provider == "anthropic" and body.get("cache_control") and blocks:
@@ -166,4 +162,16 @@ def body_prompt(
             i for i, b in enumerate(blocks) if b.part == "messages" and b.role in ("user", "tool")
         ]
         implicit = latest[-1] if latest else None
+    return blocks, implicit
+
+
+def body_prompt(
+    body: Mapping[str, Any],
+    provider: str,
+    time: float | None = None,
+    encoding: str = DEFAULT_ENCODING,
+) -> Prompt:
+    """A request body as its cache bills it: `billed_blocks` (`body_blocks`, the implicit breakpoints placed),
+    `to_prompt`."""
+    blocks, implicit = billed_blocks(body, provider)
     return to_prompt(blocks, time, encoding, implicit)
