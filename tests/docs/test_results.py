@@ -355,6 +355,13 @@ def docs_prose() -> str:
     return " \n ".join(_prose((ROOT / page).read_text(encoding="utf-8")) for page in DOC_PAGES)
 
 
+def _stratum(section: str, pattern: str) -> tuple[str, str]:
+    """The heading (`### pattern (N runs)`) of a table in a RESULTS.md section, and its number of runs."""
+    found = re.search(rf"^### ({pattern} \((\d+) runs?\))$", section, re.M)
+    assert found, pattern
+    return found.group(1), found.group(2)
+
+
 def _use_row(section: str, heading: str, strategy: str) -> list[str]:
     """A strategy's cells in the table under `### heading` of a RESULTS.md section of benchmarks/use.py."""
     table = section.split(f"### {heading}\n", 1)[1].strip().split("\n\n", 1)[0]
@@ -439,17 +446,11 @@ def unseen_use_claims() -> list[str]:
     section (`benchmarks/use.py --manifest benchmarks/unseen.json`; a soak test reruns it with `--check`)."""
     section = SECTIONS["use_unseen"]
 
-    def heading(pattern: str) -> tuple[str, str]:
-        """The stratum's heading and its number of runs."""
-        found = re.search(rf"^### ({pattern} \((\d+) runs\))$", section, re.M)
-        assert found, pattern
-        return found.group(1), found.group(2)
-
-    corpus, runs = heading("The corpus")
+    corpus, runs = _stratum(section, "The corpus")
     v14, v15 = _use_row(section, corpus, "v14"), _use_row(section, corpus, "v15")
     claims = [f"On {runs} runs outside the corpus",
               f"v14 costs {v14[4]}× the transcript and v15 {v15[4]}×, with {v14[0]} and {v15[0]} in view"]  # fmt: skip
-    mini, n = heading("agent mini-swe-agent")
+    mini, n = _stratum(section, "agent mini-swe-agent")
     m14, m15 = _use_row(section, mini, "v14"), _use_row(section, mini, "v15")
     # v15 with no bound, as benchmarks/use.py names it; docs/encoders.md says its format alone costs more than
     # the transcript on the mini-swe-agent runs and the bound adds to that: check it, do not quote it.
@@ -458,7 +459,7 @@ def unseen_use_claims() -> list[str]:
     claims += [f"On the {n} mini-swe-agent runs alone, v14 costs {m14[4]}× and v15 {m15[4]}×",
                f"There v15 with no bound costs {free[4]}× the transcript"]  # fmt: skip
     for agent in ("OpenHands", "SWE-agent"):
-        label, k = heading(f"agent {agent}")
+        label, k = _stratum(section, f"agent {agent}")
         claims.append(f"on the {k} {agent} runs v14 costs {_use_row(section, label, 'v14')[4]}× and v15 "
                       f"{_use_row(section, label, 'v15')[4]}×")  # fmt: skip
     return claims
@@ -573,9 +574,8 @@ def lean_claims() -> list[str]:
 
     def cells(section: str, group: str, strategy: str) -> tuple[str, list[str]]:
         """The group's number of runs, and the strategy's cells under its heading."""
-        found = re.search(rf"^### ({group} \((\d+) runs?\))$", section, re.M)
-        assert found, group
-        return found.group(2), _use_row(section, found.group(1), strategy)
+        heading, runs = _stratum(section, group)
+        return runs, _use_row(section, heading, strategy)
 
     n, ours = cells(corpus, "all", compact)
     v14 = cells(corpus, "all", "v14")[1]
