@@ -5,12 +5,12 @@ Run: .venv/bin/python benchmarks/use.py [--root DIR] [--manifest FILE] [--sectio
 Measured: bug17 and every entry of the corpus manifest (`benchmarks/corpus.json`) present
 under the corpus root (`--root`, default `$WORKINGSET_CORPUS` or `../shared/corpus/raw`),
 each imported with the project's importer. Per run, `compare --use`'s measure
-(`workingset.compare.recalls.compare_use`) of v14, v15, v15 with no bound (`v15:budget=100000000`, the
+(`workingset.compare.recalls.compare_use`) of v14, v15, v16, v15 with no bound (`v15:budget=100000000`, the
 largest budget it takes: its format alone) and every baseline `compare` knows, under
 `anthropic` and `openai-5.6` (5-minute TTL, 1,024-token minimum, reads 0.1×; the whole
 request): each strategy's share of used identifiers in view, the steps that need a recall,
 the steps with something gone, and its bill as recorded and with recalls. The baselines are
-billed twice: sending the agent's fixed prompt (as the agent did) and without it; v14 and v15
+billed twice: sending the agent's fixed prompt (as the agent did) and without it; v14, v15 and v16
 send none either way. The used identifiers are the same in both (the fixed prompt's text is never
 counted as used).
 
@@ -46,7 +46,7 @@ MODELS = ("anthropic", "openai-5.6")
 # bill beside v15's splits what v15 costs into its format (the preamble, the case, heads and decision rows) and what
 # its bound (pages, compactions and the recalls they imply) saves.
 UNBOUNDED = f"v15:budget={MAX_BUDGET}"
-CANDIDATES, TRANSCRIPT = ("v14", "v15", UNBOUNDED), "full-transcript"
+CANDIDATES, TRANSCRIPT = ("v14", "v15", "v16", UNBOUNDED), "full-transcript"
 SIZES = ((0, 20, "<20"), (20, 40, "20–39"), (40, 150, "40–149"), (150, 10**9, "≥150"))
 
 
@@ -463,6 +463,10 @@ def main() -> None:
               "the baselines are the transcript strategies above (neither v14 nor v15 with no bound is one). The third column is each target on the "
               "manifest's holdout runs alone, which played no part in choosing v15's rules.", "", targets(measured), "",
               why_over(measured)]  # fmt: skip
+    parts += ["", "### v16's targets", "", "The same targets for v16, which takes v15's choice by use with v14's share "
+              "and page and writes compact entries: none of its rules was chosen by measuring runs, so every run here "
+              "is one it was not chosen on; the third column is the holdout runs alone, as above.", "",
+              targets(measured, "v16")]  # fmt: skip
     parts += ["", "### Each run", "", "<details><summary>Per run and strategy (bills over the same run's full "
               "transcript)</summary>", "", per_run(measured, names), "", "</details>"]  # fmt: skip
     write_section(

@@ -84,7 +84,7 @@ def test_recall_under_a_version_without_it_is_recall_unsupported(version):
         assert _code(d, supports).code == "recall_unsupported"
 
 
-def test_versions_with_recall_are_exactly_v8_v9_and_v11_to_v15():
+def test_versions_with_recall_are_exactly_v8_v9_and_v11_to_v16():
     assert sorted(v for v, enc in ENCODERS.items() if enc.supports_recall) == [
         8,
         9,
@@ -93,6 +93,7 @@ def test_versions_with_recall_are_exactly_v8_v9_and_v11_to_v15():
         13,
         14,
         15,
+        16,
     ]
 
 

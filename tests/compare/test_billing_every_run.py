@@ -31,7 +31,7 @@ from workingset.encoders import ENCODERS
 
 LONG = "openhands-v1-sonnet4-pylint-167"
 # Every run of the suite bills bug17 and one run of each trajectory format's shortest (SWE-agent,
-# mini-swe-agent, OpenHands); the other corpus runs and the 167-step run (minutes: 22 strategies
+# mini-swe-agent, OpenHands); the other corpus runs and the 167-step run (minutes: 23 strategies
 # × 3 models over 167 contexts) run with the long tests (`-m soak`), so the suite stays in time.
 EVERY_RUN = ("sweagent-gpt4-pydicom-1458.traj", "mini-v2-deepseek-sqlfluff-1625.traj.json",
              "openhands-v1-sonnet4-matplotlib-24570")  # fmt: skip

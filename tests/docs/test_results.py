@@ -465,6 +465,48 @@ def unseen_use_claims() -> list[str]:
     return claims
 
 
+def v16_claims() -> list[str]:
+    """docs/encoders.md's and the README's statements on v16 beside v14, read from RESULTS.md's `use_all` and
+    `use_unseen` sections (`benchmarks/use.py`; soak tests rerun both with `--check`)."""
+    corpus = SECTIONS["use_all"]
+    unseen = SECTIONS["use_unseen"]
+    whole = "The corpus (67 runs)"
+    v16, v14 = _use_row(corpus, whole, "v16"), _use_row(corpus, whole, "v14")
+    steps, share = v16[1].split(" ", 1)
+    h16, h14 = (_use_row(corpus, "split holdout (22 runs)", s) for s in ("v16", "v14"))
+    label, n = _stratum(unseen, "The corpus")
+    u16, u14 = _use_row(unseen, label, "v16"), _use_row(unseen, label, "v14")
+    mini, k = _stratum(unseen, "agent mini-swe-agent")
+    b16, b14 = _use_row(corpus, "bug17", "v16"), _use_row(corpus, "bug17", "v14")
+    # "shows at least as much as v14 for no more" over the corpus, its holdout and the runs outside it, under both
+    # models (columns 4 and 7: with recalls); on bug17 as much for more: check it, do not quote it.
+    for a, b in ((v16, v14), (h16, h14), (u16, u14)):
+        assert (
+            float(a[0][:-1]) >= float(b[0][:-1])
+            and float(a[4]) <= float(b[4])
+            and float(a[7]) <= float(b[7])
+        )
+    assert b16[0] == b14[0] and float(b16[4]) > float(b14[4])
+    targets = corpus.split("### v16's targets\n", 1)[1]
+    twenty = next(
+        line
+        for line in targets.splitlines()
+        if "anthropic: ≤ 1.0x the transcript on every run of 20+" in line
+    )
+    held = twenty.split("|")[2].strip().split(" ")  # "53 of 57 runs"
+    return [
+        f"over the 67 corpus runs {v16[0]} of the identifiers the next step used were in its view and {steps} steps "
+        f"{share} need a recall, at {v16[4]}× the transcript with every recall billed ({v16[7]}× as GPT-5.6 bills it), "
+        f"against v14's {v14[0]} at {v14[4]}× ({v14[7]}×)",
+        f"on the 22 holdout runs {h16[0]} at {h16[4]}×, against {h14[0]} at {h14[4]}×",
+        f"on the {n} runs outside the corpus {u16[0]} at {u16[4]}×, against {u14[0]} at {u14[4]}×",
+        f"On bug17 it shows the same {b16[0]} as v14 for {b16[4]}×, against {b14[4]}×",
+        f"{held[0]} of the {held[2]} runs of 20 or more contexts cost at most the transcript",
+        f"on the {k} mini-swe-agent runs outside the corpus it costs {_use_row(unseen, mini, 'v16')[4]}× (v14: "
+        f"{_use_row(unseen, mini, 'v14')[4]}×)",
+    ]
+
+
 def keep_claims() -> list[str]:
     """docs/encoders.md's statements on v15's keep share, read from RESULTS.md's `v15_keep` section
     (`benchmarks/v15_keep.py --root ../shared/corpus/all`; a soak test reruns it with `--check`)."""
@@ -622,6 +664,7 @@ def test_readme_numbers_reproduce_from_the_command():
         + cost_parts_claims()
         + format_parts_claims()
         + lean_claims()
+        + v16_claims()
     )
     missing = [claim for claim in claims if claim not in prose]
     assert not missing, (

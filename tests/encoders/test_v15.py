@@ -15,70 +15,17 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers.factory import HUGE, evidence, huge_state, sample_state
-from tests.helpers.recover14 import read_index, read_tail, sections
-from tests.helpers.recover15 import defaults, v15_evidence
+from tests.helpers.journal15 import check, used_state
+from tests.helpers.recover14 import read_tail, sections
+from tests.helpers.recover15 import defaults
 from tests.helpers.strategies import BUG17, bound_states, growing
 from workingset.encoders import get_encoder
 from workingset.encoders.journal.base import render_kept
 from workingset.encoders.journal.v15 import PAGE_SHARE
 from workingset.encoders.journal.walk15 import walk15
-from workingset.model.state import HistoryEntry, RecallSelection, State, TextPayload, copy_state
+from workingset.model.state import HistoryEntry, RecallSelection, TextPayload, copy_state
 
 BUDGETS = ["v15", "v15:budget=20000"]
-
-
-def check(state: State, hid: str, name: str):
-    """Render, and check the bound, the shown/indexed split and every whole entry against the state."""
-    enc = get_encoder(name)
-    out = enc.render(state, hid)
-    assert out.chars == len(out.text) <= enc.budget
-    assert sorted(out.shown + out.indexed) == sorted(ev.id for ev in state.evidence)
-    by_id = {ev.id: ev for ev in state.evidence}
-    read = v15_evidence(out.text)
-    for eid, entry in read.items():
-        ev = by_id[eid]
-        capture = {
-            k: v
-            for k, v in msgspec.to_builtins(ev.capture).items()
-            if k != "query" and v is not None
-        }
-        fields = dict(entry["fields"])
-        got = {k: fields.pop(k) for k in list(fields) if k in msgspec.structs.asdict(ev.capture)}
-        assert (entry["collector"], entry["iteration"], entry["scope"], entry["captured_at"]) == (
-            ev.collector, ev.iteration, ev.scope, ev.captured_at), eid  # fmt: skip
-        assert got == capture and entry["query"] == ev.capture.query, eid
-        assert (
-            fields.get("action") == ev.budget.action and fields.get("cost", 0) == ev.budget.cost
-        ), eid
-        if "same_as" not in fields:
-            assert entry["payload"] == msgspec.to_builtins(ev.payload), eid
-    check_addressable(state, out.text, enc)
-    return out, read
-
-
-def check_addressable(state: State, text: str, enc) -> None:
-    """Every note and decision row is in view (whole or paged), named by the index (a row or a range) once, or a query row without text."""
-    index_text, body, tail = sections(text)
-    ids = {"E": sorted(ev.id for ev in state.evidence), "N": sorted(n.id for n in state.notes)}
-    ids.update(
-        {h.id: [f"{h.id}/{k}" for k in range(1, len(h.history) + 1)] for h in state.hypotheses}
-    )
-    index = (
-        read_index(index_text, ids)
-        if index_text
-        else {"count": 0, "ranged": [], "evidence": {}, "notes": {}, "decisions": {}}
-    )
-    named = [*index["ranged"], *index["evidence"], *index["notes"], *index["decisions"]]
-    assert len(named) == len(set(named)) == index["count"]
-    shown = body + "\n" + tail
-    for note in state.notes:
-        assert note.id in named or f"\n{note.id} " in "\n" + shown, note.id
-    for h in state.hypotheses:
-        for k, row in enumerate(h.history, 1):
-            ref = f"{h.id}/{k}"
-            if ref in named or (row.kind == "query" and row.text is None):
-                continue
-            assert enc.entry_text(state, ref) in shown or f"{ref} paged: " in shown, ref
 
 
 @pytest.mark.parametrize("name", BUDGETS)
@@ -146,51 +93,34 @@ def test_an_entry_is_whole_up_to_a_page_of_a_tenth_of_the_budget():
     assert f"{ids[2]} paged:" in v15.text
 
 
-def _used_state(name_in_query: bool) -> State:
-    """Outputs of 3,000 characters, one naming `pool_wait_ms` early; every second query names it, or none does."""
-    state = sample_state()
-    state.evidence.clear()
-    state.hypotheses[0].history.clear()
-    state.recall.clear()
-    for i in range(1, 41):
-        text = ("pool_wait_ms rose to 900\n" if i == 2 else "") + f"line {i}\n" * 400
-        query = "grep pool_wait_ms app.log" if (i % 2 == 0 and name_in_query) else f"select {i}"
-        state.evidence.append(
-            evidence(i, "H1", TextPayload(language="log", text=text), query=query)
-        )
-        state.evidence[-1].iteration = i
-    state.iteration = 40
-    return state
-
-
 def test_a_compaction_keeps_what_a_later_query_used_and_archives_by_last_use():
     enc = get_encoder("v15:budget=40000")
-    room = enc.journal_limit(enc.case_text(_used_state(True)))
+    room = enc.journal_limit(enc.case_text(used_state(True)))
     used = walk15(
-        _used_state(True),
+        used_state(True),
         room,
         enc.page_size,
-        enc.format_of(_used_state(True)),
-        enc.case_text(_used_state(True)),
+        enc.format_of(used_state(True)),
+        enc.case_text(used_state(True)),
     )
     unused = walk15(
-        _used_state(False),
+        used_state(False),
         room,
         enc.page_size,
-        enc.format_of(_used_state(False)),
-        enc.case_text(_used_state(False)),
+        enc.format_of(used_state(False)),
+        enc.case_text(used_state(False)),
     )
     assert used.compactions and unused.compactions
     assert (
         "E000002" in used.shown_refs and "E000002" not in unused.shown_refs
     )  # kept by its use at iteration 40
     assert used.last_use["E000002"] == 40  # the last query naming it
-    v14 = get_encoder("v14:budget=40000").render(_used_state(True), "H1")
+    v14 = get_encoder("v14:budget=40000").render(used_state(True), "H1")
     assert "E000002" in v14.indexed  # v14 archives by age
 
 
 def test_a_recalled_item_is_written_again_at_the_journals_end_and_stays_in_view():
-    state = _used_state(False)
+    state = used_state(False)
     enc = get_encoder("v15:budget=40000")
     assert "E000002" in enc.render(state, "H1").indexed
     state.hypotheses[0].history.append(
@@ -204,7 +134,7 @@ def test_a_recalled_item_is_written_again_at_the_journals_end_and_stays_in_view(
 
 
 def test_lean_heads_and_rows():
-    state = _used_state(True)
+    state = used_state(True)
     state.hypotheses[0].history.append(
         HistoryEntry(iteration=40, kind="query", evidence_refs=["E000040"])
     )

@@ -56,6 +56,10 @@ def evidence_payloads(text: str) -> dict[str, object]:
         from tests.helpers.recover15 import v15_evidence_payloads
 
         return v15_evidence_payloads(text)
+    if "\nencoder: investigation_project_v16" in head:
+        from tests.helpers.recover16 import v16_evidence
+
+        return {eid: entry["payload"] for eid, entry in v16_evidence(text).items()}
     lines = text.split("\n")
     spans = _spans(text)
     inside = {n for start, end, _, _ in spans for n in range(start, end + 1)}

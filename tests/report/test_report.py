@@ -36,7 +36,7 @@ CACHE = [
 
 @pytest.mark.parametrize("report_args, compare_args", [
     (["--strategies", "v7,v8"], ["--base", "v7", "--candidate", "v8", *CACHE]),
-    (["--strategies", ",".join(["v7"] + [f"v{n}" for n in (1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15)] + list(BASELINES))],
+    (["--strategies", ",".join(["v7"] + [f"v{n}" for n in (1, 2, 3, 4, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15, 16)] + list(BASELINES))],
      ["--all", "--baselines", *CACHE]),
     (["--strategies", "v10", "--strategies", "v11,", "--no-recall", "--cached-price", "0.25", "--cache", "openai",
       "--cache", "anthropic", "--ttl", "1h", "--cache-min", "2048", "--write-price", "1.5"],

@@ -17,6 +17,7 @@ from .journal.v12 import V12
 from .journal.v13 import V13
 from .journal.v14 import V14
 from .journal.v15 import V15
+from .journal.v16 import V16
 from .v01 import V1
 from .v02 import V2
 from .v03 import V3
@@ -44,6 +45,7 @@ ENCODERS: dict[int, Encoder] = {
     13: V13(),
     14: V14(),
     15: V15(),
+    16: V16(),
 }
 PREFIX = "investigation_project_v"
 LATEST = max(ENCODERS)

@@ -66,8 +66,16 @@ class V15Format(V13Format):
         self.defaults = dict(defaults)
         self.key = ("v15", defaults)  # type: ignore[assignment]  # texts are cached per format and defaults
 
+    def captured(self, ev: Evidence) -> str:
+        """The head's capture time (v15: as stored)."""
+        return ev.captured_at
+
+    def action(self, ev: Evidence) -> str | None:
+        """The head's `action=` field, or None when it writes none (v15: none when the item has no action)."""
+        return None if ev.budget.action is None else f"action={_value(ev.budget.action)}"
+
     def evidence(self, ev: Evidence, same_as: str | None) -> str:
-        parts = [ev.id, f"#{ev.iteration}", ev.captured_at]
+        parts = [ev.id, f"#{ev.iteration}", self.captured(ev)]
         for k, v in evidence_fields(ev).items():
             if k == "language" and not isinstance(ev.payload, TextPayload):
                 continue
@@ -78,8 +86,9 @@ class V15Format(V13Format):
             parts.append("payload=unknown")
         elif isinstance(payload, RowsPayload):
             parts.append(f"rows={len(payload.rows)}")
-        if ev.budget.action is not None:
-            parts.append(f"action={_value(ev.budget.action)}")
+        action = self.action(ev)
+        if action is not None:
+            parts.append(action)
         if ev.budget.cost:
             parts.append(f"cost={compact(ev.budget.cost)}")
         if same_as is not None:
@@ -189,16 +198,19 @@ class V15(V14):
 
     # -- the journal ---------------------------------------------------------------------------
 
+    journal_class = Journal15  # its kept walk (v16: `Journal16`, which walks with a third kept)
+
     def new_journal(self, state: State) -> Journal15:
         case_text = self.case_text(state)
-        return Journal15(
+        return self.journal_class(
             self.journal_limit(case_text), self.page_size, self.format_of(state), case_text
         )
 
     def plan(self, state: State, journal: Journal | None, room: int, case_text: str) -> Plan15:
         """The v15 journal within `room`: the kept walk resumed (started over when its room or case changed), else a fresh walk."""
         fmt = self.format_of(state)
-        if isinstance(journal, Journal15):
+        if type(journal) is self.journal_class:  # a later version's journal walks another way
+            assert isinstance(journal, Journal15)
             same = (
                 journal.limit == room
                 and journal.page_size == self.page_size
@@ -207,7 +219,7 @@ class V15(V14):
             if not same or journal.fmt is not fmt:
                 journal.restart(room, self.page_size, fmt, case_text)
             return journal.plan(state)
-        return walk15(state, room, self.page_size, fmt, case_text)
+        return walk15(state, room, self.page_size, fmt, case_text, self.journal_class.walk_class)
 
 
 _FORMATS: dict[tuple[tuple[str, Any], ...], V15Format] = {}

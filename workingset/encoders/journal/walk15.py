@@ -54,6 +54,10 @@ class Plan15(Plan14):
 class Walk15:
     """One walk of a v15 journal, kept between renders of a growing state to resume where it stopped."""
 
+    keep: tuple[int, int] | None = (
+        None  # the share of the room a compaction keeps (None: `KEEP`; v16: a third)
+    )
+
     def __init__(self, limit: int, page_size: int, fmt: Any, case_text: str):
         self.limit, self.page_size, self.fmt, self.case = limit, page_size, fmt, case_text
         self.kinds: list[
@@ -237,7 +241,10 @@ class Walk15:
     def compact(self) -> None:
         """Keep the entries used last (newest first) within `KEEP` of the room, and every entry of the newest iteration."""
         self.compactions += 1
-        limit, low = self.limit, self.limit * KEEP[0] // KEEP[1]
+        share = (
+            self.keep or KEEP
+        )  # v15's share is the module's, read here (benchmarks/v15_keep.py sets it)
+        limit, low = self.limit, self.limit * share[0] // share[1]
         last, iterations, texts, top = self.last, self.iterations, self.texts, self.top
         order = sorted(self.shown, key=lambda i: (last[i], i), reverse=True)
         newest = max(self.shown)
@@ -390,9 +397,12 @@ def _body(kind: str, item: Any) -> str:
     return item.text or ""
 
 
-def walk15(state: State, limit: int, page_size: int, fmt: Any, case_text: str) -> Plan15:
-    """The v15 journal of `state` within `limit` characters (index included), from the first entry."""
-    w = Walk15(limit, page_size, fmt, case_text)
+def walk15(
+    state: State, limit: int, page_size: int, fmt: Any, case_text: str, kind: type[Walk15] = Walk15
+) -> Plan15:
+    """The v15 journal of `state` within `limit` characters (index included), from the first entry (`kind`: the
+    walk's class, v16's `Walk16`)."""
+    w = kind(limit, page_size, fmt, case_text)
     w.targets(state.evidence)
     w.feed(state, entries(state), decision_refs(state))
     return w.result()
@@ -409,8 +419,10 @@ class Journal15(Journal14):
         self.case = case_text
         super().__init__(limit, page_size, fmt)
 
+    walk_class: type[Walk15] = Walk15  # the class of its walks (v16's journal: `Walk16`)
+
     def new_walk(self) -> Walk15:
-        return Walk15(self.limit, self.page_size, self.fmt, self.case)
+        return self.walk_class(self.limit, self.page_size, self.fmt, self.case)
 
     def restart(self, limit: int, page_size: int, fmt: Any, case_text: str) -> None:  # type: ignore[override]
         """Walk with these parameters from now on (the case's evidence defaults appeared): the next plan starts over."""
