@@ -52,9 +52,9 @@ def medians(state, hypothesis: str, encoder: str, calls: int) -> tuple[float, fl
     return statistics.median(render) * 1000, statistics.median(encode) * 1000, out.chars
 
 
-def renders(versions: tuple[str, str]) -> tuple[str, list[str]]:
-    """Fresh renders of bug17-r0018 and 1,000- and 10,000-item states under both versions: the table, and the
-    second version's verdict per state against `RENDER_TARGET`."""
+def renders(versions: tuple[str, ...]) -> tuple[str, list[str]]:
+    """Fresh renders of bug17-r0018 and 1,000- and 10,000-item states under each version: the table, and each later
+    version's verdict per state against `RENDER_TARGET` (named by version when there are more than one)."""
     ctx = load_stored_context((ROOT / "fixtures" / "bug17" / "bug17-r0018.json").read_bytes())
     cases = [("bug17-r0018 (28 items)", ctx.state, ctx.hypothesis, 200)]
     cases += [
@@ -69,9 +69,10 @@ def renders(versions: tuple[str, str]) -> tuple[str, list[str]]:
             rows.append(
                 [label, encoder, f"{chars:,}", f"{render:.3f}", f"{encode:.3f}", f"{ratio:.2f}x"]
             )
-            if encoder == versions[1]:
+            if encoder != versions[0]:
+                named = f"{encoder}, " if len(versions) > 2 else ""
                 verdicts.append(
-                    f"{label}: {ratio:.2f}x ({'met' if ratio <= RENDER_TARGET else 'missed'})"
+                    f"{named}{label}: {ratio:.2f}x ({'met' if ratio <= RENDER_TARGET else 'missed'})"
                 )
     table = tabulate(rows, headers=["state", "version", "chars", "render CPU ms", "msgspec encode CPU ms", "ratio"],
                      tablefmt="github", disable_numparse=True, colalign=["left", "left"] + ["right"] * 4)  # fmt: skip

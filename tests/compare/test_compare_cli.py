@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.common import BUG17, invoke
+from workingset.compare.engine import DEFAULT_LABEL
 from workingset.encoders import ENCODERS
 from workingset.model.hashing import content_hash
 from workingset.model.state import (
@@ -54,7 +55,7 @@ def _state(n: int) -> State:
 PAIR = (
     "--base",
     "v10",
-)  # the tests of the v10-v14 pair's numbers (the default is the transcript's baseline)
+)  # the tests of the pair of v10 and the default encoder (the default base is the transcript's baseline)
 
 
 @pytest.fixture
@@ -99,23 +100,25 @@ def test_the_verdict_names_the_cache_model_and_a_base_that_is_cheapest(run_dir: 
     args = ("--cache", "anthropic,ideal", "--cache-min", "10")
     data = json.loads(invoke("compare", str(run_dir), *PAIR, *args, "--json").stdout)
     line = invoke("compare", str(run_dir), *PAIR, *args).stdout.splitlines()[-1]
-    bills = {s: data["cache"]["anthropic"]["total"][s]["effective_cost"] for s in ("v10", "v14")}
+    bills = {
+        s: data["cache"]["anthropic"]["total"][s]["effective_cost"] for s in ("v10", DEFAULT_LABEL)
+    }
     assert line.startswith("verdict: ") and line.endswith(
         "full-price tokens, billed under the anthropic cache model)"
     )
     assert f"{min(bills.values()):,.1f} against {max(bills.values()):,.1f}" in line
     swapped = invoke(
-        "compare", str(run_dir), "--base", "v14", "--candidate", "v10"
+        "compare", str(run_dir), "--base", DEFAULT_LABEL, "--candidate", "v10"
     ).stdout.splitlines()[-1]
     assert (
-        swapped.startswith("verdict: v14 is cheapest: v10, the next, costs ")
+        swapped.startswith(f"verdict: {DEFAULT_LABEL} is cheapest: v10, the next, costs ")
         and "% more (" in swapped
     )
 
 
 def test_json_has_the_table_numbers(run_dir: Path):
     data = json.loads(invoke("compare", str(run_dir), *PAIR, "--json").stdout)
-    assert data["strategies"] == ["v10", "v14"] and data["base"] == "v10"
+    assert data["strategies"] == ["v10", DEFAULT_LABEL] and data["base"] == "v10"
     assert [c["file"] for c in data["contexts"]] == [f"tiny-r{i:04d}.json" for i in range(4)]
     for s in data["strategies"]:
         total = data["total"][s]
@@ -127,8 +130,8 @@ def test_json_has_the_table_numbers(run_dir: Path):
         assert last == data["contexts"][-1]["sizes"][s]
     assert data["contexts"][0]["sizes"]["v10"]["cached_tokens"] == 0
     text = invoke("compare", str(run_dir), *PAIR).stdout
-    assert f"{data['total']['v14']['chars']:,}" in text
-    assert f"{data['total']['v14']['change_percent']['chars']:+.1f}%" in text
+    assert f"{data['total'][DEFAULT_LABEL]['chars']:,}" in text
+    assert f"{data['total'][DEFAULT_LABEL]['change_percent']['chars']:+.1f}%" in text
 
 
 def test_all_base_and_candidate(run_dir: Path):
@@ -183,7 +186,7 @@ def test_cached_price_changes_only_the_cost(run_dir: Path):
     [
         (["--encoding", "o200k_base"], "tokenizer_unavailable"),
         (["--base", "v99"], "unknown_encoder"),
-        (["--base", "v14"], "usage_error"),
+        (["--base", DEFAULT_LABEL], "usage_error"),  # the base is the candidate
         (["--cache", "ideal,gemini"], "usage_error"),
         (["--cache", "anthropic", "--ttl", "10m"], "usage_error"),
     ],

@@ -11,6 +11,7 @@ import pytest
 from tests.helpers.common import BUG17, ROOT, invoke
 from tests.helpers.real_corpus import CORPUS
 from workingset.compare import many as compare_many
+from workingset.compare.engine import DEFAULT_LABEL
 from workingset.errors import UsageError
 from workingset.importers import import_trajectory, write_import
 
@@ -268,8 +269,8 @@ TAMPERED = {
         {k: {"tokens": "9", "request_id": "x"} for k in _at(s, "aggregate", "rows", 0, "largest")}),
     "contexts-negative": _put("aggregate", "rows", 0, "contexts", value=-1),
     "contexts-edited": lambda s: _at(s, "aggregate", "rows", 0).update(contexts=_at(s, "aggregate", "rows", 0, "contexts") + 1),
-    "total-edited": lambda s: _at(s, "aggregate", "models", "prefix", "v14").update(total=0.5),
-    "wins-edited": lambda s: _at(s, "aggregate", "models", "prefix", "v14").update(wins=99),
+    "total-edited": lambda s: _at(s, "aggregate", "models", "prefix", DEFAULT_LABEL).update(total=0.5),
+    "wins-edited": lambda s: _at(s, "aggregate", "models", "prefix", DEFAULT_LABEL).update(wins=99),
     "runs-count-edited": _put("aggregate", "runs", value=99),
     "extra-top-key": _put("extra", value=1),
     "extra-aggregate-key": _put("aggregate", "extra", value=1),

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from tests.helpers.common import BUG17, invoke
+from workingset.compare.engine import DEFAULT_LABEL
 from workingset.compare.verdict import cheapest, decide
 
 
@@ -70,12 +71,15 @@ def test_many_runs_any_base_rows_and_verdict_billed_by_the_first_cache_model(tmp
         1
     ]  # its column groups, each keyed by the run
     row = " ".join(line for line in each.splitlines() if line.startswith(str(tmp_path / "a")))
-    ratio = bill["v14"]["total"] / bill["full-transcript"]["total"]
+    ratio = bill[DEFAULT_LABEL]["total"] / bill["full-transcript"]["total"]
     assert f"{ratio:.3f}x" in row and "idle" in row
     verdict = text.splitlines()[-1]
-    assert verdict.startswith("verdict over 2 runs: v14 is cheapest: ")
-    assert f"{bill['v14']['total']:,.1f} against {bill['full-transcript']['total']:,.1f}" in verdict
+    assert verdict.startswith(f"verdict over 2 runs: {DEFAULT_LABEL} is cheapest: ")
+    assert (
+        f"{bill[DEFAULT_LABEL]['total']:,.1f} against {bill['full-transcript']['total']:,.1f}"
+        in verdict
+    )
     assert (
         "billed under the anthropic cache model" in verdict
-        and "v14 is the cheapest on every run" in verdict
+        and f"{DEFAULT_LABEL} is the cheapest on every run" in verdict
     )

@@ -10,6 +10,7 @@ import pytest
 from tests.helpers.common import invoke
 from tests.helpers.real_corpus import CORPUS, needs_corpus
 from tests.helpers.real_corpus import CORPUS_SOURCES as SOURCES
+from workingset.encoders import DEFAULT_ENCODER
 
 
 @pytest.fixture(scope="module")
@@ -37,8 +38,8 @@ def test_import_then_verify(runs, name):
     report = json.loads(result.stdout)
     assert report["ok"] and {c["status"] for c in report["contexts"]} == {"ok"}
     assert len(report["contexts"]) == SOURCES[name][1]
-    # An import records the default encoder, v14, unless told (docs/import.md).
-    assert {c["encoder"] for c in report["contexts"]} == {"investigation_project_v14"}
+    # An import records the default encoder unless told (docs/import.md).
+    assert {c["encoder"] for c in report["contexts"]} == {DEFAULT_ENCODER}
 
 
 @needs_corpus

@@ -12,6 +12,7 @@ from tests.helpers.common import BUG17, invoke
 from tests.helpers.real_corpus import CORPUS, needs_corpus
 from tests.helpers.report_page import embedded, texts
 from workingset.compare.baselines import BASELINES
+from workingset.compare.engine import DEFAULT_LABEL
 from workingset.encoders import render
 from workingset.report import DEFAULT_STRATEGIES, default_strategies, report_data
 from workingset.report.page import _json, render_page
@@ -221,7 +222,9 @@ def test_report_of_an_imported_trajectory(tmp_path):
     assert texts(report, "full-transcript") == [
         BASELINES["full-transcript"](c.state, c.hypothesis) for c in contexts
     ]
-    assert texts(report, "v14") == [render(c.state, c.hypothesis, "v14").text for c in contexts]
+    assert texts(report, DEFAULT_LABEL) == [
+        render(c.state, c.hypothesis, DEFAULT_LABEL).text for c in contexts
+    ]
 
 
 @settings(max_examples=300, deadline=None)
@@ -280,7 +283,8 @@ def test_the_first_screen_has_the_verdict_and_the_viewer_opens_on_the_runs_own_e
 
 
 def test_default_strategies_are_the_runs_own_encoder_the_default_and_every_baseline(tmp_path):
-    """Issue 33, item 1: a v14 run's report shows v14 (once) and every baseline; an older run's own encoder first."""
+    """Issue 33, item 1: a run of the default's report shows it (once) and every baseline; an older run's own encoder
+    first."""
     from workingset.compare.engine import DEFAULT_LABEL
     from workingset.runs.layout import make_stored_context, write_run
 

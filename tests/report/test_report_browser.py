@@ -9,6 +9,7 @@ import pytest
 from tests.helpers.browser import chromium, missing
 from tests.helpers.common import BUG17, invoke
 from tests.helpers.report_page import embedded, exported_run
+from workingset.compare.engine import DEFAULT_LABEL
 from workingset.encoders import render
 from workingset.runs.layout import read_run
 
@@ -26,7 +27,7 @@ def test_report_in_headless_chromium(tmp_path):
     out = tmp_path / "report.html"
     assert invoke("report", str(BUG17), "--out", str(out)).exit_code == 0
     contexts = [ctx for _, ctx in read_run(BUG17)]
-    turn, strategy = 6, "v14"  # the default encoder, shown by default
+    turn, strategy = 6, DEFAULT_LABEL  # the default encoder, shown by default
     with chromium() as driver:
         driver.get(out.as_uri())
         WebDriverWait(driver, 60).until(

@@ -24,6 +24,7 @@ from tests.helpers.session_helpers import (
     result,
     state_bytes,
 )  # fmt: skip
+from workingset.encoders import DEFAULT_ENCODER
 from workingset.errors import WorkingsetError
 from workingset.runs.layout import read_run, verify_context
 from workingset.session.investigation import Investigation
@@ -506,8 +507,8 @@ def test_create_from_a_stored_context_and_an_already_finished_state(store, tmp_p
     raw = json.loads(ctx_bytes)
     raw["state"]["analysis_id"] = "copy"
     with Investigation.create(store, json.dumps(raw).encode()) as copy:
-        # No encoder named: the default, v14 (issue 22).
-        assert copy.show().encoder == "investigation_project_v14" and copy.show().status == "active"
+        # No encoder named: the default.
+        assert copy.show().encoder == DEFAULT_ENCODER and copy.show().status == "active"
         # Its requests continue the numbering of the context it was created from (demo-r0001).
         assert copy.next_request().request_id == "copy-r0002"
     with Investigation.open(
