@@ -11,7 +11,7 @@ with the default run layout). Two floors are timed in the same process right aft
 - `read`: reading the file and decoding its JSON (msgspec), linear in the steps;
 - `encode`: `msgspec.json.encode` of every state the import builds, the least a run of
   whole contexts costs to write (each state holds every step before it: quadratic). The
-  import itself (with the default encoder, v14) writes no whole state: the run file stores
+  import itself (with the default encoder, v16) writes no whole state: the run file stores
   each record once, and each step's render continues the journal walk of the step before
   (`importers/_stream.py`), so it runs below this floor.
 
@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _results import write_section  # noqa: E402
 from synthetic import WORDS  # noqa: E402
 
+from workingset.compare.engine import DEFAULT_LABEL  # noqa: E402
 from workingset.importers import import_trajectory, write_import  # noqa: E402
 
 COMMANDS = (
@@ -122,8 +123,8 @@ def main() -> None:
         "Importing a synthetic SWE-agent trajectory (`workingset import swe-agent`, run layout) against two floors "
         "timed in the same run: reading and decoding the file, and msgspec-encoding every state the import "
         "builds (`states MB`: their JSON; see the script's docstring). One import per size; ratios of CPU times. Target: growth at most quadratic, "
-        "2,400 steps within 30 s. The import records the default encoder, v14, and writes no whole state (the run file stores each "
-        "record once; each step's render continues v14's journal walk from the step before, `workingset/importers/_stream.py`), "
+        f"2,400 steps within 30 s. The import records the default encoder, {DEFAULT_LABEL}, and writes no whole state (the run file stores each "
+        "record once; each step's render continues its journal walk from the step before, `workingset/importers/_stream.py`), "
         "so it runs below the encode floor.\n",
         table,
     ])  # fmt: skip
