@@ -465,6 +465,14 @@ def unseen_use_claims() -> list[str]:
     return claims
 
 
+def _target(table: str, label: str) -> str:
+    """The figure of the target row starting with `label` in a "targets" table: a run count ("24 of 49 runs": 24),
+    else the ratio ("0.702x": 0.702×)."""
+    row = next(line for line in table.splitlines() if line.startswith(f"| {label}"))
+    figure = row.split("|")[2].strip()
+    return figure.split(" ")[0] if " of " in figure else f"{figure}×"
+
+
 def v16_claims() -> list[str]:
     """docs/encoders.md's and the README's statements on v16 beside v14, read from RESULTS.md's `use_all` and
     `use_unseen` sections (`benchmarks/use.py`; soak tests rerun both with `--check`)."""
@@ -494,6 +502,13 @@ def v16_claims() -> list[str]:
         if "anthropic: ≤ 1.0x the transcript on every run of 20+" in line
     )
     held = twenty.split("|")[2].strip().split(" ")  # "53 of 57 runs"
+    # "more than v15's": check it, do not quote it
+    assert int(held[0]) > int(
+        _target(
+            corpus.split("### v15's targets\n", 1)[1],
+            "anthropic: ≤ 1.0x the transcript on every run of 20+",
+        )
+    )
     return [
         f"over the 67 corpus runs {v16[0]} of the identifiers the next step used were in its view and {steps} steps "
         f"{share} need a recall, at {v16[4]}× the transcript with every recall billed ({v16[7]}× as GPT-5.6 bills it), "
@@ -502,6 +517,10 @@ def v16_claims() -> list[str]:
         f"on the {n} runs outside the corpus {u16[0]} at {u16[4]}×, against {u14[0]} at {u14[4]}×",
         f"On bug17 it shows the same {b16[0]} as v14 for {b16[4]}×, against {b14[4]}×",
         f"{held[0]} of the {held[2]} runs of 20 or more contexts cost at most the transcript",
+        f"In view at least masking-10's on {_target(targets, 'in view ≥ masking-10')} of the 49 runs of 40 or more contexts",
+        f"On the frontier on {_target(targets, 'anthropic: on the frontier')} of the 49 runs of 40 or more contexts, and "
+        f"cheaper than every baseline on {_target(targets, 'anthropic: cheaper than every baseline')}",
+        f"It costs {_target(targets, 'anthropic: ≤ 0.6x')} the transcript over the corpus, against the 0.6× aimed at",
         f"on the {k} mini-swe-agent runs outside the corpus it costs {_use_row(unseen, mini, 'v16')[4]}× (v14: "
         f"{_use_row(unseen, mini, 'v14')[4]}×)",
     ]
