@@ -26,9 +26,14 @@ from workingset.encoders.journal.walk15 import walk15
 from workingset.model.state import HistoryEntry, RecallSelection, TextPayload, copy_state
 
 BUDGETS = ["v15", "v15:budget=20000"]
+BY_USE = [
+    *BUDGETS,
+    "v16",
+    "v16:budget=20000",
+]  # v16 is v15's walk on v14's share and page: the same checks
 
 
-@pytest.mark.parametrize("name", BUDGETS)
+@pytest.mark.parametrize("name", BY_USE)
 def test_sample_and_bug17_contexts_are_bounded_and_read_back(name):
     for h in sample_state().hypotheses:
         check(sample_state(), h.id, name)
@@ -42,7 +47,7 @@ def test_sample_and_bug17_contexts_are_bounded_and_read_back(name):
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(state=bound_states(), hid=st.sampled_from(["H1", "H2", "H3"]), name=st.sampled_from(BUDGETS))
+@given(state=bound_states(), hid=st.sampled_from(["H1", "H2", "H3"]), name=st.sampled_from(BY_USE))
 def test_random_states_are_within_the_budget_and_read_back(state, hid, name):
     before = msgspec.json.encode(state)
     out, _ = check(state, hid, name)
@@ -50,7 +55,7 @@ def test_random_states_are_within_the_budget_and_read_back(state, hid, name):
     assert msgspec.json.encode(state) == before
 
 
-@pytest.mark.parametrize("name", BUDGETS)
+@pytest.mark.parametrize("name", BY_USE)
 def test_every_context_of_the_kept_167_step_run_is_bounded_and_reads_back(long_run, name):
     for state in long_run[::6] + [long_run[-1]]:
         check(state, state.hypotheses[0].id, name)

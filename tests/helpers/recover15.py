@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 
 from tests.helpers.recover import _JSON_WORD, _spans, v12_evidence, v12_fields
 
@@ -32,20 +33,28 @@ def _written(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
-def expand(text: str) -> str:
-    """`text` with every v15 evidence head written as v12's head: collector, iteration, scope, time, all fields."""
-    base = defaults(text)
+def rewrite_heads(text: str, rewrite: Callable[[re.Match[str]], str]) -> str:
+    """`text` with every evidence head line outside fenced blocks replaced by `rewrite` of its `_HEAD` match."""
     lines = text.split("\n")
     inside = {n for start, end, _, _ in _spans(text) for n in range(start, end + 1)}
     for n, line in enumerate(lines):
         m = None if n in inside else _HEAD.match(line)
-        if not m:
-            continue
+        if m:
+            lines[n] = rewrite(m)
+    return "\n".join(lines)
+
+
+def expand(text: str) -> str:
+    """`text` with every v15 evidence head written as v12's head: collector, iteration, scope, time, all fields."""
+    base = defaults(text)
+
+    def v12_head(m: re.Match[str]) -> str:
         fields = {**base, **v12_fields(m.group(4) or "")}
         collector, scope = fields.pop("collector"), fields.pop("scope")
         pairs = " ".join(f"{k}={_written(v)}" for k, v in fields.items() if v is not None)
-        lines[n] = f"{m.group(1)} {collector} #{m.group(2)} {_written(scope)} {m.group(3)} {pairs}"
-    return "\n".join(lines)
+        return f"{m.group(1)} {collector} #{m.group(2)} {_written(scope)} {m.group(3)} {pairs}"
+
+    return rewrite_heads(text, v12_head)
 
 
 def v15_evidence(text: str) -> dict[str, dict]:

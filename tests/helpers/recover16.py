@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers.recover import _spans, v12_pairs
-from tests.helpers.recover15 import _HEAD, v15_evidence
+from tests.helpers.recover import v12_pairs
+from tests.helpers.recover15 import rewrite_heads, v15_evidence
 
 NUMBERED = "evidence actions: numbered"
 
@@ -21,12 +21,8 @@ def expand(text: str) -> str:
     opened = re.search(r"^opened_at: (\S+)$", text, re.M)
     date = opened.group(1).partition("T")[0] if opened else None
     numbered = f"\n{NUMBERED}\n" in text
-    lines = text.split("\n")
-    inside = {n for start, end, _, _ in _spans(text) for n in range(start, end + 1)}
-    for n, line in enumerate(lines):
-        m = None if n in inside else _HEAD.match(line)
-        if not m:
-            continue
+
+    def v15_head(m: re.Match[str]) -> str:
         eid, iteration, when, rest = m.group(1), m.group(2), m.group(3), m.group(4)
         if "T" not in when:
             assert date is not None, "a time without a date needs the case's opened_at"
@@ -38,8 +34,9 @@ def expand(text: str) -> str:
                 fields.append(f"action=B{eid[1:]}")
             elif pairs["action"][0] is None:
                 fields.remove("action=null")
-        lines[n] = " ".join([eid, f"#{iteration}", when, *fields])
-    return "\n".join(lines)
+        return " ".join([eid, f"#{iteration}", when, *fields])
+
+    return rewrite_heads(text, v15_head)
 
 
 def v16_evidence(text: str) -> dict[str, dict]:
