@@ -14,6 +14,7 @@ from tests.helpers.strategies import BUG17
 from workingset.compare.engine import version_renderer
 from workingset.encoders import get_encoder
 from workingset.encoders.journal import walk, walk14, walk15
+from workingset.encoders.journal.v16 import Walk16
 from workingset.model.state import copy_state
 
 WALKS = {
@@ -22,6 +23,7 @@ WALKS = {
     "v13": walk._Walk,
     "v14": walk14.Walk14,
     "v15": walk15.Walk15,
+    "v16": Walk16,
 }
 
 
