@@ -507,6 +507,11 @@ def v16_claims() -> list[str]:
         f"on the {n} runs outside the corpus {u16[0]} at {u16[4]}×, against {u14[0]} at {u14[4]}×",
         f"On bug17 it shows the same {b16[0]} as v14 for {b16[4]}×, against {b14[4]}×",
         f"{held[0]} of the {held[2]} runs of 20 or more contexts cost at most the transcript",
+        "outside the corpus, {} of the {} runs of 20 or more contexts do".format(
+            *_target(unseen.split("### v16's targets\n", 1)[1], TWENTY, whole=True).split(" ")[::2][
+                :2
+            ]
+        ),
         f"In view at least masking-10's on {_target(targets, 'in view ≥ masking-10')} of the 49 runs of 40 or more contexts",
         f"On the frontier on {_target(targets, 'anthropic: on the frontier')} of the 49 runs of 40 or more contexts, and "
         f"cheaper than every baseline on {_target(targets, 'anthropic: cheaper than every baseline')}",
