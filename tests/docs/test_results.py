@@ -499,6 +499,9 @@ def v16_claims() -> list[str]:
     held = _target(targets, TWENTY, whole=True).split(" ")  # "53 of 57 runs"
     # "more than v15's": check it, do not quote it
     assert int(held[0]) > int(_target(corpus.split("### v15's targets\n", 1)[1], TWENTY))
+    outside = _target(unseen.split("### v16's targets\n", 1)[1], TWENTY, whole=True).split(
+        " "
+    )  # "8 of 22 runs"
     return [
         f"over the 67 corpus runs {v16[0]} of the identifiers the next step used were in its view and {steps} steps "
         f"{share} need a recall, at {v16[4]}× the transcript with every recall billed ({v16[7]}× as GPT-5.6 bills it), "
@@ -507,11 +510,7 @@ def v16_claims() -> list[str]:
         f"on the {n} runs outside the corpus {u16[0]} at {u16[4]}×, against {u14[0]} at {u14[4]}×",
         f"On bug17 it shows the same {b16[0]} as v14 for {b16[4]}×, against {b14[4]}×",
         f"{held[0]} of the {held[2]} runs of 20 or more contexts cost at most the transcript",
-        "outside the corpus, {} of the {} runs of 20 or more contexts do".format(
-            *_target(unseen.split("### v16's targets\n", 1)[1], TWENTY, whole=True).split(" ")[::2][
-                :2
-            ]
-        ),
+        f"outside the corpus, {outside[0]} of the {outside[2]} runs of 20 or more contexts do",
         f"In view at least masking-10's on {_target(targets, 'in view ≥ masking-10')} of the 49 runs of 40 or more contexts",
         f"On the frontier on {_target(targets, 'anthropic: on the frontier')} of the 49 runs of 40 or more contexts, and "
         f"cheaper than every baseline on {_target(targets, 'anthropic: cheaper than every baseline')}",

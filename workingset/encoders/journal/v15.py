@@ -222,17 +222,24 @@ class V15(V14):
         return walk15(state, room, self.page_size, fmt, case_text, self.journal_class.walk_class)
 
 
-_FORMATS: dict[tuple[tuple[str, Any], ...], V15Format] = {}
+_FORMATS: dict[tuple[Any, ...], Any] = {}  # (class, its arguments) -> the format object
 
 
-def _format(defaults: tuple[tuple[str, Any], ...]) -> V15Format:
-    """One format object per defaults (a kept journal checks it by identity); a few per process."""
-    fmt = _FORMATS.get(defaults)
+def cached_format(kind: type[V15Format], *args: Any) -> Any:
+    """One `kind(*args)` per arguments (a kept journal checks its format by identity); a few per process."""
+    key = (kind, *args)
+    fmt = _FORMATS.get(key)
     if fmt is None:
         if len(_FORMATS) > 1024:
             _FORMATS.clear()
-        fmt = _FORMATS[defaults] = V15Format(defaults)
+        fmt = _FORMATS[key] = kind(*args)
     return fmt
 
 
-__all__ = ["PROTOCOL", "V15", "V15Format", "defaults_of"]
+def _format(defaults: tuple[tuple[str, Any], ...]) -> V15Format:
+    """v15's format for these evidence defaults."""
+    fmt: V15Format = cached_format(V15Format, defaults)
+    return fmt
+
+
+__all__ = ["PROTOCOL", "V15", "V15Format", "cached_format", "defaults_of"]

@@ -30,7 +30,7 @@ from ...model.state import Evidence, HistoryEntry, State
 from .v12 import _value
 from .v14 import V14
 from .v15 import PROTOCOL as PROTOCOL15
-from .v15 import V15, V15Format, defaults_of
+from .v15 import V15, V15Format, cached_format, defaults_of
 from .walk15 import Journal15, Walk15
 
 KEEP = (1, 3)  # v14's share of the room a compaction keeps
@@ -118,26 +118,15 @@ class V16(V15):
     page_size = V14.page_size  # v14's page: a turn's recalled pages fit the tail
 
     def format_of(self, state: State) -> V16Format:
-        return _format(defaults_of(state), state.case.opened_at.partition("T")[0], numbered(state))
+        fmt: V16Format = cached_format(
+            V16Format, defaults_of(state), state.case.opened_at.partition("T")[0], numbered(state)
+        )
+        return fmt
 
     def case_text(self, state: State) -> str:
         """v15's case (with the evidence defaults), and `evidence actions: numbered` when they are."""
         text = super().case_text(state)
         return text + "\nevidence actions: numbered" if numbered(state) else text
-
-
-_FORMATS: dict[tuple[Any, ...], V16Format] = {}
-
-
-def _format(defaults: tuple[tuple[str, Any], ...], date: str, is_numbered: bool) -> V16Format:
-    """One format object per defaults, date and numbering (a kept journal checks it by identity)."""
-    key = (defaults, date, is_numbered)
-    fmt = _FORMATS.get(key)
-    if fmt is None:
-        if len(_FORMATS) > 1024:
-            _FORMATS.clear()
-        fmt = _FORMATS[key] = V16Format(defaults, date, is_numbered)
-    return fmt
 
 
 __all__ = ["KEEP", "PROTOCOL", "V16", "V16Format", "numbered"]

@@ -54,9 +54,8 @@ class Plan15(Plan14):
 class Walk15:
     """One walk of a v15 journal, kept between renders of a growing state to resume where it stopped."""
 
-    keep: tuple[int, int] | None = (
-        None  # the share of the room a compaction keeps (None: `KEEP`; v16: a third)
-    )
+    # The share of the room a compaction keeps (None: the module's `KEEP`; v16: a third).
+    keep: tuple[int, int] | None = None
 
     def __init__(self, limit: int, page_size: int, fmt: Any, case_text: str):
         self.limit, self.page_size, self.fmt, self.case = limit, page_size, fmt, case_text
@@ -241,9 +240,8 @@ class Walk15:
     def compact(self) -> None:
         """Keep the entries used last (newest first) within `KEEP` of the room, and every entry of the newest iteration."""
         self.compactions += 1
-        share = (
-            self.keep or KEEP
-        )  # v15's share is the module's, read here (benchmarks/v15_keep.py sets it)
+        # v15's share is the module's, read here (benchmarks/v15_keep.py sets it).
+        share = self.keep or KEEP
         limit, low = self.limit, self.limit * share[0] // share[1]
         last, iterations, texts, top = self.last, self.iterations, self.texts, self.top
         order = sorted(self.shown, key=lambda i: (last[i], i), reverse=True)
